@@ -1,0 +1,77 @@
+import type { UIMessage } from "ai";
+import { PaiError } from "../errors/pai-error.ts";
+import { type AgentManifest, type PaiManifest, toolManifest } from "../manifest/manifest.ts";
+import type { InputOf, OutputOf } from "../tools/define-tool.ts";
+import type { AgentDefinition, AnyAgentDefinition } from "./define-agent.ts";
+import { type NormalizedRegistration, normalizeRegistrations } from "./tool-registration.ts";
+
+/** A registered agent with its normalized tool registrations. */
+export interface RegisteredAgent {
+  id: string;
+  definition: AnyAgentDefinition;
+  registrations: ReadonlyMap<string, NormalizedRegistration>;
+}
+
+/** The registry of agents. `ctx.agentId` is the key an agent is registered under. */
+export interface Pai<AGENTS extends Record<string, AnyAgentDefinition> = Record<string, AnyAgentDefinition>> {
+  readonly agents: AGENTS;
+  /** The registered agent, or `UNKNOWN_AGENT`. */
+  agent(agentId: string): RegisteredAgent;
+  /** JSON description of every agent and tool: keys, ids, descriptions, JSON Schemas, `enabled` gates. */
+  manifest(): PaiManifest;
+}
+
+/**
+ * Creates the agent registry. Pure apart from normalizing registrations: no I/O.
+ * @example
+ * export const pai = createPai({ agents: { assistant: assistantAgent } });
+ */
+export function createPai<AGENTS extends Record<string, AnyAgentDefinition>>(options: { agents: AGENTS }): Pai<AGENTS> {
+  const registered = new Map<string, RegisteredAgent>();
+  for (const [id, definition] of Object.entries(options.agents)) {
+    const registrations = new Map(
+      normalizeRegistrations(id, definition.tools as Record<string, unknown>).map((r) => [r.name, r]),
+    );
+    registered.set(id, { id, definition, registrations });
+  }
+  return {
+    agents: options.agents,
+    agent(agentId) {
+      const agent = registered.get(agentId);
+      if (!agent) {
+        throw new PaiError("UNKNOWN_AGENT", `no agent is registered as "${agentId}"`, {
+          details: { agentId, known: [...registered.keys()] },
+        });
+      }
+      return agent;
+    },
+    manifest() {
+      const agents: AgentManifest[] = [...registered.values()].map((agent) => ({
+        id: agent.id,
+        name: agent.definition.name ?? agent.id,
+        tools: [...agent.registrations.values()].map(toolManifest),
+      }));
+      return { version: 1, agents };
+    },
+  };
+}
+
+type ToolOfRegistration<R> = R extends { tool: infer TOOL } ? TOOL : R;
+
+/** The tool contract of an agent: registration key → `{ input, output }`, for typing UI tool parts. */
+export type InferAgentTools<AGENT> =
+  AGENT extends AgentDefinition<any, any, infer TOOLS>
+    ? { [K in keyof TOOLS & string]: { input: InputOf<ToolOfRegistration<TOOLS[K]>>; output: OutputOf<ToolOfRegistration<TOOLS[K]>> } }
+    : never;
+
+/** Metadata PAI puts on assistant messages. */
+export interface PaiMessageMetadata {
+  runId?: string;
+  agentId?: string;
+}
+
+/** The `UIMessage` type of an agent's thread, with tool parts typed from its contract. */
+export type InferAgentUIMessage<AGENT> = UIMessage<PaiMessageMetadata, Record<string, unknown>, InferAgentTools<AGENT>>;
+
+/** The contract of every agent in a registry: agent id → tool contract. */
+export type InferPaiContract<PAI> = PAI extends Pai<infer AGENTS> ? { [K in keyof AGENTS]: InferAgentTools<AGENTS[K]> } : never;

@@ -1,0 +1,61 @@
+export { createPai, type InferAgentTools, type InferAgentUIMessage, type InferPaiContract, type Pai, type PaiMessageMetadata, type RegisteredAgent } from "./agents/create-pai.ts";
+export {
+  type AgentDefinition,
+  type AgentLifecycle,
+  type AgentOptions,
+  type AgentResolverArgs,
+  type AgentToolRegistrations,
+  type AnyAgentDefinition,
+  defineAgent,
+  type RunScope,
+  type RuntimeContextArgs,
+  type RuntimeErrorInfo,
+  type ToolOutputEvent,
+  type ToolRegistrationConfig,
+  type ToolResultEvent,
+  type ToolResultOverride,
+} from "./agents/define-agent.ts";
+export type { CapabilityBinding, ProvisionedResource, ProvisionRequest } from "./capabilities/capability-binding.ts";
+export {
+  type Capability,
+  type CapabilityFacades,
+  type CapabilityMap,
+  defineCapability,
+  type FacadeOf,
+} from "./capabilities/define-capability.ts";
+export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";
+export type { AgentManifest, PaiManifest, ToolManifest } from "./manifest/manifest.ts";
+export type { AgentRun, RunResult } from "./runtime/agent-run.ts";
+export {
+  type AgentRuntime,
+  type AgentRuntimeOptions,
+  createAgentRuntime,
+  type RunOptions,
+  type ThreadSnapshot,
+} from "./runtime/create-agent-runtime.ts";
+export type { RequiredCapabilities } from "./runtime/required-capabilities.ts";
+export * from "./threads/index.ts";
+export {
+  type AnyToolDefinition,
+  type ContextOf,
+  defineTool,
+  type InputOf,
+  isToolDefinition,
+  type OutputOf,
+  type ToModelOutputOptions,
+  type ToolDefinition,
+  type ToolOptions,
+} from "./tools/define-tool.ts";
+export type {
+  ThreadFile,
+  ToolAgents,
+  ToolCallLocation,
+  ToolDataAccess,
+  ToolDataEntry,
+  ToolEntry,
+  ToolExecuteContext,
+  ToolFailOptions,
+  ToolFiles,
+  ToolSuspendOptions,
+} from "./tools/tool-context.ts";
+export type { UIMessage, LanguageModel } from "ai";

@@ -1,0 +1,38 @@
+import type { UIMessageStreamWriter } from "ai";
+import type { AgentResolverArgs } from "../agents/define-agent.ts";
+import type { RegisteredAgent } from "../agents/create-pai.ts";
+import type { ThreadStore } from "../threads/thread-store.ts";
+import type { ToolAgents, ToolFiles } from "../tools/tool-context.ts";
+
+/** Why a run stopped early. */
+export type RunStopReason = { type: "cancelled" } | { type: "failed"; error: unknown } | { type: "suspended" };
+
+/** Per-run state shared by the loop and the tool executor. */
+export interface RunState {
+  agent: RegisteredAgent;
+  runId: string;
+  threadId: string;
+  store: ThreadStore;
+  resolverArgs: AgentResolverArgs<unknown, unknown>;
+  /** Aborts everything the run started: model call, tools, provisioning. */
+  controller: AbortController;
+  /** Set once: the reason the run stops before the model finishes. */
+  stopReason: RunStopReason | undefined;
+  /** The UI stream writer, for `data-*` parts. */
+  writer: UIMessageStreamWriter | undefined;
+  /** Reports an unplanned error to `onRuntimeError` (never throws). */
+  reportError(error: unknown, info: { phase: "tool" | "on-output" | "model" | "run"; toolName?: string; toolCallId?: string }): Promise<void>;
+  /** `ctx.files`: the files attached to this thread's messages. */
+  files: ToolFiles;
+  /** `ctx.agents`: subagent runs on behalf of this run. */
+  agents: ToolAgents;
+  /** Capability facades for a tool call, provisioned lazily by the capability layer. */
+  capabilitiesFor(toolName: string, capabilityNames: Record<string, string>): Record<string, unknown>;
+}
+
+/** Stops the run with `reason` unless it already stopped. */
+export function stopRun(state: RunState, reason: RunStopReason): void {
+  if (state.stopReason) return;
+  state.stopReason = reason;
+  state.controller.abort(reason);
+}

@@ -1,0 +1,8 @@
+export {
+  createScriptedModel,
+  type ScriptedModel,
+  type ScriptedStep,
+  type ScriptedStepSource,
+  type ScriptedToolCall,
+  scriptedStepParts,
+} from "./scripted-model.ts";

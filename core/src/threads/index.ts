@@ -1,0 +1,15 @@
+export { createMemoryThreadStore } from "./memory-thread-store.ts";
+export { createSqliteThreadStore, type SqliteThreadStoreOptions } from "./sqlite-thread-store.ts";
+export type {
+  CapabilityLifetime,
+  LeaseRecord,
+  PendingActionKind,
+  PendingActionRecord,
+  PendingActionStatus,
+  RunCommit,
+  RunRecord,
+  RunStatus,
+  ThreadRecord,
+  ThreadStore,
+  ToolDataRecord,
+} from "./thread-store.ts";

@@ -1,0 +1,269 @@
+import type { UIMessage } from "ai";
+import { PaiError } from "../errors/pai-error.ts";
+import {
+  applyRunPatch,
+  asStored,
+  parseStoreInput,
+  storeInputSchemas as schemas,
+  storeClosedError,
+  withoutUndefined,
+} from "./parse-store-input.ts";
+import type {
+  CapabilityLifetime,
+  LeaseRecord,
+  PendingActionRecord,
+  RunRecord,
+  ThreadRecord,
+  ThreadStore,
+  ToolDataRecord,
+} from "./thread-store.ts";
+
+/**
+ * Creates a {@link ThreadStore} that keeps everything in process memory, for tests and throwaway
+ * runtimes. It behaves like the SQLite store: the same input checks, the same ordering, and values
+ * come back as they would from storage (JSON semantics). Every value handed out is a deep copy
+ * (`structuredClone`), so callers cannot change stored state by mutating what they got.
+ *
+ * @example
+ * ```ts
+ * const store = createMemoryThreadStore();
+ * await store.ensureThread({ id: "t1", agentId: "coder", ownerKey: "user:1", createdAt: Date.now(), updatedAt: Date.now() });
+ * ```
+ */
+export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
+  const threads = new Map<string, ThreadRecord>();
+  const messages = new Map<string, UIMessage[]>();
+  const runs = new Map<string, RunRecord>();
+  const toolData: ToolDataRecord[] = [];
+  const actions = new Map<string, PendingActionRecord>();
+  const leases = new Map<string, LeaseRecord>();
+  let nextSeq = 1;
+  let closed = false;
+
+  function assertOpen(): void {
+    if (closed) throw storeClosedError();
+  }
+
+  const store: ThreadStore & AsyncDisposable = {
+    async getThread(threadId) {
+      assertOpen();
+      return copy(threads.get(threadId));
+    },
+
+    async ensureThread(input) {
+      assertOpen();
+      const thread = asStored(parseStoreInput(schemas.thread, input, "thread"), "thread");
+      const existing = threads.get(thread.id);
+      if (existing) return copy(existing);
+      threads.set(thread.id, thread);
+      return copy(thread);
+    },
+
+    async listThreads(input) {
+      assertOpen();
+      const query = parseStoreInput(schemas.threadQuery, input, "thread query");
+      const found = [...threads.values()]
+        .filter((thread) => thread.ownerKey === query.ownerKey)
+        .filter((thread) => query.agentId === undefined || thread.agentId === query.agentId)
+        .sort(newestFirst);
+      return copy(query.limit === undefined ? found : found.slice(0, query.limit));
+    },
+
+    async deleteThread(threadId) {
+      assertOpen();
+      const runIds = new Set(
+        [...runs.values()].filter((run) => run.threadId === threadId).map((run) => run.id),
+      );
+      for (const [key, lease] of leases) {
+        if (ownedByThread(lease, threadId, runIds)) leases.delete(key);
+      }
+      for (const runId of runIds) runs.delete(runId);
+      for (const [actionId, action] of actions) {
+        if (action.threadId === threadId) actions.delete(actionId);
+      }
+      for (let index = toolData.length - 1; index >= 0; index--) {
+        if (toolData[index]!.threadId === threadId) toolData.splice(index, 1);
+      }
+      messages.delete(threadId);
+      threads.delete(threadId);
+    },
+
+    async loadMessages(threadId) {
+      assertOpen();
+      return copy(messages.get(threadId) ?? []);
+    },
+
+    async createRun(input) {
+      assertOpen();
+      const run = asStored(parseStoreInput(schemas.run, input, "run"), "run");
+      if (runs.has(run.id)) throw new PaiError("INVALID_ARGUMENT", `Run ${run.id} already exists`);
+      runs.set(run.id, run);
+    },
+
+    async getRun(runId) {
+      assertOpen();
+      return copy(runs.get(runId));
+    },
+
+    async listRuns(threadId) {
+      assertOpen();
+      return copy([...runs.values()].filter((run) => run.threadId === threadId).sort(byStartedAt));
+    },
+
+    async updateRun(runId, input) {
+      assertOpen();
+      const patch = parseStoreInput(schemas.runPatch, input, "run patch");
+      const run = runs.get(runId);
+      if (!run) throw new PaiError("UNKNOWN_RUN", `Run ${runId} does not exist`, { details: { runId } });
+      runs.set(runId, applyRunPatch(run, patch, input));
+    },
+
+    async commitRun(input) {
+      assertOpen();
+      const commit = asStored(parseStoreInput(schemas.runCommit, input, "run commit"), "run commit");
+      const existing = threads.get(commit.thread.id);
+      threads.set(commit.thread.id, {
+        ...commit.thread,
+        createdAt: existing?.createdAt ?? commit.thread.createdAt,
+      });
+      messages.set(commit.thread.id, commit.messages as UIMessage[]);
+      runs.set(commit.run.id, commit.run);
+    },
+
+    async appendToolData(input) {
+      assertOpen();
+      const record = asStored(parseStoreInput(schemas.toolData, input, "tool data"), "tool data");
+      const stored: ToolDataRecord = withoutUndefined({ ...record, data: record.data, seq: nextSeq++ });
+      toolData.push(stored);
+      return copy(stored);
+    },
+
+    async listToolData(input) {
+      assertOpen();
+      const query = parseStoreInput(schemas.toolDataQuery, input, "tool data query");
+      return copy(
+        toolData.filter(
+          (record) =>
+            record.threadId === query.threadId &&
+            (query.toolCallId === undefined || record.toolCallId === query.toolCallId) &&
+            (query.channel === undefined || record.channel === query.channel),
+        ),
+      );
+    },
+
+    async putPendingAction(input) {
+      assertOpen();
+      const action = asStored(
+        parseStoreInput(schemas.pendingAction, input, "pending action"),
+        "pending action",
+      );
+      actions.set(action.id, action as PendingActionRecord);
+    },
+
+    async getPendingAction(actionId) {
+      assertOpen();
+      return copy(actions.get(actionId));
+    },
+
+    async listPendingActions(input) {
+      assertOpen();
+      const query = parseStoreInput(schemas.pendingActionQuery, input, "pending action query");
+      return copy(
+        [...actions.values()]
+          .filter(
+            (action) =>
+              (query.threadId === undefined || action.threadId === query.threadId) &&
+              (query.status === undefined || action.status === query.status),
+          )
+          .sort(byCreatedAt),
+      );
+    },
+
+    async settlePendingAction(actionId, expectedInput, input) {
+      assertOpen();
+      const expected = parseStoreInput(schemas.actionStatus, expectedInput, "expected status");
+      const patch = asStored(parseStoreInput(schemas.settlePatch, input, "settle patch"), "settle patch");
+      const action = actions.get(actionId);
+      if (!action || action.status !== expected) return { changed: false, action: copy(action) };
+      const settled = withoutUndefined({
+        ...action,
+        status: patch.status,
+        answer: "answer" in input ? patch.answer : action.answer,
+        settledAt: "settledAt" in input ? patch.settledAt : action.settledAt,
+      });
+      actions.set(actionId, settled);
+      return { changed: true, action: copy(settled) };
+    },
+
+    async putLease(input) {
+      assertOpen();
+      const lease = asStored(parseStoreInput(schemas.lease, input, "lease"), "lease");
+      leases.set(leaseKey(lease.capability, lease.lifetime, lease.key), lease);
+    },
+
+    async listLeases(input = {}) {
+      assertOpen();
+      const query = parseStoreInput(schemas.leaseQuery, input, "lease query");
+      return copy(
+        [...leases.values()]
+          .filter(
+            (lease) =>
+              (query.capability === undefined || lease.capability === query.capability) &&
+              (query.lifetime === undefined || lease.lifetime === query.lifetime) &&
+              (query.key === undefined || lease.key === query.key),
+          )
+          .sort(byCreatedAt),
+      );
+    },
+
+    async touchLease(capability, lifetime, key, at) {
+      assertOpen();
+      const lastUsedAt = parseStoreInput(schemas.timestamp, at, "lease time");
+      const lease = leases.get(leaseKey(capability, lifetime, key));
+      if (lease) lease.lastUsedAt = lastUsedAt;
+    },
+
+    async deleteLease(capability, lifetime, key) {
+      assertOpen();
+      leases.delete(leaseKey(capability, lifetime, key));
+    },
+
+    async close() {
+      closed = true;
+    },
+
+    async [Symbol.asyncDispose]() {
+      await store.close();
+    },
+  };
+  return store;
+}
+
+function copy<VALUE>(value: VALUE): VALUE {
+  return structuredClone(value);
+}
+
+function leaseKey(capability: string, lifetime: CapabilityLifetime, key: string): string {
+  return JSON.stringify([capability, lifetime, key]);
+}
+
+/** The leases {@link ThreadStore.deleteThread} removes: the thread's own and those of its runs. */
+function ownedByThread(lease: LeaseRecord, threadId: string, runIds: ReadonlySet<string>): boolean {
+  return (
+    (lease.lifetime === "thread" && lease.key === threadId) ||
+    (lease.lifetime === "run" && runIds.has(lease.key))
+  );
+}
+
+/** Newest `updatedAt` first; ties by newest `createdAt`, then by id descending (as the SQLite store). */
+function newestFirst(a: ThreadRecord, b: ThreadRecord): number {
+  return b.updatedAt - a.updatedAt || b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+}
+
+function byStartedAt(a: RunRecord, b: RunRecord): number {
+  return a.startedAt - b.startedAt;
+}
+
+function byCreatedAt(a: { createdAt: number }, b: { createdAt: number }): number {
+  return a.createdAt - b.createdAt;
+}

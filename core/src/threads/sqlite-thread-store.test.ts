@@ -1,0 +1,283 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import type { UIMessage } from "ai";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { PaiError } from "../errors/pai-error.ts";
+import { createSqliteThreadStore } from "./sqlite-thread-store.ts";
+import type { PendingActionRecord, RunRecord, ThreadRecord, ThreadStore } from "./thread-store.ts";
+
+const thread: ThreadRecord = { id: "t1", agentId: "coder", ownerKey: "user:1", createdAt: 1000, updatedAt: 1000 };
+const run: RunRecord = { id: "r1", threadId: "t1", agentId: "coder", status: "completed", startedAt: 1000 };
+
+const conversation: UIMessage[] = [
+  { id: "m1", role: "user", parts: [{ type: "text", text: "List the files" }] },
+  {
+    id: "m2",
+    role: "assistant",
+    metadata: { runId: "r1", toolIds: { listFiles: "sandbox.listFiles@1" } },
+    parts: [
+      { type: "step-start" },
+      { type: "reasoning", text: "Use the sandbox.", state: "done" },
+      {
+        type: "tool-listFiles",
+        toolCallId: "call-1",
+        state: "output-available",
+        input: { path: "." },
+        output: { files: ["a.ts", "b.ts"], truncated: false },
+        callProviderMetadata: { mock: { cached: true } },
+      },
+      { type: "data-toolData", id: "call-1:progress", data: { channel: "progress", seq: 1, data: { pct: 100 } } },
+      { type: "data-capability", data: { capability: "sandbox", status: "ready" } },
+      { type: "text", text: "Two files: a.ts and b.ts — ✓", state: "done" },
+    ],
+  },
+];
+
+const pending: PendingActionRecord = {
+  id: "a1",
+  threadId: "t1",
+  runId: "r1",
+  toolCallId: "call-2",
+  toolId: "deploy",
+  toolName: "deploy",
+  inputHash: "hash-2",
+  input: { target: "prod" },
+  kind: "suspend",
+  name: "approve",
+  payload: { question: "Deploy?" },
+  suspendHistory: [{ question: "Build first?" }],
+  status: "pending",
+  createdAt: 2000,
+};
+
+let directory: string;
+let path: string;
+const opened: ThreadStore[] = [];
+
+/** Opens a store that the test's cleanup closes. */
+function open(options: { busyTimeoutMs?: number } = {}): ThreadStore {
+  const store = createSqliteThreadStore({ path, ...options });
+  opened.push(store);
+  return store;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => expect.fail("expected the promise to reject"),
+    (error: unknown) => error,
+  );
+}
+
+function openError(options: { path: string }): unknown {
+  try {
+    opened.push(createSqliteThreadStore(options));
+  } catch (error) {
+    return error;
+  }
+  return expect.fail(`expected opening ${options.path} to throw`);
+}
+
+beforeEach(() => {
+  directory = mkdtempSync(join(tmpdir(), "pai-sqlite-store-"));
+  path = join(directory, "nested", "threads.db");
+});
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((store) => store.close()));
+  rmSync(directory, { recursive: true, force: true });
+});
+
+describe("createSqliteThreadStore", () => {
+  it("shows a second store on the same file everything the first wrote", async () => {
+    const first = open();
+    await first.commitRun({ thread: { ...thread, title: "Files", updatedAt: 3000 }, messages: conversation, run });
+    const written = await first.appendToolData({
+      threadId: "t1",
+      runId: "r1",
+      toolCallId: "call-1",
+      toolId: "sandbox.listFiles@1",
+      channel: "progress",
+      data: { pct: 100 },
+      createdAt: 1500,
+    });
+    await first.putPendingAction(pending);
+    await first.putLease({
+      capability: "sandbox",
+      lifetime: "thread",
+      key: "t1",
+      resourceId: "c0ffee",
+      meta: { volume: "pai-t1" },
+      createdAt: 1000,
+      lastUsedAt: 2000,
+    });
+
+    const second = open();
+
+    expect(await second.loadMessages("t1")).toStrictEqual(conversation);
+    expect(await second.getThread("t1")).toEqual({ ...thread, title: "Files", updatedAt: 3000 });
+    expect(await second.listRuns("t1")).toEqual([run]);
+    expect(await second.listToolData({ threadId: "t1", toolCallId: "call-1" })).toEqual([written]);
+    expect(await second.listPendingActions({ threadId: "t1", status: "pending" })).toEqual([pending]);
+    expect(await second.listLeases({ capability: "sandbox" })).toEqual([
+      expect.objectContaining({ key: "t1", resourceId: "c0ffee", meta: { volume: "pai-t1" } }),
+    ]);
+  });
+
+  it("creates the directory and a WAL database with the current schema version", async () => {
+    await open().close();
+
+    const raw = new DatabaseSync(path);
+    try {
+      expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 1 });
+      const tables = raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
+      expect(tables.map((table) => table.name)).toEqual(
+        expect.arrayContaining(["leases", "messages", "pending_actions", "runs", "threads", "tool_data"]),
+      );
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("adopts an empty file as a new store", async () => {
+    const emptyFile = join(directory, "empty.db");
+    writeFileSync(emptyFile, "");
+
+    const store = createSqliteThreadStore({ path: emptyFile });
+    opened.push(store);
+
+    expect(await store.ensureThread(thread)).toEqual(thread);
+  });
+
+  it("refuses a file that is not SQLite and leaves its bytes unchanged", () => {
+    const garbage = join(directory, "garbage.db");
+    const bytes = Buffer.from("this is not a database, just some notes\n".repeat(64));
+    writeFileSync(garbage, bytes);
+
+    const error = openError({ path: garbage });
+
+    expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
+    expect((error as PaiError).message).toContain(`${garbage} is not a PAI thread store`);
+    expect((error as PaiError).cause).toBeInstanceOf(Error);
+    expect(readFileSync(garbage).equals(bytes)).toBe(true);
+    expect(readdirSync(directory)).toEqual(["garbage.db"]);
+  });
+
+  it("refuses another application's SQLite database without touching it", () => {
+    const foreign = join(directory, "foreign.db");
+    const raw = new DatabaseSync(foreign);
+    raw.exec("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices VALUES (1, 9.5)");
+    raw.close();
+    const bytes = readFileSync(foreign);
+
+    const error = openError({ path: foreign });
+
+    expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
+    expect((error as PaiError).message).toContain(`${foreign} is not a PAI thread store`);
+    expect(readFileSync(foreign).equals(bytes)).toBe(true);
+  });
+
+  it("refuses a store written by a newer schema version without touching it", async () => {
+    await open().close();
+    const raw = new DatabaseSync(path);
+    raw.exec("PRAGMA user_version = 99");
+    raw.close();
+    const bytes = readFileSync(path);
+
+    const error = openError({ path });
+
+    expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
+    expect((error as PaiError).message).toMatch(/schema version 99, written by a newer PAI/);
+    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 1 });
+    expect(readFileSync(path).equals(bytes)).toBe(true);
+  });
+
+  it("reports STORE_UNWRITABLE when the parent of the path is a regular file", () => {
+    const file = join(directory, "plain-file");
+    writeFileSync(file, "x");
+
+    const error = openError({ path: join(file, "threads.db") });
+
+    expect(PaiError.hasCode(error, "STORE_UNWRITABLE")).toBe(true);
+    expect((error as PaiError).cause).toBeDefined();
+  });
+
+  it("reports STORE_UNWRITABLE for a path where no file can be created", () => {
+    expect(PaiError.hasCode(openError({ path: "/proc/pai-thread-store/threads.db" }), "STORE_UNWRITABLE")).toBe(true);
+    expect(PaiError.hasCode(openError({ path: "/proc/pai-threads.db" }), "STORE_UNWRITABLE")).toBe(true);
+  });
+
+  it("keeps earlier messages when a commit fails midway", async () => {
+    const store = open();
+    await store.commitRun({ thread, messages: conversation, run });
+    // Make the second message insert of the next commit fail, after the old messages were deleted.
+    const raw = new DatabaseSync(path);
+    raw.exec(`CREATE TRIGGER fail_second_message BEFORE INSERT ON messages WHEN NEW.position = 1
+      BEGIN SELECT RAISE(ABORT, 'disk went away'); END`);
+    raw.close();
+
+    const replacement: UIMessage[] = [
+      { id: "m3", role: "user", parts: [{ type: "text", text: "again" }] },
+      { id: "m4", role: "assistant", parts: [{ type: "text", text: "sure" }] },
+    ];
+    const error = await rejection(
+      store.commitRun({ thread: { ...thread, updatedAt: 9000 }, messages: replacement, run: { ...run, id: "r2" } }),
+    );
+
+    expect(PaiError.isInstance(error)).toBe(true);
+    expect((error as PaiError).message).toContain("disk went away");
+    const fresh = open();
+    expect(await fresh.loadMessages("t1")).toStrictEqual(conversation);
+    expect(await fresh.getThread("t1")).toEqual(thread);
+    expect(await fresh.getRun("r2")).toBeUndefined();
+  });
+
+  it("fails a commit with STORE_UNWRITABLE while another connection holds the write lock", async () => {
+    const store = open({ busyTimeoutMs: 20 });
+    await store.commitRun({ thread, messages: conversation, run });
+    const locker = new DatabaseSync(path);
+    locker.exec("BEGIN IMMEDIATE");
+    try {
+      const error = await rejection(
+        store.commitRun({ thread, messages: conversation.slice(0, 1), run: { ...run, id: "r2" } }),
+      );
+      expect(PaiError.hasCode(error, "STORE_UNWRITABLE")).toBe(true);
+      expect((error as PaiError).message).toContain("database is locked");
+    } finally {
+      locker.exec("ROLLBACK");
+      locker.close();
+    }
+
+    expect(await open().loadMessages("t1")).toStrictEqual(conversation);
+    await store.commitRun({ thread, messages: conversation.slice(0, 1), run: { ...run, id: "r2" } });
+    expect(await open().loadMessages("t1")).toEqual(conversation.slice(0, 1));
+  });
+
+  it("lets only one of two stores on the same file settle a pending action", async () => {
+    const first = open();
+    const second = open();
+    await first.putPendingAction(pending);
+
+    const results = await Promise.all([
+      first.settlePendingAction("a1", "pending", { status: "succeeded", answer: { approved: true }, settledAt: 3000 }),
+      second.settlePendingAction("a1", "pending", { status: "denied", answer: { approved: false }, settledAt: 3001 }),
+    ]);
+
+    expect(results.map((result) => result.changed)).toEqual([true, false]);
+    const settled = { ...pending, status: "succeeded", answer: { approved: true }, settledAt: 3000 };
+    expect(results.map((result) => result.action)).toEqual([settled, settled]);
+    expect(await second.getPendingAction("a1")).toEqual(settled);
+  });
+
+  it("releases the file on close so it can be reopened, and rejects calls afterwards", async () => {
+    const store = open();
+    await store.ensureThread(thread);
+    await (store as ThreadStore & AsyncDisposable)[Symbol.asyncDispose]();
+    await store.close();
+
+    expect(PaiError.hasCode(await rejection(store.getThread("t1")), "STORE_CLOSED")).toBe(true);
+    expect(await open().getThread("t1")).toEqual(thread);
+  });
+});

@@ -1,0 +1,705 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import type { SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
+import { DatabaseSync } from "node:sqlite";
+import type { UIMessage } from "ai";
+import { PaiError } from "../errors/pai-error.ts";
+import {
+  applyRunPatch,
+  fromStoredJson,
+  parseStoreInput,
+  storeInputSchemas as schemas,
+  storeClosedError,
+  toStoredJson,
+  withoutUndefined,
+} from "./parse-store-input.ts";
+import type {
+  CapabilityLifetime,
+  LeaseRecord,
+  PendingActionRecord,
+  PendingActionStatus,
+  RunRecord,
+  RunStatus,
+  ThreadRecord,
+  ThreadStore,
+  ToolDataRecord,
+} from "./thread-store.ts";
+
+/** Options of {@link createSqliteThreadStore}. */
+export interface SqliteThreadStoreOptions {
+  /**
+   * The database file. Its parent directory is created when missing. `":memory:"` keeps the store in
+   * memory (nothing survives `close()`).
+   */
+  path: string;
+  /**
+   * How long a write waits for another connection's lock before it fails with `STORE_UNWRITABLE`.
+   * @default 5000
+   */
+  busyTimeoutMs?: number;
+}
+
+/** `PRAGMA application_id` of a PAI thread store: "PAI1" in ASCII. */
+const APPLICATION_ID = 0x50414931;
+const MEMORY = ":memory:";
+
+/**
+ * Schema migrations; `migrations[n]` takes the schema from version `n` to `n + 1`. The version lives in
+ * `PRAGMA user_version`. Never edit a shipped step: append a new one.
+ */
+const migrations: ReadonlyArray<(db: DatabaseSync) => void> = [
+  (db) =>
+    db.exec(`
+      CREATE TABLE threads (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        owner_key TEXT NOT NULL,
+        title TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE INDEX threads_owner_updated ON threads (owner_key, updated_at);
+
+      CREATE TABLE messages (
+        thread_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        PRIMARY KEY (thread_id, position)
+      ) WITHOUT ROWID;
+
+      CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER,
+        error TEXT
+      );
+      CREATE INDEX runs_thread ON runs (thread_id, started_at);
+
+      CREATE TABLE tool_data (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        thread_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        tool_id TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        data TEXT,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX tool_data_thread_call ON tool_data (thread_id, tool_call_id);
+
+      CREATE TABLE pending_actions (
+        id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        tool_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        input_hash TEXT NOT NULL,
+        input TEXT,
+        kind TEXT NOT NULL,
+        name TEXT,
+        payload TEXT,
+        suspend_history TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        settled_at INTEGER,
+        answer TEXT
+      );
+      CREATE INDEX pending_actions_thread_status ON pending_actions (thread_id, status);
+
+      CREATE TABLE leases (
+        capability TEXT NOT NULL,
+        lifetime TEXT NOT NULL,
+        key TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        meta TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        last_used_at INTEGER NOT NULL,
+        PRIMARY KEY (capability, lifetime, key)
+      );
+    `),
+];
+
+/** The schema version this build writes and the newest it reads. */
+const SCHEMA_VERSION = migrations.length;
+
+/**
+ * Creates the embedded {@link ThreadStore}: one SQLite file through `node:sqlite` (no native addon),
+ * in WAL mode so readers never block the writer. Several stores, in one process or many, may open the
+ * same file. The file is created, or migrated to the current schema, on open.
+ *
+ * Opening throws `PaiError`:
+ * - `STORE_CORRUPT` when the file is not a PAI thread store (not SQLite, another application's
+ *   database) or was written by a newer PAI; the file is left untouched;
+ * - `STORE_UNWRITABLE` when the file or its directory cannot be created or written.
+ *
+ * Every method returns a promise and rejects with `STORE_CLOSED` after `close()`; a write that SQLite
+ * refuses (locked past `busyTimeoutMs`, read-only, disk full) rejects with `STORE_UNWRITABLE` and
+ * changes nothing.
+ *
+ * @example
+ * ```ts
+ * const store = createSqliteThreadStore({ path: ".pai/threads.db" });
+ * const messages = await store.loadMessages(threadId);
+ * await store.close();
+ * ```
+ */
+export function createSqliteThreadStore(options: SqliteThreadStoreOptions): ThreadStore & AsyncDisposable {
+  const path = parseStoreInput(schemas.id, options.path, "path");
+  const busyTimeoutMs = parseStoreInput(
+    schemas.busyTimeoutMs,
+    options.busyTimeoutMs ?? 5000,
+    "busyTimeoutMs",
+  );
+  const location = path === MEMORY ? MEMORY : resolve(path);
+  const db = openDatabase(location, busyTimeoutMs);
+  let statements: Statements;
+  try {
+    statements = prepareStatements(db);
+  } catch (error) {
+    db.close();
+    throw toStoreError(error, location, "open");
+  }
+  const s = statements;
+  let closed = false;
+
+  /** Runs `body` against the open database, mapping SQLite failures to `PaiError`. */
+  async function use<RESULT>(action: string, body: () => RESULT): Promise<RESULT> {
+    if (closed) throw storeClosedError();
+    try {
+      return body();
+    } catch (error) {
+      throw toStoreError(error, location, action);
+    }
+  }
+
+  /** `BEGIN IMMEDIATE … COMMIT`; any failure rolls the whole body back. */
+  function transaction<RESULT>(body: () => RESULT): RESULT {
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = body();
+      db.exec("COMMIT");
+      return result;
+    } catch (error) {
+      if (db.isTransaction) {
+        try {
+          db.exec("ROLLBACK");
+        } catch {
+          // The original error says more; SQLite rolls back on its own when ROLLBACK itself fails.
+        }
+      }
+      throw error;
+    }
+  }
+
+  const store: ThreadStore & AsyncDisposable = {
+    getThread: (threadId) => use("read", () => toThread(s.getThread.get(threadId))),
+
+    ensureThread: (input) =>
+      use("write", () => {
+        const thread = parseStoreInput(schemas.thread, input, "thread");
+        return transaction(() => {
+          s.insertThreadIfMissing.run(...threadValues(thread));
+          return toThread(s.getThread.get(thread.id))!;
+        });
+      }),
+
+    listThreads: (input) =>
+      use("read", () => {
+        const query = parseStoreInput(schemas.threadQuery, input, "thread query");
+        const rows =
+          query.agentId === undefined
+            ? s.listThreads.all(query.ownerKey, query.limit ?? -1)
+            : s.listThreadsOfAgent.all(query.ownerKey, query.agentId, query.limit ?? -1);
+        return rows.map((row) => toThread(row)!);
+      }),
+
+    deleteThread: (threadId) =>
+      use("write", () =>
+        transaction(() => {
+          s.deleteThreadLeases.run(threadId, threadId);
+          s.deleteThreadRuns.run(threadId);
+          s.deleteThreadActions.run(threadId);
+          s.deleteThreadToolData.run(threadId);
+          s.deleteMessages.run(threadId);
+          s.deleteThread.run(threadId);
+        }),
+      ),
+
+    loadMessages: (threadId) =>
+      use("read", () =>
+        s.loadMessages.all(threadId).map((row) => fromStoredJson(row.message as string) as UIMessage),
+      ),
+
+    createRun: (input) =>
+      use("write", () => {
+        const run = parseStoreInput(schemas.run, input, "run");
+        if (s.insertRunIfMissing.run(...runValues(run)).changes === 0) {
+          throw new PaiError("INVALID_ARGUMENT", `Run ${run.id} already exists`);
+        }
+      }),
+
+    getRun: (runId) => use("read", () => toRun(s.getRun.get(runId))),
+
+    listRuns: (threadId) => use("read", () => s.listRuns.all(threadId).map((row) => toRun(row)!)),
+
+    updateRun: (runId, input) =>
+      use("write", () => {
+        const patch = parseStoreInput(schemas.runPatch, input, "run patch");
+        transaction(() => {
+          const run = toRun(s.getRun.get(runId));
+          if (!run) throw new PaiError("UNKNOWN_RUN", `Run ${runId} does not exist`, { details: { runId } });
+          s.upsertRun.run(...runValues(applyRunPatch(run, patch, input)));
+        });
+      }),
+
+    commitRun: (input) =>
+      use("commit", () => {
+        const { thread, messages, run } = parseStoreInput(schemas.runCommit, input, "run commit");
+        // Serialize before the transaction: a message JSON cannot hold must not get as far as the file.
+        const rows = messages.map((message, position) => toStoredJson(message, `message ${position}`)!);
+        transaction(() => {
+          s.deleteMessages.run(thread.id);
+          for (const [position, message] of rows.entries()) s.insertMessage.run(thread.id, position, message);
+          s.upsertThread.run(...threadValues(thread));
+          s.upsertRun.run(...runValues(run));
+        });
+      }),
+
+    appendToolData: (input) =>
+      use("write", () => {
+        const record = parseStoreInput(schemas.toolData, input, "tool data");
+        const row = s.insertToolData.get(
+          record.threadId,
+          record.runId,
+          record.toolCallId,
+          record.toolId,
+          record.channel,
+          toStoredJson(record.data, "tool data"),
+          record.createdAt,
+        );
+        return toToolData(row)!;
+      }),
+
+    listToolData: (input) =>
+      use("read", () => {
+        const query = parseStoreInput(schemas.toolDataQuery, input, "tool data query");
+        return s.listToolData
+          .all(query.threadId, query.toolCallId ?? null, query.channel ?? null)
+          .map((row) => toToolData(row)!);
+      }),
+
+    putPendingAction: (input) =>
+      use("write", () => {
+        const action = parseStoreInput(schemas.pendingAction, input, "pending action");
+        s.upsertAction.run(...actionValues(action as PendingActionRecord));
+      }),
+
+    getPendingAction: (actionId) => use("read", () => toAction(s.getAction.get(actionId))),
+
+    listPendingActions: (input) =>
+      use("read", () => {
+        const query = parseStoreInput(schemas.pendingActionQuery, input, "pending action query");
+        return s.listActions.all(query.threadId ?? null, query.status ?? null).map((row) => toAction(row)!);
+      }),
+
+    settlePendingAction: (actionId, expectedInput, input) =>
+      use("write", () => {
+        const expected = parseStoreInput(schemas.actionStatus, expectedInput, "expected status");
+        const patch = parseStoreInput(schemas.settlePatch, input, "settle patch");
+        const answer = toStoredJson(patch.answer, "answer");
+        return transaction(() => {
+          const changed =
+            s.settleAction.run(
+              patch.status,
+              "answer" in input ? 1 : 0,
+              answer,
+              "settledAt" in input ? 1 : 0,
+              patch.settledAt ?? null,
+              actionId,
+              expected,
+            ).changes === 1;
+          return { changed, action: toAction(s.getAction.get(actionId)) };
+        });
+      }),
+
+    putLease: (input) =>
+      use("write", () => {
+        const lease = parseStoreInput(schemas.lease, input, "lease");
+        s.upsertLease.run(
+          lease.capability,
+          lease.lifetime,
+          lease.key,
+          lease.resourceId,
+          toStoredJson(lease.meta, "lease meta"),
+          lease.createdAt,
+          lease.lastUsedAt,
+        );
+      }),
+
+    listLeases: (input = {}) =>
+      use("read", () => {
+        const query = parseStoreInput(schemas.leaseQuery, input, "lease query");
+        return s.listLeases
+          .all(query.capability ?? null, query.lifetime ?? null, query.key ?? null)
+          .map((row) => toLease(row)!);
+      }),
+
+    touchLease: (capability, lifetime, key, at) =>
+      use("write", () => {
+        const lastUsedAt = parseStoreInput(schemas.timestamp, at, "lease time");
+        s.touchLease.run(lastUsedAt, capability, lifetime, key);
+      }),
+
+    deleteLease: (capability, lifetime, key) =>
+      use("write", () => {
+        s.deleteLease.run(capability, lifetime, key);
+      }),
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        db.close();
+      } catch (error) {
+        throw toStoreError(error, location, "close");
+      }
+    },
+
+    async [Symbol.asyncDispose]() {
+      await store.close();
+    },
+  };
+  return store;
+}
+
+/** Opens (creating or migrating) the file; never writes to a file that is not a PAI thread store. */
+function openDatabase(location: string, busyTimeoutMs: number): DatabaseSync {
+  if (location !== MEMORY) {
+    try {
+      mkdirSync(dirname(location), { recursive: true });
+    } catch (cause) {
+      throw new PaiError(
+        "STORE_UNWRITABLE",
+        `Cannot create the directory of the thread store ${location}: ${messageOf(cause)}`,
+        { cause, details: { path: location } },
+      );
+    }
+  }
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(location, { timeout: busyTimeoutMs });
+  } catch (error) {
+    throw toStoreError(error, location, "open");
+  }
+  try {
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+    // Reads only: a file that is not ours must be refused before anything is written to it.
+    checkOwnership(db, location);
+    if (location !== MEMORY) db.prepare("PRAGMA journal_mode = WAL").get();
+    db.exec("PRAGMA synchronous = NORMAL");
+    migrate(db, location);
+  } catch (error) {
+    db.close();
+    throw toStoreError(error, location, "open");
+  }
+  return db;
+}
+
+function checkOwnership(db: DatabaseSync, location: string): void {
+  const version = pragmaNumber(db, "user_version");
+  const applicationId = pragmaNumber(db, "application_id");
+  const hasTables = db.prepare("SELECT 1 FROM sqlite_schema LIMIT 1").get() !== undefined;
+  const details = { path: location, applicationId, schemaVersion: version };
+  if (applicationId !== APPLICATION_ID && (applicationId !== 0 || version !== 0 || hasTables)) {
+    throw new PaiError(
+      "STORE_CORRUPT",
+      `${location} is not a PAI thread store: it is another application's SQLite database; it was left untouched`,
+      { details },
+    );
+  }
+  checkVersion(version, location, details);
+}
+
+function checkVersion(version: number, location: string, details: Record<string, unknown>): void {
+  if (version > SCHEMA_VERSION) {
+    throw new PaiError(
+      "STORE_CORRUPT",
+      `${location} is a PAI thread store of schema version ${version}, written by a newer PAI; ` +
+        `this version reads up to ${SCHEMA_VERSION}. It was left untouched: upgrade PAI to open it`,
+      { details: { ...details, supportedSchemaVersion: SCHEMA_VERSION } },
+    );
+  }
+}
+
+function migrate(db: DatabaseSync, location: string): void {
+  if (pragmaNumber(db, "user_version") === SCHEMA_VERSION) return;
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    // Read again under the write lock: another process may have migrated meanwhile.
+    const version = pragmaNumber(db, "user_version");
+    checkVersion(version, location, { path: location, schemaVersion: version });
+    for (let step = version; step < SCHEMA_VERSION; step++) migrations[step]!(db);
+    db.exec(`PRAGMA application_id = ${APPLICATION_ID}`);
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+    db.exec("COMMIT");
+  } catch (error) {
+    if (db.isTransaction) db.exec("ROLLBACK");
+    throw error;
+  }
+}
+
+function pragmaNumber(db: DatabaseSync, name: "user_version" | "application_id"): number {
+  return Number(Object.values(db.prepare(`PRAGMA ${name}`).get() ?? {})[0] ?? 0);
+}
+
+/** SQLite primary result codes that mean the file is not (or no longer) a readable database. */
+const CORRUPT_CODES = new Set([11 /* SQLITE_CORRUPT */, 26 /* SQLITE_NOTADB */]);
+
+/** Maps a `node:sqlite` error to `PaiError`; anything else (including a `PaiError`) passes through. */
+function toStoreError(error: unknown, location: string, action: string): unknown {
+  if (PaiError.isInstance(error)) return error;
+  const errcode = (error as { errcode?: unknown } | null)?.errcode;
+  if (typeof errcode !== "number") return error;
+  const message = messageOf(error);
+  const details = { path: location, sqliteCode: errcode };
+  if (CORRUPT_CODES.has(errcode & 0xff) || /^no such (table|column)/.test(message)) {
+    return new PaiError(
+      "STORE_CORRUPT",
+      `${location} is not a PAI thread store or is damaged (${message}); it was left untouched`,
+      { cause: error, details },
+    );
+  }
+  return new PaiError("STORE_UNWRITABLE", `Cannot ${action} the thread store ${location}: ${message}`, {
+    cause: error,
+    details,
+  });
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+type Row = Record<string, SQLOutputValue> | undefined;
+
+function prepareStatements(db: DatabaseSync) {
+  const threadColumns = "id, agent_id, owner_key, title, created_at, updated_at";
+  const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error";
+  const actionColumns =
+    "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
+    "suspend_history, status, created_at, settled_at, answer";
+  const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
+  const leaseColumns = "capability, lifetime, key, resource_id, meta, created_at, last_used_at";
+  const newestFirst = "ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT ?";
+  return {
+    getThread: db.prepare(`SELECT ${threadColumns} FROM threads WHERE id = ?`),
+    insertThreadIfMissing: db.prepare(
+      `INSERT INTO threads (${threadColumns}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    ),
+    upsertThread: db.prepare(
+      `INSERT INTO threads (${threadColumns}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET
+         agent_id = excluded.agent_id, owner_key = excluded.owner_key, title = excluded.title,
+         updated_at = excluded.updated_at`,
+    ),
+    listThreads: db.prepare(`SELECT ${threadColumns} FROM threads WHERE owner_key = ? ${newestFirst}`),
+    listThreadsOfAgent: db.prepare(
+      `SELECT ${threadColumns} FROM threads WHERE owner_key = ? AND agent_id = ? ${newestFirst}`,
+    ),
+    deleteThread: db.prepare("DELETE FROM threads WHERE id = ?"),
+    deleteThreadLeases: db.prepare(
+      `DELETE FROM leases WHERE (lifetime = 'thread' AND key = ?)
+         OR (lifetime = 'run' AND key IN (SELECT id FROM runs WHERE thread_id = ?))`,
+    ),
+    deleteThreadRuns: db.prepare("DELETE FROM runs WHERE thread_id = ?"),
+    deleteThreadActions: db.prepare("DELETE FROM pending_actions WHERE thread_id = ?"),
+    deleteThreadToolData: db.prepare("DELETE FROM tool_data WHERE thread_id = ?"),
+
+    loadMessages: db.prepare("SELECT message FROM messages WHERE thread_id = ? ORDER BY position"),
+    deleteMessages: db.prepare("DELETE FROM messages WHERE thread_id = ?"),
+    insertMessage: db.prepare("INSERT INTO messages (thread_id, position, message) VALUES (?, ?, ?)"),
+
+    getRun: db.prepare(`SELECT ${runColumns} FROM runs WHERE id = ?`),
+    listRuns: db.prepare(`SELECT ${runColumns} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid`),
+    insertRunIfMissing: db.prepare(
+      `INSERT INTO runs (${runColumns}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    ),
+    upsertRun: db.prepare(
+      `INSERT INTO runs (${runColumns}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET
+         thread_id = excluded.thread_id, agent_id = excluded.agent_id, status = excluded.status,
+         started_at = excluded.started_at, ended_at = excluded.ended_at, error = excluded.error`,
+    ),
+
+    insertToolData: db.prepare(
+      `INSERT INTO tool_data (thread_id, run_id, tool_call_id, tool_id, channel, data, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${toolDataColumns}`,
+    ),
+    listToolData: db.prepare(
+      `SELECT ${toolDataColumns} FROM tool_data WHERE thread_id = ?1
+         AND (?2 IS NULL OR tool_call_id = ?2) AND (?3 IS NULL OR channel = ?3) ORDER BY seq`,
+    ),
+
+    getAction: db.prepare(`SELECT ${actionColumns} FROM pending_actions WHERE id = ?`),
+    listActions: db.prepare(
+      `SELECT ${actionColumns} FROM pending_actions WHERE (?1 IS NULL OR thread_id = ?1)
+         AND (?2 IS NULL OR status = ?2) ORDER BY created_at, rowid`,
+    ),
+    upsertAction: db.prepare(
+      `INSERT INTO pending_actions (${actionColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET
+         thread_id = excluded.thread_id, run_id = excluded.run_id, tool_call_id = excluded.tool_call_id,
+         tool_id = excluded.tool_id, tool_name = excluded.tool_name, input_hash = excluded.input_hash,
+         input = excluded.input, kind = excluded.kind, name = excluded.name, payload = excluded.payload,
+         suspend_history = excluded.suspend_history, status = excluded.status,
+         created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer`,
+    ),
+    /** The compare-and-set: changes one row only while the status is still the expected one. */
+    settleAction: db.prepare(
+      `UPDATE pending_actions SET status = ?1,
+         answer = CASE WHEN ?2 THEN ?3 ELSE answer END,
+         settled_at = CASE WHEN ?4 THEN ?5 ELSE settled_at END
+       WHERE id = ?6 AND status = ?7`,
+    ),
+
+    upsertLease: db.prepare(
+      `INSERT INTO leases (${leaseColumns}) VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (capability, lifetime, key) DO UPDATE SET
+         resource_id = excluded.resource_id, meta = excluded.meta, created_at = excluded.created_at,
+         last_used_at = excluded.last_used_at`,
+    ),
+    listLeases: db.prepare(
+      `SELECT ${leaseColumns} FROM leases WHERE (?1 IS NULL OR capability = ?1)
+         AND (?2 IS NULL OR lifetime = ?2) AND (?3 IS NULL OR key = ?3) ORDER BY created_at, rowid`,
+    ),
+    touchLease: db.prepare(
+      "UPDATE leases SET last_used_at = ? WHERE capability = ? AND lifetime = ? AND key = ?",
+    ),
+    deleteLease: db.prepare("DELETE FROM leases WHERE capability = ? AND lifetime = ? AND key = ?"),
+  } satisfies Record<string, StatementSync>;
+}
+
+type Statements = ReturnType<typeof prepareStatements>;
+
+function threadValues(thread: ThreadRecord): SQLInputValue[] {
+  return [
+    thread.id,
+    thread.agentId,
+    thread.ownerKey,
+    thread.title ?? null,
+    thread.createdAt,
+    thread.updatedAt,
+  ];
+}
+
+function runValues(run: RunRecord): SQLInputValue[] {
+  return [
+    run.id,
+    run.threadId,
+    run.agentId,
+    run.status,
+    run.startedAt,
+    run.endedAt ?? null,
+    run.error ?? null,
+  ];
+}
+
+function actionValues(action: PendingActionRecord): SQLInputValue[] {
+  return [
+    action.id,
+    action.threadId,
+    action.runId,
+    action.toolCallId,
+    action.toolId,
+    action.toolName,
+    action.inputHash,
+    toStoredJson(action.input, "pending action input"),
+    action.kind,
+    action.name ?? null,
+    toStoredJson(action.payload, "pending action payload"),
+    toStoredJson(action.suspendHistory, "pending action suspendHistory"),
+    action.status,
+    action.createdAt,
+    action.settledAt ?? null,
+    toStoredJson(action.answer, "pending action answer"),
+  ];
+}
+
+function optional<VALUE>(value: SQLOutputValue | undefined): VALUE | undefined {
+  return value === null ? undefined : (value as VALUE);
+}
+
+function toThread(row: Row): ThreadRecord | undefined {
+  if (!row) return undefined;
+  return withoutUndefined({
+    id: row.id as string,
+    agentId: row.agent_id as string,
+    ownerKey: row.owner_key as string,
+    title: optional<string>(row.title),
+    createdAt: row.created_at as number,
+    updatedAt: row.updated_at as number,
+  });
+}
+
+function toRun(row: Row): RunRecord | undefined {
+  if (!row) return undefined;
+  return withoutUndefined({
+    id: row.id as string,
+    threadId: row.thread_id as string,
+    agentId: row.agent_id as string,
+    status: row.status as RunStatus,
+    startedAt: row.started_at as number,
+    endedAt: optional<number>(row.ended_at),
+    error: optional<string>(row.error),
+  });
+}
+
+function toToolData(row: Row): ToolDataRecord | undefined {
+  if (!row) return undefined;
+  return withoutUndefined({
+    threadId: row.thread_id as string,
+    runId: row.run_id as string,
+    toolCallId: row.tool_call_id as string,
+    toolId: row.tool_id as string,
+    channel: row.channel as string,
+    seq: row.seq as number,
+    data: fromStoredJson(row.data as string | null),
+    createdAt: row.created_at as number,
+  });
+}
+
+function toAction(row: Row): PendingActionRecord | undefined {
+  if (!row) return undefined;
+  return withoutUndefined({
+    id: row.id as string,
+    threadId: row.thread_id as string,
+    runId: row.run_id as string,
+    toolCallId: row.tool_call_id as string,
+    toolId: row.tool_id as string,
+    toolName: row.tool_name as string,
+    inputHash: row.input_hash as string,
+    input: fromStoredJson(row.input as string | null),
+    kind: row.kind as PendingActionRecord["kind"],
+    name: optional<string>(row.name),
+    payload: fromStoredJson(row.payload as string | null),
+    suspendHistory: fromStoredJson(row.suspend_history as string) as unknown[],
+    status: row.status as PendingActionStatus,
+    createdAt: row.created_at as number,
+    settledAt: optional<number>(row.settled_at),
+    answer: fromStoredJson(row.answer as string | null),
+  });
+}
+
+function toLease(row: Row): LeaseRecord | undefined {
+  if (!row) return undefined;
+  return {
+    capability: row.capability as string,
+    lifetime: row.lifetime as CapabilityLifetime,
+    key: row.key as string,
+    resourceId: row.resource_id as string,
+    meta: fromStoredJson(row.meta as string) as Record<string, unknown>,
+    createdAt: row.created_at as number,
+    lastUsedAt: row.last_used_at as number,
+  };
+}

@@ -1,0 +1,456 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { UIMessage } from "ai";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { PaiError } from "../errors/pai-error.ts";
+import { createMemoryThreadStore } from "./memory-thread-store.ts";
+import { createSqliteThreadStore } from "./sqlite-thread-store.ts";
+import type {
+  LeaseRecord,
+  PendingActionRecord,
+  RunRecord,
+  ThreadRecord,
+  ThreadStore,
+  ToolDataRecord,
+} from "./thread-store.ts";
+
+interface StoreFixture {
+  store: ThreadStore;
+  cleanup(): void;
+}
+
+const implementations: Array<{ name: string; create(): StoreFixture }> = [
+  { name: "memory", create: () => ({ store: createMemoryThreadStore(), cleanup: () => {} }) },
+  {
+    name: "sqlite",
+    create: () => {
+      const directory = mkdtempSync(join(tmpdir(), "pai-thread-store-"));
+      return {
+        store: createSqliteThreadStore({ path: join(directory, "threads.db") }),
+        cleanup: () => rmSync(directory, { recursive: true, force: true }),
+      };
+    },
+  },
+];
+
+function thread(overrides: Partial<ThreadRecord> = {}): ThreadRecord {
+  return { id: "t1", agentId: "coder", ownerKey: "user:1", createdAt: 1000, updatedAt: 1000, ...overrides };
+}
+
+function run(overrides: Partial<RunRecord> = {}): RunRecord {
+  return { id: "r1", threadId: "t1", agentId: "coder", status: "running", startedAt: 1000, ...overrides };
+}
+
+function toolData(overrides: Partial<Omit<ToolDataRecord, "seq">> = {}): Omit<ToolDataRecord, "seq"> {
+  return {
+    threadId: "t1",
+    runId: "r1",
+    toolCallId: "call-1",
+    toolId: "search",
+    channel: "progress",
+    data: { done: 1 },
+    createdAt: 1000,
+    ...overrides,
+  };
+}
+
+function action(overrides: Partial<PendingActionRecord> = {}): PendingActionRecord {
+  return {
+    id: "a1",
+    threadId: "t1",
+    runId: "r1",
+    toolCallId: "call-1",
+    toolId: "deploy",
+    toolName: "deploy",
+    inputHash: "hash-1",
+    input: { target: "prod" },
+    kind: "suspend",
+    name: "approve",
+    payload: { question: "Deploy?" },
+    suspendHistory: [],
+    status: "pending",
+    createdAt: 1000,
+    ...overrides,
+  };
+}
+
+function lease(overrides: Partial<LeaseRecord> = {}): LeaseRecord {
+  return {
+    capability: "sandbox",
+    lifetime: "thread",
+    key: "t1",
+    resourceId: "container-1",
+    meta: { image: "pai/sandbox" },
+    createdAt: 1000,
+    lastUsedAt: 1000,
+    ...overrides,
+  };
+}
+
+const conversation: UIMessage[] = [
+  { id: "m1", role: "user", parts: [{ type: "text", text: "Run the tests" }] },
+  {
+    id: "m2",
+    role: "assistant",
+    metadata: { runId: "r1" },
+    parts: [
+      { type: "step-start" },
+      {
+        type: "tool-runCommand",
+        toolCallId: "call-1",
+        state: "output-available",
+        input: { command: "npm", args: ["test"] },
+        output: { exitCode: 0, stdout: "ok\n" },
+      },
+      { type: "data-toolData", id: "d1", data: { channel: "progress", value: 1 } },
+      { type: "text", text: "All green.", state: "done" },
+    ],
+  },
+];
+
+async function expectCode(promise: Promise<unknown>, code: PaiError["code"]): Promise<PaiError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(PaiError.hasCode(error, code), `expected PaiError ${code}, got ${String(error)}`).toBe(true);
+  return error as PaiError;
+}
+
+describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
+  let store: ThreadStore;
+  let cleanup: () => void;
+
+  beforeEach(() => {
+    ({ store, cleanup } = create());
+  });
+
+  afterEach(async () => {
+    await store.close();
+    cleanup();
+  });
+
+  describe("threads", () => {
+    it("creates a thread on ensureThread and returns it", async () => {
+      const created = await store.ensureThread(thread({ title: "Tests" }));
+
+      expect(created).toEqual(thread({ title: "Tests" }));
+      expect(await store.getThread("t1")).toEqual(thread({ title: "Tests" }));
+    });
+
+    it("keeps the stored thread when ensureThread meets an existing one", async () => {
+      await store.ensureThread(thread({ title: "First" }));
+
+      const again = await store.ensureThread(thread({ title: "Second", updatedAt: 5000 }));
+
+      expect(again).toEqual(thread({ title: "First" }));
+    });
+
+    it("returns undefined for an unknown thread", async () => {
+      expect(await store.getThread("missing")).toBeUndefined();
+    });
+
+    it("lists an owner's threads newest first, filtered by agent and limited", async () => {
+      await store.ensureThread(thread({ id: "old", updatedAt: 1000 }));
+      await store.ensureThread(thread({ id: "new", updatedAt: 3000 }));
+      await store.ensureThread(thread({ id: "mid", agentId: "writer", updatedAt: 2000 }));
+      await store.ensureThread(thread({ id: "other", ownerKey: "user:2", updatedAt: 9000 }));
+
+      const ids = (threads: ThreadRecord[]) => threads.map((found) => found.id);
+      expect(ids(await store.listThreads({ ownerKey: "user:1" }))).toEqual(["new", "mid", "old"]);
+      expect(ids(await store.listThreads({ ownerKey: "user:1", agentId: "coder" }))).toEqual(["new", "old"]);
+      expect(ids(await store.listThreads({ ownerKey: "user:1", limit: 2 }))).toEqual(["new", "mid"]);
+      expect(await store.listThreads({ ownerKey: "user:1", limit: 0 })).toEqual([]);
+      expect(await store.listThreads({ ownerKey: "nobody" })).toEqual([]);
+    });
+
+    it("moves a thread to the front of the list when a run commits on it", async () => {
+      await store.ensureThread(thread({ id: "a", updatedAt: 1000 }));
+      await store.ensureThread(thread({ id: "b", updatedAt: 2000 }));
+
+      await store.commitRun({ thread: thread({ id: "a", updatedAt: 3000 }), messages: [], run: run({ threadId: "a" }) });
+
+      expect((await store.listThreads({ ownerKey: "user:1" })).map((found) => found.id)).toEqual(["a", "b"]);
+    });
+
+    it("rejects a negative limit and a thread without an id", async () => {
+      await expectCode(store.listThreads({ ownerKey: "user:1", limit: -1 }), "INVALID_ARGUMENT");
+      await expectCode(store.ensureThread(thread({ id: "" })), "INVALID_ARGUMENT");
+      await expectCode(store.ensureThread({ ...thread(), agentId: undefined } as never), "INVALID_ARGUMENT");
+    });
+
+    it("deletes a thread with its messages, runs, tool data, pending actions and leases", async () => {
+      await store.commitRun({ thread: thread(), messages: conversation, run: run() });
+      await store.commitRun({ thread: thread({ id: "t2" }), messages: conversation, run: run({ id: "r2", threadId: "t2" }) });
+      await store.appendToolData(toolData());
+      await store.appendToolData(toolData({ threadId: "t2", runId: "r2" }));
+      await store.putPendingAction(action());
+      await store.putPendingAction(action({ id: "a2", threadId: "t2", runId: "r2" }));
+      await store.putLease(lease({ lifetime: "thread", key: "t1" }));
+      await store.putLease(lease({ lifetime: "run", key: "r1" }));
+      await store.putLease(lease({ lifetime: "thread", key: "t2" }));
+      await store.putLease(lease({ lifetime: "user", key: "user:1" }));
+
+      await store.deleteThread("t1");
+
+      expect(await store.getThread("t1")).toBeUndefined();
+      expect(await store.loadMessages("t1")).toEqual([]);
+      expect(await store.getRun("r1")).toBeUndefined();
+      expect(await store.listToolData({ threadId: "t1" })).toEqual([]);
+      expect(await store.getPendingAction("a1")).toBeUndefined();
+      expect((await store.listLeases()).map((kept) => `${kept.lifetime}:${kept.key}`)).toEqual([
+        "thread:t2",
+        "user:user:1",
+      ]);
+      expect(await store.loadMessages("t2")).toEqual(conversation);
+      expect(await store.getRun("r2")).toBeDefined();
+      expect(await store.listToolData({ threadId: "t2" })).toHaveLength(1);
+      expect(await store.getPendingAction("a2")).toBeDefined();
+    });
+
+    it("treats deleting an unknown thread as done", async () => {
+      await expect(store.deleteThread("missing")).resolves.toBeUndefined();
+    });
+  });
+
+  describe("messages and commits", () => {
+    it("returns no messages for a thread that has none", async () => {
+      expect(await store.loadMessages("missing")).toEqual([]);
+    });
+
+    it("stores the messages, thread and run of a commit together", async () => {
+      await store.commitRun({
+        thread: thread({ updatedAt: 2000 }),
+        messages: conversation,
+        run: run({ status: "completed", endedAt: 2000 }),
+      });
+
+      expect(await store.loadMessages("t1")).toStrictEqual(conversation);
+      expect(await store.getThread("t1")).toEqual(thread({ updatedAt: 2000 }));
+      expect(await store.getRun("r1")).toEqual(run({ status: "completed", endedAt: 2000 }));
+    });
+
+    it("replaces the earlier messages on the next commit", async () => {
+      await store.commitRun({ thread: thread(), messages: conversation, run: run() });
+
+      await store.commitRun({ thread: thread(), messages: conversation.slice(0, 1), run: run({ id: "r2" }) });
+
+      expect(await store.loadMessages("t1")).toEqual(conversation.slice(0, 1));
+      expect((await store.listRuns("t1")).map((found) => found.id)).toEqual(["r1", "r2"]);
+    });
+
+    it("keeps the thread's creation time and updates its title on commit", async () => {
+      await store.ensureThread(thread({ createdAt: 1000, title: "Old" }));
+
+      await store.commitRun({ thread: thread({ createdAt: 5000, updatedAt: 6000, title: "New" }), messages: [], run: run() });
+
+      expect(await store.getThread("t1")).toEqual(thread({ createdAt: 1000, updatedAt: 6000, title: "New" }));
+    });
+
+    it("rejects a commit whose run belongs to another thread", async () => {
+      await expectCode(
+        store.commitRun({ thread: thread(), messages: [], run: run({ threadId: "t2" }) }),
+        "INVALID_ARGUMENT",
+      );
+      expect(await store.getThread("t1")).toBeUndefined();
+    });
+
+    it("keeps earlier messages when a commit holds a value JSON cannot store", async () => {
+      await store.commitRun({ thread: thread(), messages: conversation, run: run() });
+      const bad = [{ id: "m3", role: "user", parts: [{ type: "data-x", data: 1n }] }] as unknown as UIMessage[];
+
+      await expectCode(store.commitRun({ thread: thread(), messages: bad, run: run({ id: "r2" }) }), "INVALID_ARGUMENT");
+
+      expect(await store.loadMessages("t1")).toEqual(conversation);
+      expect(await store.getRun("r2")).toBeUndefined();
+    });
+
+    it("hands out copies that callers cannot use to change stored state", async () => {
+      const messages = structuredClone(conversation);
+      await store.commitRun({ thread: thread(), messages, run: run() });
+      messages[0]!.parts.push({ type: "text", text: "mutated input" });
+
+      const loaded = await store.loadMessages("t1");
+      loaded[0]!.parts.push({ type: "text", text: "mutated output" });
+      const found = (await store.getThread("t1"))!;
+      found.title = "mutated";
+
+      expect(await store.loadMessages("t1")).toEqual(conversation);
+      expect((await store.getThread("t1"))!.title).toBeUndefined();
+    });
+  });
+
+  describe("runs", () => {
+    it("creates, reads and lists runs in start order", async () => {
+      await store.createRun(run({ id: "r2", startedAt: 2000 }));
+      await store.createRun(run({ id: "r1", startedAt: 1000 }));
+      await store.createRun(run({ id: "r3", threadId: "t2" }));
+
+      expect(await store.getRun("r1")).toEqual(run({ id: "r1", startedAt: 1000 }));
+      expect(await store.getRun("missing")).toBeUndefined();
+      expect((await store.listRuns("t1")).map((found) => found.id)).toEqual(["r1", "r2"]);
+    });
+
+    it("refuses to create a run twice", async () => {
+      await store.createRun(run());
+
+      await expectCode(store.createRun(run({ status: "failed" })), "INVALID_ARGUMENT");
+      expect((await store.getRun("r1"))!.status).toBe("running");
+    });
+
+    it("patches a run and clears optional fields given as undefined", async () => {
+      await store.createRun(run());
+      await store.updateRun("r1", { status: "failed", endedAt: 2000, error: "boom" });
+      expect(await store.getRun("r1")).toEqual(run({ status: "failed", endedAt: 2000, error: "boom" }));
+
+      await store.updateRun("r1", { status: "running", endedAt: undefined, error: undefined });
+
+      expect(await store.getRun("r1")).toStrictEqual(run({ status: "running" }));
+    });
+
+    it("reports an update of an unknown run", async () => {
+      await expectCode(store.updateRun("missing", { status: "completed" }), "UNKNOWN_RUN");
+    });
+  });
+
+  describe("tool data", () => {
+    it("assigns increasing seq numbers in write order", async () => {
+      const first = await store.appendToolData(toolData({ data: { step: 1 } }));
+      const second = await store.appendToolData(toolData({ data: { step: 2 } }));
+
+      expect(first).toEqual({ ...toolData({ data: { step: 1 } }), seq: first.seq });
+      expect(second.seq).toBeGreaterThan(first.seq);
+      expect(await store.listToolData({ threadId: "t1" })).toEqual([first, second]);
+    });
+
+    it("filters tool data by call and channel", async () => {
+      await store.appendToolData(toolData({ toolCallId: "call-1", channel: "progress" }));
+      await store.appendToolData(toolData({ toolCallId: "call-1", channel: "log", data: "line" }));
+      await store.appendToolData(toolData({ toolCallId: "call-2", channel: "progress", data: null }));
+      await store.appendToolData(toolData({ threadId: "t2" }));
+
+      const list = async (query: { toolCallId?: string; channel?: string }) =>
+        (await store.listToolData({ threadId: "t1", ...query })).map((found) => [found.toolCallId, found.channel, found.data]);
+      expect(await list({ toolCallId: "call-1" })).toEqual([
+        ["call-1", "progress", { done: 1 }],
+        ["call-1", "log", "line"],
+      ]);
+      expect(await list({ channel: "progress" })).toEqual([
+        ["call-1", "progress", { done: 1 }],
+        ["call-2", "progress", null],
+      ]);
+      expect(await list({ toolCallId: "call-2", channel: "log" })).toEqual([]);
+    });
+
+    it("rejects tool data JSON cannot store", async () => {
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+
+      await expectCode(store.appendToolData(toolData({ data: cyclic })), "INVALID_ARGUMENT");
+      expect(await store.listToolData({ threadId: "t1" })).toEqual([]);
+    });
+  });
+
+  describe("pending actions", () => {
+    it("stores, replaces and lists pending actions by thread and status", async () => {
+      await store.putPendingAction(action({ id: "a1", createdAt: 1000 }));
+      await store.putPendingAction(action({ id: "a2", createdAt: 2000, status: "cancelled" }));
+      await store.putPendingAction(action({ id: "a3", threadId: "t2", kind: "client", name: undefined, createdAt: 3000 }));
+      await store.putPendingAction(action({ id: "a1", createdAt: 1000, suspendHistory: [{ question: "Sure?" }] }));
+
+      expect(await store.getPendingAction("a1")).toEqual(action({ suspendHistory: [{ question: "Sure?" }] }));
+      expect(await store.getPendingAction("missing")).toBeUndefined();
+      const ids = (actions: PendingActionRecord[]) => actions.map((found) => found.id);
+      expect(ids(await store.listPendingActions({ threadId: "t1" }))).toEqual(["a1", "a2"]);
+      expect(ids(await store.listPendingActions({ status: "pending" }))).toEqual(["a1", "a3"]);
+      expect(ids(await store.listPendingActions({ threadId: "t1", status: "cancelled" }))).toEqual(["a2"]);
+      expect(ids(await store.listPendingActions({}))).toEqual(["a1", "a2", "a3"]);
+    });
+
+    it("settles a pending action only while it has the expected status", async () => {
+      await store.putPendingAction(action());
+
+      const first = await store.settlePendingAction("a1", "pending", {
+        status: "succeeded",
+        answer: { approved: true },
+        settledAt: 2000,
+      });
+      const second = await store.settlePendingAction("a1", "pending", { status: "denied", settledAt: 3000 });
+
+      const settled = action({ status: "succeeded", answer: { approved: true }, settledAt: 2000 });
+      expect(first).toEqual({ changed: true, action: settled });
+      expect(second).toEqual({ changed: false, action: settled });
+      expect(await store.getPendingAction("a1")).toEqual(settled);
+    });
+
+    it("keeps the earlier answer when a settle patch leaves it out", async () => {
+      await store.putPendingAction(action({ status: "resumed", answer: { resume: 1 } }));
+
+      const result = await store.settlePendingAction("a1", "resumed", { status: "succeeded" });
+
+      expect(result.action).toEqual(action({ status: "succeeded", answer: { resume: 1 } }));
+    });
+
+    it("reports no change when settling an unknown action", async () => {
+      expect(await store.settlePendingAction("missing", "pending", { status: "cancelled" })).toEqual({
+        changed: false,
+        action: undefined,
+      });
+    });
+  });
+
+  describe("leases", () => {
+    it("stores, replaces, filters, touches and deletes leases", async () => {
+      await store.putLease(lease({ key: "t1", createdAt: 1000 }));
+      await store.putLease(lease({ key: "t2", createdAt: 2000 }));
+      await store.putLease(lease({ capability: "browser", lifetime: "user", key: "user:1", createdAt: 3000 }));
+      await store.putLease(lease({ key: "t1", resourceId: "container-9", createdAt: 1000 }));
+
+      const keys = (leases: LeaseRecord[]) => leases.map((found) => `${found.capability}/${found.key}`);
+      expect(keys(await store.listLeases())).toEqual(["sandbox/t1", "sandbox/t2", "browser/user:1"]);
+      expect(keys(await store.listLeases({ capability: "sandbox" }))).toEqual(["sandbox/t1", "sandbox/t2"]);
+      expect(keys(await store.listLeases({ lifetime: "user" }))).toEqual(["browser/user:1"]);
+      expect(await store.listLeases({ capability: "sandbox", lifetime: "thread", key: "t1" })).toEqual([
+        lease({ key: "t1", resourceId: "container-9" }),
+      ]);
+
+      await store.touchLease("sandbox", "thread", "t1", 5000);
+      await store.touchLease("sandbox", "thread", "missing", 5000);
+      expect((await store.listLeases({ key: "t1" }))[0]!.lastUsedAt).toBe(5000);
+
+      await store.deleteLease("sandbox", "thread", "t1");
+      await store.deleteLease("sandbox", "thread", "missing");
+      expect(keys(await store.listLeases())).toEqual(["sandbox/t2", "browser/user:1"]);
+    });
+  });
+
+  describe("close", () => {
+    it("rejects every method with STORE_CLOSED after close", async () => {
+      await store.ensureThread(thread());
+      await store.close();
+      await store.close();
+
+      await expectCode(store.getThread("t1"), "STORE_CLOSED");
+      await expectCode(store.ensureThread(thread()), "STORE_CLOSED");
+      await expectCode(store.listThreads({ ownerKey: "user:1" }), "STORE_CLOSED");
+      await expectCode(store.deleteThread("t1"), "STORE_CLOSED");
+      await expectCode(store.loadMessages("t1"), "STORE_CLOSED");
+      await expectCode(store.createRun(run()), "STORE_CLOSED");
+      await expectCode(store.getRun("r1"), "STORE_CLOSED");
+      await expectCode(store.listRuns("t1"), "STORE_CLOSED");
+      await expectCode(store.updateRun("r1", {}), "STORE_CLOSED");
+      await expectCode(store.commitRun({ thread: thread(), messages: [], run: run() }), "STORE_CLOSED");
+      await expectCode(store.appendToolData(toolData()), "STORE_CLOSED");
+      await expectCode(store.listToolData({ threadId: "t1" }), "STORE_CLOSED");
+      await expectCode(store.putPendingAction(action()), "STORE_CLOSED");
+      await expectCode(store.getPendingAction("a1"), "STORE_CLOSED");
+      await expectCode(store.listPendingActions({}), "STORE_CLOSED");
+      await expectCode(store.settlePendingAction("a1", "pending", { status: "cancelled" }), "STORE_CLOSED");
+      await expectCode(store.putLease(lease()), "STORE_CLOSED");
+      await expectCode(store.listLeases(), "STORE_CLOSED");
+      await expectCode(store.touchLease("sandbox", "thread", "t1", 1), "STORE_CLOSED");
+      await expectCode(store.deleteLease("sandbox", "thread", "t1"), "STORE_CLOSED");
+    });
+  });
+});

@@ -1,0 +1,159 @@
+import type { ToolResultOutput } from "@ai-sdk/provider-utils";
+import type { z } from "zod";
+import type { CapabilityMap } from "../capabilities/define-capability.ts";
+import type { ToolDataChannels, ToolExecuteContext } from "./tool-context.ts";
+
+type MaybePromise<T> = T | PromiseLike<T>;
+type SchemaOutput<SCHEMA, FALLBACK> = SCHEMA extends z.ZodType ? z.output<SCHEMA> : FALLBACK;
+/** Zod schemas of a tool's data channels. */
+export type ToolDataSchemas = Record<string, z.ZodType>;
+type DataOf<SCHEMAS> = SCHEMAS extends ToolDataSchemas ? { [K in keyof SCHEMAS]: z.output<SCHEMAS[K]> } : ToolDataChannels;
+
+/** The argument of `toModelOutput`, the AI SDK's signature. */
+export interface ToModelOutputOptions<INPUT, OUTPUT> {
+  toolCallId: string;
+  input: INPUT;
+  output: OUTPUT;
+}
+
+/**
+ * A tool declaration as `defineTool` returns it. The type parameters carry the inferred contract:
+ * `INPUT`/`OUTPUT` from the schemas (or `execute`), `CONTEXT` from `contextSchema` (`any` without one).
+ */
+export interface ToolDefinition<
+  INPUT = any,
+  OUTPUT = any,
+  CONTEXT = any,
+  CAPABILITIES extends CapabilityMap = CapabilityMap,
+  DATA extends ToolDataChannels = ToolDataChannels,
+  SUSPEND = any,
+  RESUME = any,
+> {
+  readonly kind: "pai.tool";
+  /** The stable wire identity, recorded on every stored tool part. Aliases reuse it. */
+  readonly id: string;
+  readonly description: string;
+  readonly inputSchema: z.ZodType<INPUT>;
+  readonly outputSchema: z.ZodType<OUTPUT> | undefined;
+  readonly contextSchema: z.ZodType<CONTEXT> | undefined;
+  readonly dataSchemas: ToolDataSchemas | undefined;
+  readonly suspendSchema: z.ZodType<SUSPEND> | undefined;
+  readonly resumeSchema: z.ZodType<RESUME> | undefined;
+  readonly capabilities: CAPABILITIES;
+  /** Absent for client-executed tools: the client answers with the output. */
+  readonly execute:
+    | ((ctx: ToolExecuteContext<INPUT, CONTEXT, CAPABILITIES, DATA, SUSPEND, RESUME>) => MaybePromise<OUTPUT>)
+    | undefined;
+  readonly toModelOutput:
+    | ((options: ToModelOutputOptions<INPUT, OUTPUT>) => MaybePromise<ToolResultOutput>)
+    | undefined;
+}
+
+/** Any tool declaration. */
+export type AnyToolDefinition = ToolDefinition<any, any, any, any, any, any, any>;
+export type InputOf<T> = T extends ToolDefinition<infer INPUT, any, any, any, any, any, any> ? INPUT : never;
+export type OutputOf<T> = T extends ToolDefinition<any, infer OUTPUT, any, any, any, any, any> ? OUTPUT : never;
+export type ContextOf<T> = T extends ToolDefinition<any, any, infer CONTEXT, any, any, any, any> ? CONTEXT : never;
+
+/** What `defineTool` accepts. */
+export interface ToolOptions<
+  INPUT_SCHEMA extends z.ZodType,
+  OUTPUT,
+  CONTEXT_SCHEMA extends z.ZodType | undefined,
+  CAPABILITIES extends CapabilityMap,
+  DATA_SCHEMAS extends ToolDataSchemas | undefined,
+  SUSPEND_SCHEMA extends z.ZodType | undefined,
+  RESUME_SCHEMA extends z.ZodType | undefined,
+> {
+  /** Stable wire identity. Give incompatible schemas distinct (or versioned) ids. */
+  id: string;
+  /** What the model reads to decide when to call the tool. */
+  description: string;
+  inputSchema: INPUT_SCHEMA;
+  /** Validates every output before anything else sees it. */
+  outputSchema?: z.ZodType<OUTPUT>;
+  /** The context this tool needs. Without it the tool receives the agent's runtime context as is. */
+  contextSchema?: CONTEXT_SCHEMA;
+  /** Typed `ctx.data` channels: name → schema of each write. */
+  data?: DATA_SCHEMAS;
+  /** Capabilities the tool uses, e.g. `{ sandbox }`; the runtime provides their facades at `ctx.capabilities`. */
+  capabilities?: CAPABILITIES;
+  /** Schema of `ctx.suspend` payloads. */
+  suspendSchema?: SUSPEND_SCHEMA;
+  /** Schema of resume answers. */
+  resumeSchema?: RESUME_SCHEMA;
+  /** Runs the tool. Leave it out for a client-executed tool. */
+  execute?: (
+    ctx: ToolExecuteContext<
+      z.output<INPUT_SCHEMA>,
+      SchemaOutput<CONTEXT_SCHEMA, any>,
+      CAPABILITIES,
+      DataOf<DATA_SCHEMAS>,
+      SchemaOutput<SUSPEND_SCHEMA, unknown>,
+      SchemaOutput<RESUME_SCHEMA, unknown>
+    >,
+  ) => MaybePromise<OUTPUT>;
+  /** Changes only what the model sees of a successful result; the thread and the UI keep the raw output. */
+  toModelOutput?: (
+    options: ToModelOutputOptions<z.output<INPUT_SCHEMA>, NoInfer<OUTPUT>>,
+  ) => MaybePromise<ToolResultOutput>;
+}
+
+/**
+ * Declares a tool. Pure: returns a typed declaration and does no I/O.
+ * @example
+ * export const createTask = defineTool({
+ *   id: "createTask",
+ *   description: "Create a workspace task",
+ *   inputSchema: z.object({ title: z.string() }),
+ *   outputSchema: z.object({ taskId: z.string() }),
+ *   execute: async (ctx) => ({ taskId: await ctx.context.tasks.create(ctx.input.title) }),
+ * });
+ */
+export function defineTool<
+  INPUT_SCHEMA extends z.ZodType,
+  OUTPUT,
+  CONTEXT_SCHEMA extends z.ZodType | undefined = undefined,
+  CAPABILITIES extends CapabilityMap = {},
+  DATA_SCHEMAS extends ToolDataSchemas | undefined = undefined,
+  SUSPEND_SCHEMA extends z.ZodType | undefined = undefined,
+  RESUME_SCHEMA extends z.ZodType | undefined = undefined,
+>(
+  options: ToolOptions<
+    INPUT_SCHEMA,
+    OUTPUT,
+    CONTEXT_SCHEMA,
+    CAPABILITIES,
+    DATA_SCHEMAS,
+    SUSPEND_SCHEMA,
+    RESUME_SCHEMA
+  >,
+): ToolDefinition<
+  z.output<INPUT_SCHEMA>,
+  OUTPUT,
+  SchemaOutput<CONTEXT_SCHEMA, any>,
+  CAPABILITIES,
+  DataOf<DATA_SCHEMAS>,
+  SchemaOutput<SUSPEND_SCHEMA, unknown>,
+  SchemaOutput<RESUME_SCHEMA, unknown>
+> {
+  return {
+    kind: "pai.tool",
+    id: options.id,
+    description: options.description,
+    inputSchema: options.inputSchema as never,
+    outputSchema: options.outputSchema,
+    contextSchema: options.contextSchema as never,
+    dataSchemas: options.data,
+    suspendSchema: options.suspendSchema as never,
+    resumeSchema: options.resumeSchema as never,
+    capabilities: (options.capabilities ?? {}) as CAPABILITIES,
+    execute: options.execute as never,
+    toModelOutput: options.toModelOutput as never,
+  };
+}
+
+/** True for a value `defineTool` returned. */
+export function isToolDefinition(value: unknown): value is AnyToolDefinition {
+  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "pai.tool";
+}

@@ -1,0 +1,109 @@
+import type { CapabilityFacades, CapabilityMap } from "../capabilities/define-capability.ts";
+import type { ToolDataRecord } from "../threads/thread-store.ts";
+
+/** Where a tool call sits: its thread, run and call. */
+export interface ToolCallLocation {
+  threadId: string;
+  runId: string;
+  toolCallId: string;
+  /** The registration key the model used. */
+  toolName: string;
+}
+
+/** How `execute` was entered: first call, or resumed after `ctx.suspend`. */
+export type ToolEntry<RESUME = unknown> =
+  | { type: "initial" }
+  | { type: "resume"; name: string; resume: RESUME };
+
+/** Typed data channels a tool declares: channel name → payload type. */
+export type ToolDataChannels = Record<string, unknown>;
+
+/** One earlier write on a tool-data channel, as `ctx.data.list()` returns it. */
+export interface ToolDataEntry<CHANNEL extends string = string, DATA = unknown> {
+  channel: CHANNEL;
+  data: DATA;
+  toolCallId: string;
+  seq: number;
+  createdAt: number;
+}
+
+/** `ctx.data`: typed progress channels streamed to the client as `data-*` parts and stored on the thread. */
+export interface ToolDataAccess<DATA extends ToolDataChannels> {
+  /** Streams `data` on `channel` to the client (as a `data-<channel>` part) and stores it on the thread. */
+  write<CHANNEL extends keyof DATA & string>(channel: CHANNEL, data: DATA[CHANNEL]): Promise<void>;
+  /** Earlier writes on this thread, oldest first; `toolCallId` narrows to one call (default: every call of this tool). */
+  list<CHANNEL extends keyof DATA & string>(
+    channel: CHANNEL,
+    options?: { toolCallId?: string },
+  ): Promise<Array<ToolDataEntry<CHANNEL, DATA[CHANNEL]>>>;
+}
+
+/** `ctx.files`: files that belong to this thread. */
+export interface ToolFiles {
+  /** Files attached to the thread's messages, oldest first. */
+  list(): Promise<ThreadFile[]>;
+  /** The bytes of one file, or `null` when the thread has no such file. */
+  read(fileId: string): Promise<Uint8Array | null>;
+}
+
+/** A file attached to a message of the thread. */
+export interface ThreadFile {
+  /** `<messageId>:<part index>`. */
+  id: string;
+  name: string | undefined;
+  mediaType: string;
+  url: string;
+}
+
+/** `ctx.agents`: run another registered agent as a subagent. */
+export interface ToolAgents {
+  /** Runs agent `agentId` on a fresh thread with `prompt` as the user message and returns its final text. */
+  run(options: { agentId: string; prompt: string }): Promise<{ text: string; status: string; runId: string; threadId: string }>;
+}
+
+/** Options of `ctx.fail`. */
+export interface ToolFailOptions {
+  /** A short machine-readable reason the model and client see beside the message. */
+  code?: string;
+}
+
+/** Options of `ctx.suspend`. */
+export interface ToolSuspendOptions {
+  /** Names the suspension point, so a resume is routed to the right place. @default "default" */
+  name?: string;
+}
+
+/** Everything `execute` receives. There is no `identity`: what a tool knows of the caller comes through `context`. */
+export interface ToolExecuteContext<
+  INPUT = unknown,
+  CONTEXT = unknown,
+  CAPABILITIES extends CapabilityMap = CapabilityMap,
+  DATA extends ToolDataChannels = ToolDataChannels,
+  SUSPEND = unknown,
+  RESUME = unknown,
+> {
+  /** Parsed `inputSchema`. */
+  input: INPUT;
+  /** The tool's context: the agent's `runtimeContext`, or what `mapContext` made of it. */
+  context: CONTEXT;
+  /** Fires when the user hits Stop or the run is cancelled. */
+  signal: AbortSignal;
+  thread: ToolCallLocation;
+  /** The `createPai` registry key of the agent running this call. */
+  agentId: string;
+  entry: ToolEntry<RESUME>;
+  /** A planned failure: the model sees `message`; it is not reported as a runtime error. */
+  fail(message: string, options?: ToolFailOptions): never;
+  /** Ends this step with a durable pending action that waits for an answer. */
+  suspend(payload: SUSPEND, options?: ToolSuspendOptions): never;
+  /** Earlier suspend payloads of this call, oldest first. */
+  suspendHistory: SUSPEND[];
+  data: ToolDataAccess<DATA>;
+  files: ToolFiles;
+  capabilities: CapabilityFacades<CAPABILITIES>;
+  /** Nested child tools declared on this definition. */
+  tools: Record<string, (input: unknown) => Promise<unknown>>;
+  agents: ToolAgents;
+}
+
+export type { ToolDataRecord };

@@ -1,0 +1,154 @@
+/** Resource limits of a container. */
+export interface ContainerLimits {
+  /**
+   * Memory limit in bytes; swap is disabled (`MemorySwap` = `Memory`).
+   * @default 536870912 (512 MiB)
+   */
+  memoryBytes?: number;
+  /**
+   * CPU quota in units of 1e-9 CPUs.
+   * @default 1000000000 (one CPU)
+   */
+  nanoCpus?: number;
+  /**
+   * Maximum number of processes/threads.
+   * @default 256
+   */
+  pidsLimit?: number;
+  /**
+   * `fsize` ulimit in bytes: the largest file a process may write. The storage driver has no per-container
+   * disk quota, so this is what bounds a runaway write.
+   * @default 1073741824 (1 GiB)
+   */
+  fsizeBytes?: number;
+}
+
+/**
+ * What to run: image, command and the security/limit settings of every container of a pool.
+ * The security settings that are not options here are always on: all capabilities dropped,
+ * `no-new-privileges`, `Init: true`, logging driver `none`.
+ */
+export interface ContainerSpec {
+  /** Image reference, e.g. `pai/sandbox:latest`. It must exist locally; the pool never pulls. */
+  image: string;
+  /**
+   * Command of the container's main process (it only has to stay alive; work runs through exec).
+   * @default ["sleep", "infinity"]
+   */
+  cmd?: readonly string[];
+  /** Overrides the image's entrypoint when set. */
+  entrypoint?: readonly string[];
+  /**
+   * `uid:gid` (or a user name) the main process and, by default, every exec runs as.
+   * @default "1000:1000"
+   */
+  user?: string;
+  /** Environment of the main process. */
+  env?: Readonly<Record<string, string>>;
+  /** @default "/workspace" */
+  workingDir?: string;
+  /** See {@link ContainerLimits} for the defaults. */
+  limits?: ContainerLimits;
+  /**
+   * `none` (no interface but `lo`) or `host`. Never a bridge: engines here run with `--bridge=none`.
+   * @default "none"
+   */
+  network?: "none" | "host";
+  /** @default true */
+  readOnlyRootfs?: boolean;
+  /**
+   * Paths that get an anonymous volume each (writable even with a read-only root, removed with the
+   * container). Volumes, not tmpfs: Docker's archive API does not work on tmpfs mounts. A volume starts as
+   * a copy of the image's directory, owner and mode included, so the image must create these paths with the
+   * right owner.
+   * @default ["/workspace", "/tmp"]
+   */
+  writablePaths?: readonly string[];
+  /** Size of `/dev/shm` in bytes (Chromium wants more than Docker's 64 MiB default). */
+  shmSizeBytes?: number;
+  /** Extra labels. Keys starting with `pai.` are reserved for the pool. */
+  labels?: Readonly<Record<string, string>>;
+}
+
+/** A {@link ContainerSpec} with every default filled in. Its JSON is what `specHash` hashes. */
+export interface ResolvedContainerSpec {
+  image: string;
+  cmd: readonly string[];
+  entrypoint: readonly string[] | null;
+  user: string;
+  env: Readonly<Record<string, string>>;
+  workingDir: string;
+  limits: Required<ContainerLimits>;
+  network: "none" | "host";
+  readOnlyRootfs: boolean;
+  writablePaths: readonly string[];
+  shmSizeBytes: number | null;
+  labels: Readonly<Record<string, string>>;
+}
+
+/** Defaults applied by {@link resolveContainerSpec}. */
+export const containerSpecDefaults = {
+  cmd: ["sleep", "infinity"],
+  user: "1000:1000",
+  workingDir: "/workspace",
+  limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1_000_000_000, pidsLimit: 256, fsizeBytes: 1024 ** 3 },
+  network: "none",
+  readOnlyRootfs: true,
+  writablePaths: ["/workspace", "/tmp"],
+} as const;
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`ContainerSpec: ${name} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
+
+/**
+ * Fills in the defaults of a {@link ContainerSpec} and checks it. Pure; idempotent on its own output.
+ * @throws TypeError/RangeError for a spec that cannot be run (empty image, relative writable path, reserved label).
+ */
+export function resolveContainerSpec(spec: ContainerSpec | ResolvedContainerSpec): ResolvedContainerSpec {
+  if (typeof spec.image !== "string" || spec.image.trim() === "") {
+    throw new TypeError("ContainerSpec: image is required");
+  }
+  const network = spec.network ?? containerSpecDefaults.network;
+  if (network !== "none" && network !== "host") {
+    throw new TypeError(`ContainerSpec: network must be "none" or "host", got ${String(network)}`);
+  }
+  const writablePaths = [...(spec.writablePaths ?? containerSpecDefaults.writablePaths)];
+  for (const path of writablePaths) {
+    if (!path.startsWith("/") || path.split("/").includes("..")) {
+      throw new TypeError(`ContainerSpec: writable path must be absolute, got ${path}`);
+    }
+  }
+  const labels = { ...(spec.labels ?? {}) };
+  for (const key of Object.keys(labels)) {
+    if (key.startsWith("pai.")) throw new TypeError(`ContainerSpec: label ${key} is reserved for the pool`);
+  }
+  const limits = spec.limits ?? {};
+  const defaults = containerSpecDefaults.limits;
+  const cmd = [...(spec.cmd ?? containerSpecDefaults.cmd)];
+  return {
+    image: spec.image,
+    cmd,
+    entrypoint: spec.entrypoint ? [...spec.entrypoint] : null,
+    user: spec.user ?? containerSpecDefaults.user,
+    env: { ...(spec.env ?? {}) },
+    workingDir: spec.workingDir ?? containerSpecDefaults.workingDir,
+    limits: {
+      memoryBytes: positiveInteger("limits.memoryBytes", limits.memoryBytes ?? defaults.memoryBytes),
+      nanoCpus: positiveInteger("limits.nanoCpus", limits.nanoCpus ?? defaults.nanoCpus),
+      pidsLimit: positiveInteger("limits.pidsLimit", limits.pidsLimit ?? defaults.pidsLimit),
+      fsizeBytes: positiveInteger("limits.fsizeBytes", limits.fsizeBytes ?? defaults.fsizeBytes),
+    },
+    network,
+    readOnlyRootfs: spec.readOnlyRootfs ?? containerSpecDefaults.readOnlyRootfs,
+    writablePaths,
+    shmSizeBytes:
+      spec.shmSizeBytes === undefined || spec.shmSizeBytes === null
+        ? null
+        : positiveInteger("shmSizeBytes", spec.shmSizeBytes),
+    labels,
+  };
+}
