@@ -1,4 +1,13 @@
-export { createPai, type InferAgentTools, type InferAgentUIMessage, type InferPaiContract, type Pai, type PaiMessageMetadata, type RegisteredAgent } from "./agents/create-pai.ts";
+export type { LanguageModel, UIMessage } from "ai";
+export {
+  createPai,
+  type InferAgentTools,
+  type InferAgentUIMessage,
+  type InferPaiContract,
+  type Pai,
+  type PaiMessageMetadata,
+  type RegisteredAgent,
+} from "./agents/create-pai.ts";
 export {
   type AgentDefinition,
   type AgentLifecycle,
@@ -15,7 +24,11 @@ export {
   type ToolResultEvent,
   type ToolResultOverride,
 } from "./agents/define-agent.ts";
-export type { CapabilityBinding, ProvisionedResource, ProvisionRequest } from "./capabilities/capability-binding.ts";
+export type {
+  CapabilityBinding,
+  ProvisionedResource,
+  ProvisionRequest,
+} from "./capabilities/capability-binding.ts";
 export {
   type Capability,
   type CapabilityFacades,
@@ -58,4 +71,3 @@ export type {
   ToolFiles,
   ToolSuspendOptions,
 } from "./tools/tool-context.ts";
-export type { UIMessage, LanguageModel } from "ai";

@@ -26,7 +26,9 @@ export interface Pai<AGENTS extends Record<string, AnyAgentDefinition> = Record<
  * @example
  * export const pai = createPai({ agents: { assistant: assistantAgent } });
  */
-export function createPai<AGENTS extends Record<string, AnyAgentDefinition>>(options: { agents: AGENTS }): Pai<AGENTS> {
+export function createPai<AGENTS extends Record<string, AnyAgentDefinition>>(options: {
+  agents: AGENTS;
+}): Pai<AGENTS> {
   const registered = new Map<string, RegisteredAgent>();
   for (const [id, definition] of Object.entries(options.agents)) {
     const registrations = new Map(
@@ -61,7 +63,12 @@ type ToolOfRegistration<R> = R extends { tool: infer TOOL } ? TOOL : R;
 /** The tool contract of an agent: registration key → `{ input, output }`, for typing UI tool parts. */
 export type InferAgentTools<AGENT> =
   AGENT extends AgentDefinition<any, any, infer TOOLS>
-    ? { [K in keyof TOOLS & string]: { input: InputOf<ToolOfRegistration<TOOLS[K]>>; output: OutputOf<ToolOfRegistration<TOOLS[K]>> } }
+    ? {
+        [K in keyof TOOLS & string]: {
+          input: InputOf<ToolOfRegistration<TOOLS[K]>>;
+          output: OutputOf<ToolOfRegistration<TOOLS[K]>>;
+        };
+      }
     : never;
 
 /** Metadata PAI puts on assistant messages. */
@@ -71,7 +78,12 @@ export interface PaiMessageMetadata {
 }
 
 /** The `UIMessage` type of an agent's thread, with tool parts typed from its contract. */
-export type InferAgentUIMessage<AGENT> = UIMessage<PaiMessageMetadata, Record<string, unknown>, InferAgentTools<AGENT>>;
+export type InferAgentUIMessage<AGENT> = UIMessage<
+  PaiMessageMetadata,
+  Record<string, unknown>,
+  InferAgentTools<AGENT>
+>;
 
 /** The contract of every agent in a registry: agent id → tool contract. */
-export type InferPaiContract<PAI> = PAI extends Pai<infer AGENTS> ? { [K in keyof AGENTS]: InferAgentTools<AGENTS[K]> } : never;
+export type InferPaiContract<PAI> =
+  PAI extends Pai<infer AGENTS> ? { [K in keyof AGENTS]: InferAgentTools<AGENTS[K]> } : never;

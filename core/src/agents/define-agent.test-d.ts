@@ -11,7 +11,8 @@ const createTask = defineTool({
   inputSchema: z.object({ title: z.string() }),
   outputSchema: z.object({ taskId: z.string() }),
   contextSchema: z.object({ workspaceId: z.string(), tasks: z.custom<TaskStore>() }),
-  execute: async (ctx) => ctx.context.tasks.create({ workspaceId: ctx.context.workspaceId, title: ctx.input.title }),
+  execute: async (ctx) =>
+    ctx.context.tasks.create({ workspaceId: ctx.context.workspaceId, title: ctx.input.title }),
 });
 
 declare const tasks: TaskStore;
@@ -49,7 +50,10 @@ test("mapContext and onOutput are typed", () => {
       createTask: {
         tool: createTask,
         enabled: ({ runtimeContext }) => runtimeContext.workspace.id !== "",
-        mapContext: ({ runtimeContext }) => ({ workspaceId: runtimeContext.workspace.id, tasks: runtimeContext.stores.tasks }),
+        mapContext: ({ runtimeContext }) => ({
+          workspaceId: runtimeContext.workspace.id,
+          tasks: runtimeContext.stores.tasks,
+        }),
         onOutput: ({ input, output, tool, call, identity }) => {
           expectTypeOf(input).toEqualTypeOf<{ title: string }>();
           expectTypeOf(output).toEqualTypeOf<{ taskId: string }>();

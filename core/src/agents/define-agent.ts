@@ -31,7 +31,8 @@ export interface RuntimeContextArgs<IDENTITY = unknown> {
 }
 
 /** What `onOutput` receives: the resolver arguments plus the call, typed from the tool's own schemas. */
-export interface ToolOutputEvent<TOOL, RUNTIME_CONTEXT, IDENTITY> extends AgentResolverArgs<RUNTIME_CONTEXT, IDENTITY> {
+export interface ToolOutputEvent<TOOL, RUNTIME_CONTEXT, IDENTITY>
+  extends AgentResolverArgs<RUNTIME_CONTEXT, IDENTITY> {
   input: InputOf<TOOL>;
   output: OutputOf<TOOL>;
   /** `name` as this agent registered the tool; `id` is its wire identity. */
@@ -45,21 +46,29 @@ export interface ToolRegistrationConfig<TOOL, RUNTIME_CONTEXT = any, IDENTITY = 
   /** Whether the model may see and call the tool; resolved before every model step. @default true */
   enabled?: boolean | ((args: AgentResolverArgs<RUNTIME_CONTEXT, IDENTITY>) => MaybePromise<boolean>);
   /** Projects the agent's runtime context onto the tool's `contextSchema`. */
-  mapContext?: (args: AgentResolverArgs<RUNTIME_CONTEXT, IDENTITY>) => MaybePromise<ContextOf<TOOL>>;
+  mapContext?: (args: AgentResolverArgs<RUNTIME_CONTEXT, IDENTITY>) => MaybePromise<NoInfer<ContextOf<TOOL>>>;
   /** Observes each settled, validated output; awaited before the model's next step; its return value is ignored. */
-  onOutput?: (event: ToolOutputEvent<TOOL, RUNTIME_CONTEXT, IDENTITY>) => unknown;
+  onOutput?: (event: ToolOutputEvent<NoInfer<TOOL>, RUNTIME_CONTEXT, IDENTITY>) => unknown;
 }
 
 /** Direct registration type-checks only when the runtime context is assignable to the tool's context. */
 type DirectRegistration<TOOL, RUNTIME_CONTEXT> = [RUNTIME_CONTEXT] extends [ContextOf<TOOL>] ? TOOL : never;
-type ConfiguredRegistration<TOOL, RUNTIME_CONTEXT, IDENTITY> = ToolRegistrationConfig<TOOL, RUNTIME_CONTEXT, IDENTITY> &
-  ([RUNTIME_CONTEXT] extends [ContextOf<TOOL>]
-    ? unknown
-    : { mapContext: (args: AgentResolverArgs<RUNTIME_CONTEXT, IDENTITY>) => MaybePromise<ContextOf<TOOL>> });
+/** `mapContext` becomes required when the runtime context is not assignable to the tool's context. */
+type RequiredMapContext<TOOL, RUNTIME_CONTEXT> = [RUNTIME_CONTEXT] extends [ContextOf<TOOL>]
+  ? unknown
+  : { mapContext: (...args: never[]) => unknown };
+type RegistrationCheck<ENTRY, RUNTIME_CONTEXT> = ENTRY extends { tool: infer TOOL }
+  ? RequiredMapContext<TOOL, RUNTIME_CONTEXT>
+  : DirectRegistration<ENTRY, RUNTIME_CONTEXT>;
 
 /** The `tools` map of an agent: registration key (the name the model sees) → tool or configured registration. */
 export type AgentToolRegistrations<TOOLS, RUNTIME_CONTEXT, IDENTITY> = {
-  [K in keyof TOOLS]: DirectRegistration<TOOLS[K], RUNTIME_CONTEXT> | ConfiguredRegistration<TOOLS[K], RUNTIME_CONTEXT, IDENTITY>;
+  [K in keyof TOOLS]: TOOLS[K] | ToolRegistrationConfig<TOOLS[K], RUNTIME_CONTEXT, IDENTITY>;
+};
+
+/** Checked after inference: refuses direct registrations and configs without `mapContext` whose context does not fit. */
+export type CheckedToolRegistrations<ENTRIES, RUNTIME_CONTEXT> = {
+  [K in keyof ENTRIES]: RegistrationCheck<ENTRIES[K], RUNTIME_CONTEXT>;
 };
 
 /** One settled tool result as `lifecycle.afterToolResult` sees it. */
@@ -105,9 +114,13 @@ export interface AgentOptions<IDENTITY_SCHEMA extends z.ZodType | undefined, RUN
   /** Schema of the caller's identity; a bad identity is refused before anything runs. */
   identity?: IDENTITY_SCHEMA;
   /** Builds the agent's context once per run. */
-  runtimeContext?: (args: RuntimeContextArgs<IdentityOf<IDENTITY_SCHEMA>>) => MaybePromise<RUNTIME_CONTEXT>;
+  runtimeContext?: (
+    args: RuntimeContextArgs<IdentityOf<IDENTITY_SCHEMA>>,
+  ) => RUNTIME_CONTEXT | Promise<RUNTIME_CONTEXT>;
   /** System instructions, fixed or per run. */
-  instructions?: string | ((args: AgentResolverArgs<RUNTIME_CONTEXT, IdentityOf<IDENTITY_SCHEMA>>) => MaybePromise<string>);
+  instructions?:
+    | string
+    | ((args: AgentResolverArgs<RUNTIME_CONTEXT, IdentityOf<IDENTITY_SCHEMA>>) => MaybePromise<string>);
   tools?: AgentToolRegistrations<TOOLS, RUNTIME_CONTEXT, IdentityOf<IDENTITY_SCHEMA>>;
   lifecycle?: AgentLifecycle<RUNTIME_CONTEXT, IdentityOf<IDENTITY_SCHEMA>>;
   /** Receives every unplanned error with the real error; the client only sees a redacted message. */
@@ -115,7 +128,10 @@ export interface AgentOptions<IDENTITY_SCHEMA extends z.ZodType | undefined, RUN
   /** Upper bound on model steps per run. @default 20 */
   maxSteps?: number;
   /** Extra per-step settings, passed to `streamText`'s `prepareStep`. */
-  prepareStep?: (options: { stepNumber: number; messages: ModelMessage[] }) => MaybePromise<{ system?: string } | undefined>;
+  prepareStep?: (options: {
+    stepNumber: number;
+    messages: ModelMessage[];
+  }) => MaybePromise<{ system?: string } | undefined>;
 }
 
 type IdentityOf<SCHEMA> = SCHEMA extends z.ZodType ? z.output<SCHEMA> : unknown;
@@ -126,7 +142,9 @@ export interface AgentDefinition<IDENTITY = any, RUNTIME_CONTEXT = any, TOOLS = 
   readonly name: string | undefined;
   readonly model: LanguageModel | undefined;
   readonly identitySchema: z.ZodType<IDENTITY> | undefined;
-  readonly runtimeContext: ((args: RuntimeContextArgs<IDENTITY>) => MaybePromise<RUNTIME_CONTEXT>) | undefined;
+  readonly runtimeContext:
+    | ((args: RuntimeContextArgs<IDENTITY>) => MaybePromise<RUNTIME_CONTEXT>)
+    | undefined;
   readonly instructions:
     | string
     | ((args: AgentResolverArgs<RUNTIME_CONTEXT, IDENTITY>) => MaybePromise<string>)
@@ -154,9 +172,16 @@ export function defineAgent<
   IDENTITY_SCHEMA extends z.ZodType | undefined = undefined,
   RUNTIME_CONTEXT = undefined,
   TOOLS extends Record<string, AnyToolDefinition> = {},
+  ENTRIES = unknown,
 >(
-  options: AgentOptions<IDENTITY_SCHEMA, RUNTIME_CONTEXT, TOOLS>,
-): AgentDefinition<IdentityOf<IDENTITY_SCHEMA>, RUNTIME_CONTEXT, AgentToolRegistrations<TOOLS, RUNTIME_CONTEXT, IdentityOf<IDENTITY_SCHEMA>>> {
+  options: AgentOptions<IDENTITY_SCHEMA, RUNTIME_CONTEXT, TOOLS> & {
+    tools?: ENTRIES & NoInfer<CheckedToolRegistrations<ENTRIES, RUNTIME_CONTEXT>>;
+  },
+): AgentDefinition<
+  IdentityOf<IDENTITY_SCHEMA>,
+  RUNTIME_CONTEXT,
+  AgentToolRegistrations<TOOLS, RUNTIME_CONTEXT, IdentityOf<IDENTITY_SCHEMA>>
+> {
   return {
     kind: "pai.agent",
     name: options.name,

@@ -13,7 +13,10 @@ export interface NormalizedRegistration {
 }
 
 /** Normalizes an agent's `tools` map; throws `INVALID_ARGUMENT` for anything that is not a tool. */
-export function normalizeRegistrations(agentId: string, tools: Record<string, unknown>): NormalizedRegistration[] {
+export function normalizeRegistrations(
+  agentId: string,
+  tools: Record<string, unknown>,
+): NormalizedRegistration[] {
   return Object.entries(tools).map(([name, entry]) => {
     if (isToolDefinition(entry)) {
       return { name, tool: entry, enabled: undefined, mapContext: undefined, onOutput: undefined };

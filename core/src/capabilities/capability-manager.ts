@@ -52,7 +52,11 @@ export class CapabilityManager {
 
   /** The lifetime a capability's leases have: the binding's override or the declaration's default. */
   lifetimeOf(capability: string): CapabilityLifetime {
-    return this.#bindings.get(capability)?.lifetime ?? this.#declarations.get(capability)?.defaultLifetime ?? "thread";
+    return (
+      this.#bindings.get(capability)?.lifetime ??
+      this.#declarations.get(capability)?.defaultLifetime ??
+      "thread"
+    );
   }
 
   /**
@@ -87,7 +91,9 @@ export class CapabilityManager {
     if (this.#closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the runtime is closed");
     const binding = this.#bindings.get(capability);
     if (!binding) {
-      throw new PaiError("MISSING_CAPABILITY", `no binding for capability "${capability}"`, { details: { capability } });
+      throw new PaiError("MISSING_CAPABILITY", `no binding for capability "${capability}"`, {
+        details: { capability },
+      });
     }
     const lifetime = this.lifetimeOf(capability);
     const key = leaseKeyFor(lifetime, scope);
@@ -214,7 +220,12 @@ export class CapabilityManager {
   }
 
   /** Active leases, for tests and metrics. */
-  leases(): Array<{ capability: string; lifetime: CapabilityLifetime; key: string; resourceId: string | undefined }> {
+  leases(): Array<{
+    capability: string;
+    lifetime: CapabilityLifetime;
+    key: string;
+    resourceId: string | undefined;
+  }> {
     return [...this.#leases.values()].map((lease) => ({
       capability: lease.capability,
       lifetime: lease.lifetime,

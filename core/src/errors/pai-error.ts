@@ -64,6 +64,8 @@ export class PaiError extends Error {
   }
 
   toJSON(): { code: PaiErrorCode; message: string; details?: Readonly<Record<string, unknown>> } {
-    return this.details ? { code: this.code, message: this.message, details: this.details } : { code: this.code, message: this.message };
+    return this.details
+      ? { code: this.code, message: this.message, details: this.details }
+      : { code: this.code, message: this.message };
   }
 }

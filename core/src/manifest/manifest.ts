@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { CapabilityMap } from "../capabilities/define-capability.ts";
 import type { NormalizedRegistration } from "../agents/tool-registration.ts";
+import type { CapabilityMap } from "../capabilities/define-capability.ts";
 
 /** One tool as the manifest describes it. */
 export interface ToolManifest {

@@ -22,11 +22,11 @@ import type { RunRecord, ThreadRecord, ThreadStore, ToolDataRecord } from "../th
 import type { AgentRun, RunResult } from "./agent-run.ts";
 import { defaultIdentityKey } from "./identity-key.ts";
 import { redactedMessage } from "./redaction.ts";
+import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 import { resolveActiveTools } from "./resolve-enabled.ts";
 import type { RunState } from "./run-state.ts";
 import { createThreadFiles } from "./thread-files.ts";
 import { createExecutableTool } from "./tool-executor.ts";
-import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 
 /** What `createAgentRuntime` accepts. */
 export type AgentRuntimeOptions<PAI extends Pai> = {
@@ -73,7 +73,10 @@ export interface AgentRuntime {
   /** Cancels a running run; `false` when no such run is active. */
   cancel(runId: string): boolean;
   /** The stored thread, or `undefined`. With `identity`, only the owner sees it. */
-  getThread(threadId: string, options?: { identity?: unknown; agentId?: string }): Promise<ThreadSnapshot | undefined>;
+  getThread(
+    threadId: string,
+    options?: { identity?: unknown; agentId?: string },
+  ): Promise<ThreadSnapshot | undefined>;
   /** Ends a thread's `thread`-lifetime capabilities (its sandbox). The conversation stays stored. */
   endThread(threadId: string): Promise<void>;
   /** Deletes a thread, its records, and its capabilities. */
@@ -105,7 +108,9 @@ interface ActiveRun {
 export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions<PAI>): AgentRuntime {
   const { pai } = options;
   const bindings = new Map<string, CapabilityBinding>(
-    Object.values((options as { capabilities?: Record<string, CapabilityBinding> }).capabilities ?? {}).map((b) => [b.capability, b]),
+    Object.values((options as { capabilities?: Record<string, CapabilityBinding> }).capabilities ?? {}).map(
+      (b) => [b.capability, b],
+    ),
   );
   const declarations = checkCapabilities(pai, bindings);
   const store = options.store ?? createSqliteThreadStore({ path: ".pai/threads.db" });
@@ -123,7 +128,10 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     const identityKey = identityKeyOf(identity);
     const model = options.overrideModel ?? definition.model ?? options.model;
     if (!model) {
-      throw new PaiError("INVALID_ARGUMENT", `agent "${agent.id}" has no model and the runtime has no default model`);
+      throw new PaiError(
+        "INVALID_ARGUMENT",
+        `agent "${agent.id}" has no model and the runtime has no default model`,
+      );
     }
     const threadId = runOptions.threadId ?? generateId();
     const existing = await store.getThread(threadId);
@@ -131,14 +139,28 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       throw new PaiError("NOT_FOUND", `no thread "${threadId}"`, { details: { threadId } });
     }
     if (existing && existing.agentId !== agent.id) {
-      throw new PaiError("INVALID_ARGUMENT", `thread "${threadId}" belongs to agent "${existing.agentId}", not "${agent.id}"`);
+      throw new PaiError(
+        "INVALID_ARGUMENT",
+        `thread "${threadId}" belongs to agent "${existing.agentId}", not "${agent.id}"`,
+      );
     }
     if (busyThreads.has(threadId)) {
-      throw new PaiError("THREAD_BUSY", `thread "${threadId}" already has a run in progress`, { details: { threadId } });
+      throw new PaiError("THREAD_BUSY", `thread "${threadId}" already has a run in progress`, {
+        details: { threadId },
+      });
     }
     busyThreads.add(threadId);
     try {
-      return await startRun({ agent, definition, model, identity, identityKey, threadId, existing, runOptions });
+      return await startRun({
+        agent,
+        definition,
+        model,
+        identity,
+        identityKey,
+        threadId,
+        existing,
+        runOptions,
+      });
     } catch (error) {
       busyThreads.delete(threadId);
       throw error;
@@ -163,7 +185,10 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     if (external?.aborted) onExternalAbort();
     external?.addEventListener("abort", onExternalAbort, { once: true });
 
-    const reportError = async (error: unknown, info: Omit<RuntimeErrorInfo, "agentId" | "threadId" | "runId">) => {
+    const reportError = async (
+      error: unknown,
+      info: Omit<RuntimeErrorInfo, "agentId" | "threadId" | "runId">,
+    ) => {
       try {
         await definition.onRuntimeError?.(error, { agentId: agent.id, threadId, runId, ...info });
       } catch {
@@ -223,13 +248,21 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       files: createThreadFiles(() => inputMessages, controller.signal),
       agents: {
         run: async ({ agentId, prompt }) => {
-          const child = await run({ agentId, identity: runOptions.identity, message: prompt, clientData, signal: controller.signal });
+          const child = await run({
+            agentId,
+            identity: runOptions.identity,
+            message: prompt,
+            clientData,
+            signal: controller.signal,
+          });
           const result = await child.done;
           return { text: result.text, status: result.status, runId: result.runId, threadId: result.threadId };
         },
       },
       capabilitiesFor: (_toolName, names) =>
-        Object.fromEntries(Object.entries(names).map(([key, name]) => [key, capabilities.facade(name, leaseScope)])),
+        Object.fromEntries(
+          Object.entries(names).map(([key, name]) => [key, capabilities.facade(name, leaseScope)]),
+        ),
     };
 
     const tools: Record<string, Tool> = {};
@@ -240,8 +273,13 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     let modelError: unknown;
     let finalMessages: UIMessage[] = inputMessages;
     const instructions =
-      typeof definition.instructions === "function" ? await definition.instructions(resolverArgs) : definition.instructions;
-    const modelMessages = await convertToModelMessages(inputMessages, { tools, ignoreIncompleteToolCalls: true });
+      typeof definition.instructions === "function"
+        ? await definition.instructions(resolverArgs)
+        : definition.instructions;
+    const modelMessages = await convertToModelMessages(inputMessages, {
+      tools,
+      ignoreIncompleteToolCalls: true,
+    });
 
     const uiStream = createUIMessageStream<UIMessage>({
       originalMessages: inputMessages,
@@ -293,7 +331,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
               ? "cancelled"
               : "completed";
         const error =
-          status === "failed" ? redactedMessage(state.stopReason?.type === "failed" ? state.stopReason.error : modelError) : undefined;
+          status === "failed"
+            ? redactedMessage(state.stopReason?.type === "failed" ? state.stopReason.error : modelError)
+            : undefined;
         const endedAt = Date.now();
         await store.commitRun({
           thread: { ...thread, updatedAt: endedAt },
@@ -330,10 +370,14 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     if (!schema) return identity;
     const parsed = await schema.safeParseAsync(identity);
     if (parsed.success) return parsed.data;
-    throw new PaiError("INVALID_IDENTITY", `agent "${agent.id}": identity does not match its schema: ${z.prettifyError(parsed.error)}`, {
-      cause: parsed.error,
-      details: { agentId: agent.id },
-    });
+    throw new PaiError(
+      "INVALID_IDENTITY",
+      `agent "${agent.id}": identity does not match its schema: ${z.prettifyError(parsed.error)}`,
+      {
+        cause: parsed.error,
+        details: { agentId: agent.id },
+      },
+    );
   }
 
   async function getThread(threadId: string, query: { identity?: unknown; agentId?: string } = {}) {
@@ -364,7 +408,8 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     getThread,
     endThread: (threadId) => capabilities.endThread(threadId),
     async deleteThread(threadId) {
-      for (const entry of active.values()) if (entry.threadId === threadId) entry.controller.abort({ type: "cancelled" });
+      for (const entry of active.values())
+        if (entry.threadId === threadId) entry.controller.abort({ type: "cancelled" });
       await capabilities.endThread(threadId);
       await store.deleteThread(threadId);
     },
@@ -385,7 +430,10 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
 }
 
 /** Fails creation when a registered tool needs a capability the runtime has no binding for. */
-function checkCapabilities(pai: Pai, bindings: ReadonlyMap<string, CapabilityBinding>): Map<string, Capability> {
+function checkCapabilities(
+  pai: Pai,
+  bindings: ReadonlyMap<string, CapabilityBinding>,
+): Map<string, Capability> {
   const declarations = new Map<string, Capability>();
   for (const agentId of Object.keys(pai.agents)) {
     for (const registration of pai.agent(agentId).registrations.values()) {
@@ -419,7 +467,7 @@ function titleOf(message: UIMessage): string | undefined {
 
 function lastAssistantText(messages: UIMessage[]): string {
   const last = messages.at(-1);
-  if (!last || last.role !== "assistant") return "";
+  if (last?.role !== "assistant") return "";
   return last.parts
     .filter((part) => part.type === "text")
     .map((part) => (part.type === "text" ? part.text : ""))

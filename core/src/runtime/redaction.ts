@@ -10,6 +10,10 @@ export class ToolCallError extends Error {
     super(message);
     this.name = "ToolCallError";
   }
+  /** The AI SDK gives the model `error.toString()`: keep it to the message alone. */
+  override toString(): string {
+    return this.message;
+  }
 }
 
 /** What a client is told about an error: safe messages pass, anything unplanned is redacted. */

@@ -1,11 +1,14 @@
 import type { UIMessageStreamWriter } from "ai";
-import type { AgentResolverArgs } from "../agents/define-agent.ts";
 import type { RegisteredAgent } from "../agents/create-pai.ts";
+import type { AgentResolverArgs } from "../agents/define-agent.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
 import type { ToolAgents, ToolFiles } from "../tools/tool-context.ts";
 
 /** Why a run stopped early. */
-export type RunStopReason = { type: "cancelled" } | { type: "failed"; error: unknown } | { type: "suspended" };
+export type RunStopReason =
+  | { type: "cancelled" }
+  | { type: "failed"; error: unknown }
+  | { type: "suspended" };
 
 /** Per-run state shared by the loop and the tool executor. */
 export interface RunState {
@@ -21,7 +24,10 @@ export interface RunState {
   /** The UI stream writer, for `data-*` parts. */
   writer: UIMessageStreamWriter | undefined;
   /** Reports an unplanned error to `onRuntimeError` (never throws). */
-  reportError(error: unknown, info: { phase: "tool" | "on-output" | "model" | "run"; toolName?: string; toolCallId?: string }): Promise<void>;
+  reportError(
+    error: unknown,
+    info: { phase: "tool" | "on-output" | "model" | "run"; toolName?: string; toolCallId?: string },
+  ): Promise<void>;
   /** `ctx.files`: the files attached to this thread's messages. */
   files: ToolFiles;
   /** `ctx.agents`: subagent runs on behalf of this run. */

@@ -1,7 +1,7 @@
-import { type Tool, tool as aiTool } from "ai";
+import { tool as aiTool, type Tool } from "ai";
 import { z } from "zod";
-import type { NormalizedRegistration } from "../agents/tool-registration.ts";
 import type { ToolResultEvent } from "../agents/define-agent.ts";
+import type { NormalizedRegistration } from "../agents/tool-registration.ts";
 import type { CapabilityMap } from "../capabilities/define-capability.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { ToolDataEntry, ToolExecuteContext } from "../tools/tool-context.ts";
@@ -10,7 +10,9 @@ import { GENERIC_TOOL_ERROR, ToolCallError } from "./redaction.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
 import { type RunState, stopRun } from "./run-state.ts";
 
-type Outcome = { type: "output"; output: unknown } | { type: "error"; message: string; kind: NonNullable<ToolResultEvent["error"]>["kind"]; cause?: unknown };
+type Outcome =
+  | { type: "output"; output: unknown }
+  | { type: "error"; message: string; kind: NonNullable<ToolResultEvent["error"]>["kind"]; cause?: unknown };
 
 /**
  * Wraps one registration as an AI SDK tool whose `execute` runs PAI's pipeline:
@@ -24,10 +26,16 @@ export function createExecutableTool(registration: NormalizedRegistration, state
     inputSchema: tool.inputSchema as z.ZodType<unknown>,
     metadata: { paiToolId: tool.id },
     ...(tool.toModelOutput
-      ? { toModelOutput: (options: { toolCallId: string; input: unknown; output: unknown }) => tool.toModelOutput!(options) }
+      ? {
+          toModelOutput: (options: { toolCallId: string; input: unknown; output: unknown }) =>
+            tool.toModelOutput!(options),
+        }
       : {}),
     ...(tool.execute
-      ? { execute: (input: unknown, options: { toolCallId: string; abortSignal?: AbortSignal }) => executeCall(registration, state, input, options.toolCallId) }
+      ? {
+          execute: (input: unknown, options: { toolCallId: string; abortSignal?: AbortSignal }) =>
+            executeCall(registration, state, input, options.toolCallId),
+        }
       : {}),
   } as Tool) as Tool;
 
@@ -112,7 +120,8 @@ export function createExecutableTool(registration: NormalizedRegistration, state
       };
       const override = await hook(event, state.resolverArgs);
       if (override && "output" in override) settled = { type: "output", output: override.output };
-      else if (override && "error" in override) settled = { type: "error", message: override.error, kind: "planned" };
+      else if (override && "error" in override)
+        settled = { type: "error", message: override.error, kind: "planned" };
     }
     if (settled.type === "output" && tool.outputSchema) {
       const parsed = await tool.outputSchema.safeParseAsync(settled.output);
@@ -130,7 +139,12 @@ export function createExecutableTool(registration: NormalizedRegistration, state
     return settled;
   }
 
-  function buildContext(input: unknown, context: unknown, toolCallId: string, signal: AbortSignal): ToolExecuteContext<unknown, unknown, CapabilityMap> {
+  function buildContext(
+    input: unknown,
+    context: unknown,
+    toolCallId: string,
+    signal: AbortSignal,
+  ): ToolExecuteContext<unknown, unknown, CapabilityMap> {
     const capabilityNames = Object.fromEntries(
       Object.entries(tool.capabilities as CapabilityMap).map(([key, capability]) => [key, capability.name]),
     );
@@ -177,13 +191,15 @@ export function createExecutableTool(registration: NormalizedRegistration, state
           });
           return records
             .filter((record) => options?.toolCallId !== undefined || record.toolId === tool.id)
-            .map((record): ToolDataEntry<typeof channel, never> => ({
-              channel,
-              data: record.data as never,
-              toolCallId: record.toolCallId,
-              seq: record.seq,
-              createdAt: record.createdAt,
-            }));
+            .map(
+              (record): ToolDataEntry<typeof channel, never> => ({
+                channel,
+                data: record.data as never,
+                toolCallId: record.toolCallId,
+                seq: record.seq,
+                createdAt: record.createdAt,
+              }),
+            );
         },
       },
       files: state.files,
@@ -193,4 +209,3 @@ export function createExecutableTool(registration: NormalizedRegistration, state
     };
   }
 }
-

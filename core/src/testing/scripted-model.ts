@@ -37,7 +37,11 @@ export function scriptedStepParts(step: ScriptedStep, stepIndex: number): Langua
   const parts: LanguageModelV4StreamPart[] = [{ type: "stream-start", warnings: [] }];
   if (step.text !== undefined) {
     const id = `text-${stepIndex}`;
-    parts.push({ type: "text-start", id }, { type: "text-delta", id, delta: step.text }, { type: "text-end", id });
+    parts.push(
+      { type: "text-start", id },
+      { type: "text-delta", id, delta: step.text },
+      { type: "text-end", id },
+    );
   }
   const calls = step.toolCalls ?? [];
   calls.forEach((call, index) => {
@@ -81,14 +85,22 @@ export function createScriptedModel(options: {
       const stepIndex = played;
       played += 1;
       const step = typeof source === "function" ? source(call) : source;
-      return { stream: simulateReadableStream({ chunks: scriptedStepParts(step, stepIndex), initialDelayInMs: null, chunkDelayInMs: null }) };
+      return {
+        stream: simulateReadableStream({
+          chunks: scriptedStepParts(step, stepIndex),
+          initialDelayInMs: null,
+          chunkDelayInMs: null,
+        }),
+      };
     },
   });
   Object.defineProperty(model, "stepsPlayed", { get: () => played });
   return Object.assign(model as MockLanguageModelV4 & { readonly stepsPlayed: number }, {
     assertComplete() {
       if (played < options.steps.length) {
-        throw new Error(`scripted model: ${options.steps.length - played} of ${options.steps.length} steps were never played`);
+        throw new Error(
+          `scripted model: ${options.steps.length - played} of ${options.steps.length} steps were never played`,
+        );
       }
     },
   });

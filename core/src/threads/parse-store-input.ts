@@ -119,7 +119,11 @@ export const storeInputSchemas = {
   pendingAction,
   pendingActionQuery: z.object({ threadId: z.string().optional(), status: actionStatus.optional() }),
   actionStatus: actionStatus satisfies z.ZodType<PendingActionStatus>,
-  settlePatch: z.object({ status: actionStatus, answer: z.unknown().optional(), settledAt: timestamp.optional() }),
+  settlePatch: z.object({
+    status: actionStatus,
+    answer: z.unknown().optional(),
+    settledAt: timestamp.optional(),
+  }),
   lease,
   leaseQuery: z.object({
     capability: z.string().optional(),

@@ -8,7 +8,13 @@ import { PaiError } from "../errors/pai-error.ts";
 import { createSqliteThreadStore } from "./sqlite-thread-store.ts";
 import type { PendingActionRecord, RunRecord, ThreadRecord, ThreadStore } from "./thread-store.ts";
 
-const thread: ThreadRecord = { id: "t1", agentId: "coder", ownerKey: "user:1", createdAt: 1000, updatedAt: 1000 };
+const thread: ThreadRecord = {
+  id: "t1",
+  agentId: "coder",
+  ownerKey: "user:1",
+  createdAt: 1000,
+  updatedAt: 1000,
+};
 const run: RunRecord = { id: "r1", threadId: "t1", agentId: "coder", status: "completed", startedAt: 1000 };
 
 const conversation: UIMessage[] = [
@@ -28,7 +34,11 @@ const conversation: UIMessage[] = [
         output: { files: ["a.ts", "b.ts"], truncated: false },
         callProviderMetadata: { mock: { cached: true } },
       },
-      { type: "data-toolData", id: "call-1:progress", data: { channel: "progress", seq: 1, data: { pct: 100 } } },
+      {
+        type: "data-toolData",
+        id: "call-1:progress",
+        data: { channel: "progress", seq: 1, data: { pct: 100 } },
+      },
       { type: "data-capability", data: { capability: "sandbox", status: "ready" } },
       { type: "text", text: "Two files: a.ts and b.ts — ✓", state: "done" },
     ],
@@ -92,7 +102,11 @@ afterEach(async () => {
 describe("createSqliteThreadStore", () => {
   it("shows a second store on the same file everything the first wrote", async () => {
     const first = open();
-    await first.commitRun({ thread: { ...thread, title: "Files", updatedAt: 3000 }, messages: conversation, run });
+    await first.commitRun({
+      thread: { ...thread, title: "Files", updatedAt: 3000 },
+      messages: conversation,
+      run,
+    });
     const written = await first.appendToolData({
       threadId: "t1",
       runId: "r1",
@@ -168,7 +182,9 @@ describe("createSqliteThreadStore", () => {
   it("refuses another application's SQLite database without touching it", () => {
     const foreign = join(directory, "foreign.db");
     const raw = new DatabaseSync(foreign);
-    raw.exec("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices VALUES (1, 9.5)");
+    raw.exec(
+      "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices VALUES (1, 9.5)",
+    );
     raw.close();
     const bytes = readFileSync(foreign);
 
@@ -205,7 +221,9 @@ describe("createSqliteThreadStore", () => {
   });
 
   it("reports STORE_UNWRITABLE for a path where no file can be created", () => {
-    expect(PaiError.hasCode(openError({ path: "/proc/pai-thread-store/threads.db" }), "STORE_UNWRITABLE")).toBe(true);
+    expect(
+      PaiError.hasCode(openError({ path: "/proc/pai-thread-store/threads.db" }), "STORE_UNWRITABLE"),
+    ).toBe(true);
     expect(PaiError.hasCode(openError({ path: "/proc/pai-threads.db" }), "STORE_UNWRITABLE")).toBe(true);
   });
 
@@ -223,7 +241,11 @@ describe("createSqliteThreadStore", () => {
       { id: "m4", role: "assistant", parts: [{ type: "text", text: "sure" }] },
     ];
     const error = await rejection(
-      store.commitRun({ thread: { ...thread, updatedAt: 9000 }, messages: replacement, run: { ...run, id: "r2" } }),
+      store.commitRun({
+        thread: { ...thread, updatedAt: 9000 },
+        messages: replacement,
+        run: { ...run, id: "r2" },
+      }),
     );
 
     expect(PaiError.isInstance(error)).toBe(true);
@@ -261,8 +283,16 @@ describe("createSqliteThreadStore", () => {
     await first.putPendingAction(pending);
 
     const results = await Promise.all([
-      first.settlePendingAction("a1", "pending", { status: "succeeded", answer: { approved: true }, settledAt: 3000 }),
-      second.settlePendingAction("a1", "pending", { status: "denied", answer: { approved: false }, settledAt: 3001 }),
+      first.settlePendingAction("a1", "pending", {
+        status: "succeeded",
+        answer: { approved: true },
+        settledAt: 3000,
+      }),
+      second.settlePendingAction("a1", "pending", {
+        status: "denied",
+        answer: { approved: false },
+        settledAt: 3001,
+      }),
     ]);
 
     expect(results.map((result) => result.changed)).toEqual([true, false]);

@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 import { DatabaseSync } from "node:sqlite";
@@ -380,7 +380,7 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
 function openDatabase(location: string, busyTimeoutMs: number): DatabaseSync {
   if (location !== MEMORY) {
     try {
-      mkdirSync(dirname(location), { recursive: true });
+      makeDirectory(dirname(location));
     } catch (cause) {
       throw new PaiError(
         "STORE_UNWRITABLE",
@@ -407,6 +407,30 @@ function openDatabase(location: string, busyTimeoutMs: number): DatabaseSync {
     throw toStoreError(error, location, "open");
   }
   return db;
+}
+
+/**
+ * `mkdir -p`, one level at a time. Not `mkdirSync(..., { recursive: true })`: on Node 24 that never
+ * returns for a path under `/proc` (each ENOENT makes it retry the parent, which exists).
+ */
+function makeDirectory(directory: string): void {
+  const missing: string[] = [];
+  let current = directory;
+  while (!existsSync(current)) {
+    missing.unshift(current);
+    const parent = dirname(current);
+    if (parent === current) break;
+    current = parent;
+  }
+  if (!statSync(current).isDirectory()) throw new Error(`${current} is not a directory`);
+  for (const path of missing) {
+    try {
+      mkdirSync(path);
+    } catch (error) {
+      // Another process may have created it meanwhile.
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST" || !statSync(path).isDirectory()) throw error;
+    }
+  }
 }
 
 function checkOwnership(db: DatabaseSync, location: string): void {

@@ -169,7 +169,11 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
       await store.ensureThread(thread({ id: "a", updatedAt: 1000 }));
       await store.ensureThread(thread({ id: "b", updatedAt: 2000 }));
 
-      await store.commitRun({ thread: thread({ id: "a", updatedAt: 3000 }), messages: [], run: run({ threadId: "a" }) });
+      await store.commitRun({
+        thread: thread({ id: "a", updatedAt: 3000 }),
+        messages: [],
+        run: run({ threadId: "a" }),
+      });
 
       expect((await store.listThreads({ ownerKey: "user:1" })).map((found) => found.id)).toEqual(["a", "b"]);
     });
@@ -182,7 +186,11 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
 
     it("deletes a thread with its messages, runs, tool data, pending actions and leases", async () => {
       await store.commitRun({ thread: thread(), messages: conversation, run: run() });
-      await store.commitRun({ thread: thread({ id: "t2" }), messages: conversation, run: run({ id: "r2", threadId: "t2" }) });
+      await store.commitRun({
+        thread: thread({ id: "t2" }),
+        messages: conversation,
+        run: run({ id: "r2", threadId: "t2" }),
+      });
       await store.appendToolData(toolData());
       await store.appendToolData(toolData({ threadId: "t2", runId: "r2" }));
       await store.putPendingAction(action());
@@ -243,7 +251,11 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
     it("keeps the thread's creation time and updates its title on commit", async () => {
       await store.ensureThread(thread({ createdAt: 1000, title: "Old" }));
 
-      await store.commitRun({ thread: thread({ createdAt: 5000, updatedAt: 6000, title: "New" }), messages: [], run: run() });
+      await store.commitRun({
+        thread: thread({ createdAt: 5000, updatedAt: 6000, title: "New" }),
+        messages: [],
+        run: run(),
+      });
 
       expect(await store.getThread("t1")).toEqual(thread({ createdAt: 1000, updatedAt: 6000, title: "New" }));
     });
@@ -258,9 +270,14 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
 
     it("keeps earlier messages when a commit holds a value JSON cannot store", async () => {
       await store.commitRun({ thread: thread(), messages: conversation, run: run() });
-      const bad = [{ id: "m3", role: "user", parts: [{ type: "data-x", data: 1n }] }] as unknown as UIMessage[];
+      const bad = [
+        { id: "m3", role: "user", parts: [{ type: "data-x", data: 1n }] },
+      ] as unknown as UIMessage[];
 
-      await expectCode(store.commitRun({ thread: thread(), messages: bad, run: run({ id: "r2" }) }), "INVALID_ARGUMENT");
+      await expectCode(
+        store.commitRun({ thread: thread(), messages: bad, run: run({ id: "r2" }) }),
+        "INVALID_ARGUMENT",
+      );
 
       expect(await store.loadMessages("t1")).toEqual(conversation);
       expect(await store.getRun("r2")).toBeUndefined();
@@ -331,7 +348,11 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
       await store.appendToolData(toolData({ threadId: "t2" }));
 
       const list = async (query: { toolCallId?: string; channel?: string }) =>
-        (await store.listToolData({ threadId: "t1", ...query })).map((found) => [found.toolCallId, found.channel, found.data]);
+        (await store.listToolData({ threadId: "t1", ...query })).map((found) => [
+          found.toolCallId,
+          found.channel,
+          found.data,
+        ]);
       expect(await list({ toolCallId: "call-1" })).toEqual([
         ["call-1", "progress", { done: 1 }],
         ["call-1", "log", "line"],
@@ -356,8 +377,12 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
     it("stores, replaces and lists pending actions by thread and status", async () => {
       await store.putPendingAction(action({ id: "a1", createdAt: 1000 }));
       await store.putPendingAction(action({ id: "a2", createdAt: 2000, status: "cancelled" }));
-      await store.putPendingAction(action({ id: "a3", threadId: "t2", kind: "client", name: undefined, createdAt: 3000 }));
-      await store.putPendingAction(action({ id: "a1", createdAt: 1000, suspendHistory: [{ question: "Sure?" }] }));
+      await store.putPendingAction(
+        action({ id: "a3", threadId: "t2", kind: "client", name: undefined, createdAt: 3000 }),
+      );
+      await store.putPendingAction(
+        action({ id: "a1", createdAt: 1000, suspendHistory: [{ question: "Sure?" }] }),
+      );
 
       expect(await store.getPendingAction("a1")).toEqual(action({ suspendHistory: [{ question: "Sure?" }] }));
       expect(await store.getPendingAction("missing")).toBeUndefined();
@@ -404,7 +429,9 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
     it("stores, replaces, filters, touches and deletes leases", async () => {
       await store.putLease(lease({ key: "t1", createdAt: 1000 }));
       await store.putLease(lease({ key: "t2", createdAt: 2000 }));
-      await store.putLease(lease({ capability: "browser", lifetime: "user", key: "user:1", createdAt: 3000 }));
+      await store.putLease(
+        lease({ capability: "browser", lifetime: "user", key: "user:1", createdAt: 3000 }),
+      );
       await store.putLease(lease({ key: "t1", resourceId: "container-9", createdAt: 1000 }));
 
       const keys = (leases: LeaseRecord[]) => leases.map((found) => `${found.capability}/${found.key}`);

@@ -37,7 +37,14 @@ export interface ToolDataRecord {
 }
 
 export type PendingActionKind = "suspend" | "client";
-export type PendingActionStatus = "pending" | "resumed" | "succeeded" | "denied" | "skipped" | "cancelled" | "failed";
+export type PendingActionStatus =
+  | "pending"
+  | "resumed"
+  | "succeeded"
+  | "denied"
+  | "skipped"
+  | "cancelled"
+  | "failed";
 
 /** A durable wait for a person or a client: a suspended tool call or a client-executed tool call. */
 export interface PendingActionRecord {
@@ -114,7 +121,10 @@ export interface ThreadStore {
 
   putPendingAction(action: PendingActionRecord): Promise<void>;
   getPendingAction(actionId: string): Promise<PendingActionRecord | undefined>;
-  listPendingActions(query: { threadId?: string; status?: PendingActionStatus }): Promise<PendingActionRecord[]>;
+  listPendingActions(query: {
+    threadId?: string;
+    status?: PendingActionStatus;
+  }): Promise<PendingActionRecord[]>;
   /**
    * Compare-and-set: settles the action only if its status is still `expected`.
    * Returns the record as stored afterwards and whether this call changed it.
@@ -126,7 +136,11 @@ export interface ThreadStore {
   ): Promise<{ changed: boolean; action: PendingActionRecord | undefined }>;
 
   putLease(lease: LeaseRecord): Promise<void>;
-  listLeases(query?: { capability?: string; lifetime?: CapabilityLifetime; key?: string }): Promise<LeaseRecord[]>;
+  listLeases(query?: {
+    capability?: string;
+    lifetime?: CapabilityLifetime;
+    key?: string;
+  }): Promise<LeaseRecord[]>;
   touchLease(capability: string, lifetime: CapabilityLifetime, key: string, at: number): Promise<void>;
   deleteLease(capability: string, lifetime: CapabilityLifetime, key: string): Promise<void>;
 

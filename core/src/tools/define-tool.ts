@@ -7,7 +7,9 @@ type MaybePromise<T> = T | PromiseLike<T>;
 type SchemaOutput<SCHEMA, FALLBACK> = SCHEMA extends z.ZodType ? z.output<SCHEMA> : FALLBACK;
 /** Zod schemas of a tool's data channels. */
 export type ToolDataSchemas = Record<string, z.ZodType>;
-type DataOf<SCHEMAS> = SCHEMAS extends ToolDataSchemas ? { [K in keyof SCHEMAS]: z.output<SCHEMAS[K]> } : ToolDataChannels;
+type DataOf<SCHEMAS> = SCHEMAS extends ToolDataSchemas
+  ? { [K in keyof SCHEMAS]: z.output<SCHEMAS[K]> }
+  : ToolDataChannels;
 
 /** The argument of `toModelOutput`, the AI SDK's signature. */
 export interface ToModelOutputOptions<INPUT, OUTPUT> {
@@ -40,20 +42,20 @@ export interface ToolDefinition<
   readonly suspendSchema: z.ZodType<SUSPEND> | undefined;
   readonly resumeSchema: z.ZodType<RESUME> | undefined;
   readonly capabilities: CAPABILITIES;
-  /** Absent for client-executed tools: the client answers with the output. */
-  readonly execute:
-    | ((ctx: ToolExecuteContext<INPUT, CONTEXT, CAPABILITIES, DATA, SUSPEND, RESUME>) => MaybePromise<OUTPUT>)
-    | undefined;
-  readonly toModelOutput:
-    | ((options: ToModelOutputOptions<INPUT, OUTPUT>) => MaybePromise<ToolResultOutput>)
-    | undefined;
+  /** Absent for client-executed tools: the client answers with the output. (Method syntax keeps declarations assignable to `AnyToolDefinition`.) */
+  execute?(
+    ctx: ToolExecuteContext<INPUT, CONTEXT, CAPABILITIES, DATA, SUSPEND, RESUME>,
+  ): MaybePromise<OUTPUT>;
+  toModelOutput?(options: ToModelOutputOptions<INPUT, OUTPUT>): MaybePromise<ToolResultOutput>;
 }
 
 /** Any tool declaration. */
 export type AnyToolDefinition = ToolDefinition<any, any, any, any, any, any, any>;
 export type InputOf<T> = T extends ToolDefinition<infer INPUT, any, any, any, any, any, any> ? INPUT : never;
-export type OutputOf<T> = T extends ToolDefinition<any, infer OUTPUT, any, any, any, any, any> ? OUTPUT : never;
-export type ContextOf<T> = T extends ToolDefinition<any, any, infer CONTEXT, any, any, any, any> ? CONTEXT : never;
+export type OutputOf<T> =
+  T extends ToolDefinition<any, infer OUTPUT, any, any, any, any, any> ? OUTPUT : never;
+export type ContextOf<T> =
+  T extends ToolDefinition<any, any, infer CONTEXT, any, any, any, any> ? CONTEXT : never;
 
 /** What `defineTool` accepts. */
 export interface ToolOptions<

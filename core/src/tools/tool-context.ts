@@ -58,7 +58,10 @@ export interface ThreadFile {
 /** `ctx.agents`: run another registered agent as a subagent. */
 export interface ToolAgents {
   /** Runs agent `agentId` on a fresh thread with `prompt` as the user message and returns its final text. */
-  run(options: { agentId: string; prompt: string }): Promise<{ text: string; status: string; runId: string; threadId: string }>;
+  run(options: {
+    agentId: string;
+    prompt: string;
+  }): Promise<{ text: string; status: string; runId: string; threadId: string }>;
 }
 
 /** Options of `ctx.fail`. */

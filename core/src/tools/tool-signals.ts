@@ -10,7 +10,9 @@ export class ToolFailSignal extends Error {
     this.failCode = failCode;
   }
   static isInstance(error: unknown): error is ToolFailSignal {
-    return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[failMarker] === true;
+    return (
+      typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[failMarker] === true
+    );
   }
 }
 
@@ -28,6 +30,10 @@ export class ToolSuspendSignal extends Error {
     this.suspendName = suspendName;
   }
   static isInstance(error: unknown): error is ToolSuspendSignal {
-    return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[suspendMarker] === true;
+    return (
+      typeof error === "object" &&
+      error !== null &&
+      (error as Record<symbol, unknown>)[suspendMarker] === true
+    );
   }
 }

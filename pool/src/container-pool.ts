@@ -1,0 +1,905 @@
+import { randomBytes } from "node:crypto";
+import type { Factory, Pool as GenericPool, Options as GenericPoolOptions } from "generic-pool";
+import genericPool from "generic-pool";
+import type { ContainerDriver, ContainerEvent } from "./container-driver.ts";
+import { type ContainerSpec, type ResolvedContainerSpec, resolveContainerSpec } from "./container-spec.ts";
+import { type CreateBackoffOptions, createCreateBackoff } from "./create-backoff.ts";
+import { poolLabels } from "./labels.ts";
+import { createLatencyWindow } from "./latency-window.ts";
+import { PoolError } from "./pool-error.ts";
+import {
+  type ContainerPoolEventMap,
+  createPoolEvents,
+  type DestroyReason,
+  type PoolEvents,
+} from "./pool-events.ts";
+import { createSemaphore } from "./semaphore.ts";
+import { specHash } from "./spec-hash.ts";
+
+/** What the pool's hooks receive. */
+export interface ContainerHookContext {
+  containerId: string;
+  driver: ContainerDriver;
+  /** Aborts when the pool closes. */
+  signal: AbortSignal;
+}
+
+/** Options of {@link createContainerPool}. */
+export interface ContainerPoolOptions<STATE = undefined> {
+  /** The engine: `createDockerDriver()`, or `createFakeDriver()` from `@pai/pool/testing` in unit tests. */
+  driver: ContainerDriver;
+  /** What every container of the pool runs; its `specHash` labels the containers. */
+  spec: ContainerSpec;
+  /**
+   * Started containers kept ready for `acquire` (idle ones; leased containers do not count), as long as the
+   * total stays within `max`.
+   * @default 1
+   */
+  min?: number;
+  /**
+   * Containers in total: idle, leased and being created.
+   * @default 10
+   */
+  max?: number;
+  /**
+   * Deadline of `acquire` (generic-pool's `acquireTimeoutMillis`, always set): past it `acquire` rejects with
+   * `POOL_EXHAUSTED`, or `DOCKER_UNAVAILABLE` when creates are failing because the engine is unreachable.
+   * @default 30000
+   */
+  acquireTimeoutMs?: number;
+  /**
+   * The `pai.pool` label. Use a stable id per deployment and spec when you `adopt` or `reapStrays` across
+   * restarts; the default is random, so two processes never reap each other's containers.
+   * @default `pool-<8 random hex digits>`
+   */
+  poolId?: string;
+  /**
+   * Creates running at once (each costs ~265 ms of engine CPU here).
+   * @default 2
+   */
+  maxConcurrentCreates?: number;
+  /** Backoff between failing creates; see {@link CreateBackoffOptions}. */
+  createBackoff?: CreateBackoffOptions;
+  /**
+   * Idle containers above `min` are removed after this long (generic-pool's `softIdleTimeoutMillis`; a finite
+   * `idleTimeoutMillis` is never used, as it would evict below `min` and churn). `0` disables trimming.
+   * @default 60000
+   */
+  softIdleTimeoutMs?: number;
+  /**
+   * How often idle containers are checked for trimming and for engine `die`/`oom` events.
+   * @default 1000
+   */
+  evictionIntervalMs?: number;
+  /**
+   * Calls `reapStrays()` (keeping nothing) before the first container is created. Leave it off when you
+   * `adopt` containers after a restart: call `reapStrays({ keep })` yourself instead.
+   * @default false
+   */
+  reapOnStart?: boolean;
+  /** Runs after create, before start: e.g. copy an agent binary in with `driver.putArchive`. */
+  beforeStart?: (context: ContainerHookContext) => Promise<void>;
+  /**
+   * Runs after start (and on `adopt`), before the container counts as warm; its result is the lease's `state`
+   * (e.g. a connection to an in-container agent). A throw fails the create, which is retried with backoff.
+   */
+  setup?: (context: ContainerHookContext & { adopted: boolean }) => Promise<STATE> | STATE;
+  /** Runs before a container is removed, with the state `setup` returned. Errors are reported, not thrown. */
+  teardown?: (context: {
+    containerId: string;
+    driver: ContainerDriver;
+    state: STATE;
+  }) => Promise<void> | void;
+}
+
+/** A container handed out by the pool. It is never reused: `release()` removes it. */
+export interface Lease<STATE = undefined> {
+  readonly containerId: string;
+  readonly leaseKey: string;
+  /** What `setup` returned for this container (`undefined` without `setup`). */
+  readonly state: STATE;
+  /** True for a lease made by `adopt`. */
+  readonly adopted: boolean;
+  readonly acquiredAt: Date;
+  /**
+   * Removes the container (force, with its volumes); the pool refills in the background. Idempotent.
+   * Rejects (after the pool has forgotten the container) when the engine fails to remove it.
+   */
+  release(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Options of `acquire`. */
+export interface AcquireOptions {
+  /** Who the container is for (e.g. `sandbox:thread:<id>`); recorded by the pool and on the lease. */
+  leaseKey: string;
+  /**
+   * Gives up waiting. Rejects with the signal's reason; a container that arrives for the abandoned call is
+   * handed to the next waiter or kept warm if the pool is short of `min`, and removed otherwise — it never
+   * leaks and was never exposed.
+   */
+  signal?: AbortSignal;
+}
+
+/** Options of `adopt`. */
+export interface AdoptOptions {
+  /** @default the container id */
+  leaseKey?: string;
+  signal?: AbortSignal;
+  /**
+   * Adopt a container whose `pai.spec` label differs from this pool's spec hash (created by an older spec).
+   * @default false
+   */
+  allowSpecMismatch?: boolean;
+}
+
+/** Options of `reapStrays`. */
+export interface ReapStraysOptions {
+  /** Container ids (full, or prefixes of at least 12 characters) that stay. */
+  keep?: Iterable<string>;
+  signal?: AbortSignal;
+}
+
+/** Options of `warm`. */
+export interface WarmOptions {
+  signal?: AbortSignal;
+  /** @default 60000 */
+  timeoutMs?: number;
+}
+
+/** A point-in-time view of the pool. */
+export interface ContainerPoolMetrics {
+  /** Containers held: being created, idle, leased or being removed. */
+  size: number;
+  /** Idle, started containers ready for `acquire`. */
+  available: number;
+  /** Leased containers. */
+  borrowed: number;
+  /** `acquire` calls waiting. */
+  pending: number;
+  /** Containers being created right now. */
+  creating: number;
+  /** Failed create attempts since the pool was made. */
+  createFailures: number;
+  /** Failed removals since the pool was made. */
+  destroyFailures: number;
+  /** Over the last 512 acquires (zeros before the first). */
+  acquireLatencyMs: { p50: number; p95: number };
+  min: number;
+  max: number;
+}
+
+/** Description of a live lease, from `leases()`. */
+export interface LeaseInfo {
+  containerId: string;
+  leaseKey: string;
+  adopted: boolean;
+  acquiredAt: Date;
+}
+
+/** A warm pool of started containers of one spec. See {@link createContainerPool}. */
+export interface ContainerPool<STATE = undefined> {
+  readonly poolId: string;
+  readonly spec: ResolvedContainerSpec;
+  readonly specHash: string;
+  readonly driver: ContainerDriver;
+  /** `on('create' | 'destroy' | 'acquire' | 'error' | 'exit', listener)`. */
+  readonly events: PoolEvents<ContainerPoolEventMap>;
+  /** Takes a fresh, validated (running) container for `leaseKey`. */
+  acquire(options: AcquireOptions): Promise<Lease<STATE>>;
+  /**
+   * Takes over a running container this pool id created before a restart (checks the `pai.managed`,
+   * `pai.pool` and `pai.spec` labels and that it runs). Its files are untouched.
+   * @throws PoolError `NOT_FOUND` (no such container) or `CONTAINER_FAILED` (labels, not running, setup failed).
+   */
+  adopt(containerId: string, options?: AdoptOptions): Promise<Lease<STATE>>;
+  /** Removes this pool id's containers that it does not own and that are not in `keep`. */
+  reapStrays(options?: ReapStraysOptions): Promise<{ removed: string[]; failed: string[] }>;
+  /** Resolves when `min` containers are ready (or as many as `max` leaves room for). */
+  warm(options?: WarmOptions): Promise<void>;
+  metrics(): ContainerPoolMetrics;
+  leases(): LeaseInfo[];
+  /** Stops creating, fails waiting `acquire`s with `POOL_CLOSED` and removes every container it created. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+interface Entry<STATE> {
+  kind: "container";
+  id: string;
+  state: STATE;
+  phase: "idle" | "leased" | "removing";
+  /** The engine reported its death while it was idle; the evictor removes it. */
+  dead: boolean;
+  /** Handed to a lease: generic-pool's `destroy` of it must not remove the container. */
+  detached: boolean;
+  destroyReason?: DestroyReason;
+  lease?: { leaseKey: string; adopted: boolean; acquiredAt: Date; lease: Lease<STATE> };
+  removal?: Promise<{ ok: boolean; error?: unknown }>;
+}
+
+/** What a create resolves to once the pool is closing: no container. */
+interface Tombstone {
+  kind: "tombstone";
+}
+
+type Resource<STATE> = Entry<STATE> | Tombstone;
+
+interface PooledResourceView {
+  obj: Resource<unknown>;
+  lastIdleTime: number;
+}
+
+/** generic-pool's evictor contract, extended to remove containers the engine reported dead. */
+class ContainerEvictor {
+  evict(
+    config: { softIdleTimeoutMillis: number; min: number },
+    pooled: PooledResourceView,
+    availableCount: number,
+  ): boolean {
+    const resource = pooled.obj;
+    if (resource.kind !== "container") return false;
+    if (resource.dead) {
+      resource.destroyReason = "died";
+      return true;
+    }
+    const idleMs = Date.now() - pooled.lastIdleTime;
+    if (
+      config.softIdleTimeoutMillis > 0 &&
+      idleMs > config.softIdleTimeoutMillis &&
+      config.min < availableCount
+    ) {
+      resource.destroyReason = "idle";
+      return true;
+    }
+    return false;
+  }
+}
+
+// generic-pool exports its Pool class (with pluggable evictor) but its typings only declare `createPool`.
+type GenericPoolClass = new <T>(
+  evictor: new () => ContainerEvictor,
+  deque: unknown,
+  priorityQueue: unknown,
+  factory: Factory<T>,
+  options: GenericPoolOptions,
+) => GenericPool<T>;
+const genericPoolInternals = genericPool as unknown as {
+  Pool: GenericPoolClass;
+  Deque: unknown;
+  PriorityQueue: unknown;
+};
+
+const tombstone: Tombstone = { kind: "tombstone" };
+
+function nonNegativeInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new RangeError(`createContainerPool: ${name} must be a non-negative integer, got ${value}`);
+  }
+  return value;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * A warm pool of started containers over generic-pool. `min` containers are kept started and validated;
+ * `acquire` hands one out as a {@link Lease} (refilling at once), and `release()` removes it — a container is
+ * never returned to the pool or shared between lease keys. Creates are capped (`maxConcurrentCreates`), paced
+ * by an exponential backoff while they fail, and `acquire` always has a deadline.
+ *
+ * @example
+ * const pool = createContainerPool({
+ *   driver: createDockerDriver(),
+ *   spec: { image: "pai/sandbox:latest" },
+ *   min: 2,
+ *   max: 8,
+ *   poolId: "sandbox",
+ * });
+ * await pool.warm();
+ * const lease = await pool.acquire({ leaseKey: "thread:42", signal });
+ * try {
+ *   await pool.driver.exec(lease.containerId, { cmd: ["id", "-u"] });
+ * } finally {
+ *   await lease.release();
+ * }
+ * await pool.close();
+ */
+export function createContainerPool<STATE = undefined>(
+  options: ContainerPoolOptions<STATE>,
+): ContainerPool<STATE> {
+  const { driver } = options;
+  const spec = resolveContainerSpec(options.spec);
+  const hash = specHash(spec);
+  const poolId = options.poolId ?? `pool-${randomBytes(4).toString("hex")}`;
+  const instanceId = randomBytes(8).toString("hex");
+  const max = nonNegativeInteger("max", options.max ?? 10);
+  if (max < 1) throw new RangeError("createContainerPool: max must be at least 1");
+  const min = nonNegativeInteger("min", options.min ?? 1);
+  if (min > max) throw new RangeError(`createContainerPool: min (${min}) must not exceed max (${max})`);
+  const acquireTimeoutMs = options.acquireTimeoutMs ?? 30_000;
+  if (!(acquireTimeoutMs > 0) || !Number.isFinite(acquireTimeoutMs)) {
+    throw new RangeError("createContainerPool: acquireTimeoutMs must be a positive, finite number");
+  }
+  const maxConcurrentCreates = nonNegativeInteger("maxConcurrentCreates", options.maxConcurrentCreates ?? 2);
+  if (maxConcurrentCreates < 1)
+    throw new RangeError("createContainerPool: maxConcurrentCreates must be at least 1");
+  const softIdleTimeoutMs = options.softIdleTimeoutMs ?? 60_000;
+  const evictionIntervalMs = Math.max(10, options.evictionIntervalMs ?? 1000);
+
+  const labels: Record<string, string> = {
+    [poolLabels.managed]: "true",
+    [poolLabels.pool]: poolId,
+    [poolLabels.spec]: hash,
+    [poolLabels.instance]: instanceId,
+  };
+
+  const events = createPoolEvents<ContainerPoolEventMap>();
+  const backoff = createCreateBackoff(options.createBackoff);
+  /** One permit per container held (creating, idle, leased, removing): enforces `max` in total. */
+  const capacity = createSemaphore(max);
+  const createLimiter = createSemaphore(maxConcurrentCreates);
+  const latency = createLatencyWindow();
+  const closeController = new AbortController();
+
+  /** Every container this pool holds, by id. */
+  const containers = new Map<string, Entry<STATE>>();
+  /** Ids created by this pool and not yet removed (including ones whose removal failed). */
+  const knownIds = new Set<string>();
+  const removals = new Set<Promise<unknown>>();
+  const waiters = new Set<{ reject: (error: unknown) => void }>();
+  let creating = 0;
+  let createFailures = 0;
+  let destroyFailures = 0;
+  let lastCreateError: unknown;
+  let closed = false;
+  let closePromise: Promise<void> | undefined;
+  let unsubscribeEvents: (() => void) | undefined;
+
+  const closedError = () =>
+    new PoolError("POOL_CLOSED", `Container pool ${poolId} is closed`, { details: { poolId } });
+
+  function removeEntry(
+    entry: Entry<STATE>,
+    reason: DestroyReason,
+  ): Promise<{ ok: boolean; error?: unknown }> {
+    if (entry.removal) return entry.removal;
+    entry.phase = "removing";
+    const leaseKey = entry.lease?.leaseKey;
+    const removal = (async () => {
+      try {
+        await runTeardown(entry.id, entry.state);
+        await driver.remove(entry.id);
+        knownIds.delete(entry.id);
+        return { ok: true };
+      } catch (error) {
+        destroyFailures++;
+        events.emit("error", { operation: "destroy", error, containerId: entry.id });
+        return { ok: false, error };
+      } finally {
+        containers.delete(entry.id);
+        capacity.release();
+        events.emit("destroy", {
+          containerId: entry.id,
+          reason,
+          ...(leaseKey !== undefined ? { leaseKey } : {}),
+        });
+      }
+    })();
+    entry.removal = removal;
+    removals.add(removal);
+    void removal.finally(() => removals.delete(removal));
+    return removal;
+  }
+
+  /** Runs the `teardown` hook; its failure is reported, never thrown. */
+  async function runTeardown(containerId: string, state: STATE): Promise<void> {
+    if (!options.teardown) return;
+    try {
+      await options.teardown({ containerId, driver, state });
+    } catch (error) {
+      events.emit("error", { operation: "destroy", error, containerId });
+    }
+  }
+
+  /** Removes a container that never became an entry (start or setup failed, or the pool closed meanwhile). */
+  async function removeUnowned(id: string): Promise<void> {
+    try {
+      await driver.remove(id);
+      knownIds.delete(id);
+    } catch (error) {
+      destroyFailures++;
+      events.emit("error", { operation: "destroy", error, containerId: id });
+    }
+  }
+
+  async function createResource(): Promise<Resource<STATE>> {
+    const signal = closeController.signal;
+    try {
+      await capacity.acquire(signal);
+    } catch {
+      return tombstone;
+    }
+    let holdsPermit = true;
+    try {
+      for (;;) {
+        if (closed) return tombstone;
+        try {
+          await backoff.turn(signal);
+          await createLimiter.acquire(signal);
+        } catch {
+          return tombstone;
+        }
+        creating++;
+        const startedAt = performance.now();
+        let id: string | undefined;
+        let state: STATE | undefined;
+        let setupDone = false;
+        try {
+          ({ id } = await driver.create(spec, labels, { signal }));
+          knownIds.add(id);
+          if (options.beforeStart) await options.beforeStart({ containerId: id, driver, signal });
+          await driver.start(id, { signal });
+          state = options.setup
+            ? await options.setup({ containerId: id, driver, signal, adopted: false })
+            : (undefined as STATE);
+          setupDone = true;
+          if (closed) {
+            await runTeardown(id, state as STATE);
+            await removeUnowned(id);
+            return tombstone;
+          }
+          backoff.succeeded();
+          const entry: Entry<STATE> = {
+            kind: "container",
+            id,
+            state: state as STATE,
+            phase: "idle",
+            dead: false,
+            detached: false,
+          };
+          containers.set(id, entry);
+          holdsPermit = false;
+          events.emit("create", { containerId: id, durationMs: Math.round(performance.now() - startedAt) });
+          return entry;
+        } catch (error) {
+          if (id !== undefined) {
+            if (setupDone) await runTeardown(id, state as STATE);
+            await removeUnowned(id);
+          }
+          if (closed) return tombstone;
+          createFailures++;
+          lastCreateError = error;
+          backoff.failed();
+          events.emit("error", {
+            operation: "create",
+            error,
+            ...(id !== undefined ? { containerId: id } : {}),
+          });
+        } finally {
+          creating--;
+          createLimiter.release();
+        }
+      }
+    } finally {
+      if (holdsPermit) capacity.release();
+    }
+  }
+
+  const factory: Factory<Resource<STATE>> = {
+    // Never rejects: failures are retried inside with backoff (a rejecting factory makes generic-pool retry
+    // at once, in a loop), and a closing pool gets tombstones.
+    create: createResource,
+    async destroy(resource) {
+      if (resource.kind !== "container" || resource.detached) return;
+      await removeEntry(resource, resource.destroyReason ?? (closed ? "close" : "invalid"));
+    },
+    async validate(resource) {
+      if (resource.kind !== "container") return true;
+      if (resource.dead) {
+        resource.destroyReason = "died";
+        return false;
+      }
+      try {
+        const inspection = await driver.inspect(resource.id, { signal: closeController.signal });
+        if (inspection.running) return true;
+      } catch (error) {
+        events.emit("error", { operation: "validate", error, containerId: resource.id });
+      }
+      resource.destroyReason = "invalid";
+      return false;
+    },
+  };
+
+  const generic = new genericPoolInternals.Pool<Resource<STATE>>(
+    ContainerEvictor,
+    genericPoolInternals.Deque,
+    genericPoolInternals.PriorityQueue,
+    factory,
+    {
+      min,
+      max,
+      acquireTimeoutMillis: acquireTimeoutMs,
+      testOnBorrow: true,
+      autostart: false,
+      fifo: true,
+      evictionRunIntervalMillis: evictionIntervalMs,
+      numTestsPerEvictionRun: max,
+      softIdleTimeoutMillis: softIdleTimeoutMs > 0 ? softIdleTimeoutMs : -1,
+      idleTimeoutMillis: Number.POSITIVE_INFINITY,
+    },
+  );
+
+  function onContainerEvent(event: ContainerEvent) {
+    const entry = containers.get(event.containerId);
+    if (!entry || entry.phase === "removing") return;
+    if (entry.phase === "idle") entry.dead = true;
+    const leaseKey = entry.lease?.leaseKey;
+    events.emit("exit", {
+      containerId: entry.id,
+      reason: event.type,
+      exitCode: event.exitCode,
+      ...(leaseKey !== undefined ? { leaseKey } : {}),
+    });
+  }
+
+  async function reapStrays(
+    reapOptions: ReapStraysOptions = {},
+  ): Promise<{ removed: string[]; failed: string[] }> {
+    const keep = [...(reapOptions.keep ?? [])];
+    const isKept = (id: string) => keep.some((k) => k === id || (k.length >= 12 && id.startsWith(k)));
+    const rows = await driver.list(
+      { labels: { [poolLabels.managed]: "true", [poolLabels.pool]: poolId } },
+      reapOptions.signal ? { signal: reapOptions.signal } : {},
+    );
+    const strays = rows.filter(
+      (row) =>
+        !isKept(row.id) &&
+        !containers.has(row.id) &&
+        !knownIds.has(row.id) &&
+        row.labels[poolLabels.instance] !== instanceId,
+    );
+    const removed: string[] = [];
+    const failed: string[] = [];
+    for (const row of strays) {
+      reapOptions.signal?.throwIfAborted();
+      try {
+        await driver.remove(row.id);
+        removed.push(row.id);
+      } catch (error) {
+        failed.push(row.id);
+        events.emit("error", { operation: "reap", error, containerId: row.id });
+      }
+    }
+    return { removed, failed };
+  }
+
+  let startPromise: Promise<void> | undefined;
+  function start(): Promise<void> {
+    startPromise ??= (async () => {
+      if (options.reapOnStart) {
+        try {
+          await reapStrays();
+        } catch (error) {
+          events.emit("error", { operation: "reap", error });
+        }
+      }
+      if (closed) return;
+      unsubscribeEvents = driver.events({ labels: { [poolLabels.pool]: poolId } }, onContainerEvent);
+      generic.start();
+    })();
+    return startPromise;
+  }
+
+  function makeLease(entry: Entry<STATE>, leaseKey: string, adopted: boolean): Lease<STATE> {
+    const acquiredAt = new Date();
+    let releasing: Promise<void> | undefined;
+    const release = () => {
+      releasing ??= removeEntry(entry, closed ? "close" : "release").then((result) => {
+        if (!result.ok) throw result.error;
+      });
+      return releasing;
+    };
+    const lease: Lease<STATE> = {
+      containerId: entry.id,
+      leaseKey,
+      state: entry.state,
+      adopted,
+      acquiredAt,
+      release,
+      [Symbol.asyncDispose]: release,
+    };
+    entry.phase = "leased";
+    entry.detached = true;
+    entry.lease = { leaseKey, adopted, acquiredAt, lease };
+    return lease;
+  }
+
+  function exhaustedError(): PoolError {
+    const details = {
+      poolId,
+      min,
+      max,
+      acquireTimeoutMs,
+      borrowed: [...containers.values()].filter((e) => e.phase === "leased").length,
+    };
+    if (backoff.consecutiveFailures > 0 && lastCreateError !== undefined) {
+      const unavailable = PoolError.hasCode(lastCreateError, "DOCKER_UNAVAILABLE");
+      const reason = lastCreateError instanceof Error ? lastCreateError.message : String(lastCreateError);
+      return new PoolError(
+        unavailable ? "DOCKER_UNAVAILABLE" : "POOL_EXHAUSTED",
+        `No container within ${acquireTimeoutMs} ms: creating containers keeps failing (${reason})`,
+        { cause: lastCreateError, details: { ...details, createFailures } },
+      );
+    }
+    return new PoolError(
+      "POOL_EXHAUSTED",
+      `No container within ${acquireTimeoutMs} ms (${details.borrowed} leased, max ${max})`,
+      { details },
+    );
+  }
+
+  /** A container arrived for an acquire that was already given up: never exposed, so it may stay warm. */
+  function abandon(entry: Entry<STATE>) {
+    if (!closed && (generic.pending > 0 || generic.available < min)) {
+      void generic.release(entry).catch(() => {});
+      return;
+    }
+    entry.destroyReason = closed ? "close" : "abandoned";
+    void generic.destroy(entry).catch(() => {});
+  }
+
+  async function acquire(acquireOptions: AcquireOptions): Promise<Lease<STATE>> {
+    const { leaseKey, signal } = acquireOptions;
+    if (typeof leaseKey !== "string" || leaseKey === "") {
+      throw new TypeError("acquire: leaseKey must be a non-empty string");
+    }
+    if (closed) throw closedError();
+    signal?.throwIfAborted();
+    const startedAt = performance.now();
+    await start();
+    if (closed) throw closedError();
+    signal?.throwIfAborted();
+
+    return new Promise<Lease<STATE>>((resolve, reject) => {
+      let settled = false;
+      const waiter = { reject: (error: unknown) => settle(() => reject(error)) };
+      const onAbort = () => settle(() => reject(signal?.reason));
+      function settle(action: () => void) {
+        if (settled) return;
+        settled = true;
+        waiters.delete(waiter);
+        signal?.removeEventListener("abort", onAbort);
+        action();
+      }
+      waiters.add(waiter);
+      signal?.addEventListener("abort", onAbort, { once: true });
+
+      generic.acquire().then(
+        (resource) => {
+          if (resource.kind === "tombstone") {
+            void generic.destroy(resource).catch(() => {});
+            settle(() => reject(closedError()));
+            return;
+          }
+          if (settled || closed) {
+            abandon(resource);
+            settle(() => reject(closedError()));
+            return;
+          }
+          const lease = makeLease(resource, leaseKey, false);
+          // Take it out of generic-pool (the factory's destroy skips detached entries): generic-pool refills to
+          // `min` idle containers right away, and the lease alone decides when the container goes.
+          void generic.destroy(resource).catch(() => {});
+          const latencyMs = performance.now() - startedAt;
+          latency.add(latencyMs);
+          events.emit("acquire", {
+            containerId: resource.id,
+            leaseKey,
+            latencyMs: Math.round(latencyMs * 100) / 100,
+            adopted: false,
+          });
+          settle(() => resolve(lease));
+        },
+        (error: unknown) => {
+          const timedOut = (error as { name?: unknown })?.name === "TimeoutError";
+          settle(() =>
+            reject(
+              closed
+                ? closedError()
+                : timedOut
+                  ? exhaustedError()
+                  : new PoolError("CONTAINER_FAILED", `acquire failed: ${String(error)}`, { cause: error }),
+            ),
+          );
+        },
+      );
+    });
+  }
+
+  async function adopt(containerId: string, adoptOptions: AdoptOptions = {}): Promise<Lease<STATE>> {
+    const { signal } = adoptOptions;
+    const leaseKey = adoptOptions.leaseKey ?? containerId;
+    if (closed) throw closedError();
+    signal?.throwIfAborted();
+    await start();
+    if (containers.has(containerId)) {
+      throw new PoolError("CONTAINER_FAILED", `Container ${containerId} already belongs to pool ${poolId}`, {
+        details: { containerId, poolId },
+      });
+    }
+    const inspection = await driver.inspect(containerId, signal ? { signal } : {});
+    const details = { containerId, poolId, labels: inspection.labels };
+    if (inspection.labels[poolLabels.managed] !== "true" || inspection.labels[poolLabels.pool] !== poolId) {
+      throw new PoolError(
+        "CONTAINER_FAILED",
+        `Container ${containerId} is not a container of pool ${poolId}`,
+        {
+          details,
+        },
+      );
+    }
+    if (!adoptOptions.allowSpecMismatch && inspection.labels[poolLabels.spec] !== hash) {
+      throw new PoolError(
+        "CONTAINER_FAILED",
+        `Container ${containerId} was made from spec ${inspection.labels[poolLabels.spec]}, not ${hash}`,
+        { details },
+      );
+    }
+    if (!inspection.running) {
+      throw new PoolError("CONTAINER_FAILED", `Container ${containerId} is not running`, {
+        details: { ...details, exitCode: inspection.exitCode, oomKilled: inspection.oomKilled },
+      });
+    }
+    if (closed) throw closedError();
+    capacity.forceAcquire();
+    const entry: Entry<STATE> = {
+      kind: "container",
+      id: containerId,
+      state: undefined as STATE,
+      phase: "leased",
+      dead: false,
+      detached: true,
+    };
+    containers.set(containerId, entry);
+    knownIds.add(containerId);
+    try {
+      if (options.setup) {
+        const setupSignal = signal
+          ? AbortSignal.any([signal, closeController.signal])
+          : closeController.signal;
+        entry.state = await options.setup({ containerId, driver, signal: setupSignal, adopted: true });
+      }
+    } catch (error) {
+      containers.delete(containerId);
+      knownIds.delete(containerId);
+      capacity.release();
+      throw PoolError.isInstance(error)
+        ? error
+        : new PoolError("CONTAINER_FAILED", `Setting up adopted container ${containerId} failed`, {
+            cause: error,
+            details,
+          });
+    }
+    const lease = makeLease(entry, leaseKey, true);
+    if (closed) {
+      await removeEntry(entry, "close");
+      throw closedError();
+    }
+    events.emit("acquire", { containerId, leaseKey, latencyMs: 0, adopted: true });
+    return lease;
+  }
+
+  async function warm(warmOptions: WarmOptions = {}): Promise<void> {
+    if (closed) throw closedError();
+    await start();
+    const deadline = Date.now() + (warmOptions.timeoutMs ?? 60_000);
+    for (;;) {
+      if (closed) throw closedError();
+      warmOptions.signal?.throwIfAborted();
+      const leased = [...containers.values()].filter((e) => e.phase === "leased").length;
+      if (generic.available >= Math.min(min, max - leased)) return;
+      if (Date.now() >= deadline) {
+        const error = exhaustedError();
+        throw new PoolError(
+          error.code,
+          `Pool ${poolId} did not warm ${min} containers in time (${generic.available} ready)`,
+          { cause: error.cause ?? error, details: error.details ?? {} },
+        );
+      }
+      await sleep(20, warmOptions.signal);
+    }
+  }
+
+  function metrics(): ContainerPoolMetrics {
+    const borrowed = [...containers.values()].filter((e) => e.phase === "leased").length;
+    const { p50, p95 } = latency.summary();
+    return {
+      size: capacity.inUse,
+      available: closed ? 0 : generic.available,
+      borrowed,
+      pending: waiters.size,
+      creating,
+      createFailures,
+      destroyFailures,
+      acquireLatencyMs: { p50, p95 },
+      min,
+      max,
+    };
+  }
+
+  function leases(): LeaseInfo[] {
+    const result: LeaseInfo[] = [];
+    for (const entry of containers.values()) {
+      if (entry.phase === "leased" && entry.lease) {
+        const { leaseKey, adopted, acquiredAt } = entry.lease;
+        result.push({ containerId: entry.id, leaseKey, adopted, acquiredAt });
+      }
+    }
+    return result;
+  }
+
+  function close(): Promise<void> {
+    closePromise ??= (async () => {
+      closed = true;
+      const drained = generic.drain(); // stops min maintenance at once
+      closeController.abort(closedError());
+      unsubscribeEvents?.();
+      for (const waiter of [...waiters]) waiter.reject(closedError());
+      await drained.catch(() => {});
+      await generic.clear().catch(() => {});
+      await Promise.all([...containers.values()].map((entry) => removeEntry(entry, "close")));
+      await Promise.all([...removals]);
+      // Anything left: removals that failed, and containers whose create response never arrived.
+      const leftovers = new Set(knownIds);
+      try {
+        for (const row of await driver.list({ labels: { [poolLabels.instance]: instanceId } }))
+          leftovers.add(row.id);
+      } catch (error) {
+        events.emit("error", { operation: "destroy", error });
+      }
+      await Promise.all(
+        [...leftovers].map(async (id) => {
+          try {
+            await driver.remove(id);
+            knownIds.delete(id);
+          } catch (error) {
+            destroyFailures++;
+            events.emit("error", { operation: "destroy", error, containerId: id });
+          }
+        }),
+      );
+    })();
+    return closePromise;
+  }
+
+  void start();
+
+  return {
+    poolId,
+    spec,
+    specHash: hash,
+    driver,
+    events,
+    acquire,
+    adopt,
+    reapStrays,
+    warm,
+    metrics,
+    leases,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}

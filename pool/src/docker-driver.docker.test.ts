@@ -1,0 +1,388 @@
+// Docker-backed tests of the driver and the pool against the real engine and the real `pai/sandbox` image.
+// They fail (never skip) when the engine or the image is missing; set PAI_DOCKER_TESTS=0 to opt out on a
+// machine without Docker (ignored under CI=true, where scripts/docker-engine brings the engine up).
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ContainerPool, createContainerPool } from "./container-pool.ts";
+import { createDockerDriver } from "./docker-driver.ts";
+import { poolLabels } from "./labels.ts";
+import { PoolError } from "./pool-error.ts";
+
+const run = promisify(execFile);
+const image = process.env.PAI_SANDBOX_IMAGE ?? "pai/sandbox:latest";
+const optedOut = process.env.PAI_DOCKER_TESTS === "0" && process.env.CI !== "true";
+const testRun = randomBytes(3).toString("hex");
+
+async function docker(...args: string[]): Promise<string> {
+  const { stdout } = await run("docker", args, { timeout: 60_000 });
+  return stdout.trim();
+}
+
+/** Ids of the containers (any state) carrying label `pai.pool=<poolId>`, as `docker ps` shows them. */
+async function dockerPs(poolId: string): Promise<string[]> {
+  const out = await docker(
+    "ps",
+    "-a",
+    "--no-trunc",
+    "--filter",
+    `label=${poolLabels.pool}=${poolId}`,
+    "--format",
+    "{{.ID}}",
+  );
+  return out === "" ? [] : out.split("\n").sort();
+}
+
+async function waitFor(condition: () => Promise<boolean> | boolean, timeoutMs = 20_000, what = "condition") {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A one-file ustar archive. */
+function tarOf(name: string, content: Buffer): Buffer {
+  const header = Buffer.alloc(512);
+  const octal = (value: number, length: number) => `${value.toString(8).padStart(length - 1, "0")}\0`;
+  header.write(name, 0, 100, "utf8");
+  header.write(octal(0o644, 8), 100, "ascii");
+  header.write(octal(1000, 8), 108, "ascii");
+  header.write(octal(1000, 8), 116, "ascii");
+  header.write(octal(content.length, 12), 124, "ascii");
+  header.write(octal(Math.floor(Date.now() / 1000), 12), 136, "ascii");
+  header.write("        ", 148, "ascii");
+  header.write("0", 156, "ascii");
+  header.write("ustar\0", 257, "ascii");
+  header.write("00", 263, "ascii");
+  let sum = 0;
+  for (const byte of header) sum += byte;
+  header.write(`${sum.toString(8).padStart(6, "0")}\0 `, 148, "ascii");
+  const padding = Buffer.alloc((512 - (content.length % 512)) % 512);
+  return Buffer.concat([header, content, padding, Buffer.alloc(1024)]);
+}
+
+/** The first entry of a tar archive. */
+function untarFirst(archive: Buffer): { name: string; content: Buffer } {
+  const name = archive.subarray(0, 100).toString("utf8").replace(/\0.*$/s, "");
+  const size = Number.parseInt(archive.subarray(124, 136).toString("ascii").replace(/\0.*$/s, "").trim(), 8);
+  return { name, content: archive.subarray(512, 512 + size) };
+}
+
+async function readAll(stream: AsyncIterable<unknown>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
+  return Buffer.concat(chunks);
+}
+
+describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`, () => {
+  const driver = createDockerDriver();
+  const poolIds: string[] = [];
+  const pools: ContainerPool<unknown>[] = [];
+  const newPoolId = (name: string) => {
+    const id = `t${testRun}-${name}`;
+    poolIds.push(id);
+    return id;
+  };
+  const track = <STATE>(pool: ContainerPool<STATE>) => {
+    pools.push(pool as ContainerPool<unknown>);
+    return pool;
+  };
+
+  beforeAll(async () => {
+    try {
+      await driver.ping();
+    } catch (error) {
+      throw new Error(
+        "Docker engine unavailable: these tests need a running engine (run scripts/docker-engine). " +
+          "Set PAI_DOCKER_TESTS=0 to opt out locally.",
+        { cause: error },
+      );
+    }
+    try {
+      await docker("image", "inspect", image);
+    } catch (error) {
+      throw new Error(`Image ${image} is missing: build it with images/build.`, { cause: error });
+    }
+  });
+
+  afterAll(async () => {
+    await Promise.allSettled(pools.map((pool) => pool.close()));
+    for (const poolId of poolIds) {
+      const rows = await driver.list({ labels: { [poolLabels.pool]: poolId } }).catch(() => []);
+      for (const row of rows) await driver.remove(row.id);
+    }
+  });
+
+  it("warms min containers, visible to docker ps by pool label", async () => {
+    const poolId = newPoolId("warm");
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 2, max: 3 }));
+    await pool.warm({ timeoutMs: 60_000 });
+    const ids = await dockerPs(poolId);
+    expect(ids).toHaveLength(2);
+    const states = await docker(
+      "ps",
+      "--filter",
+      `label=${poolLabels.pool}=${poolId}`,
+      "--format",
+      "{{.State}}",
+    );
+    expect(states.split("\n")).toEqual(["running", "running"]);
+    await pool.close();
+    expect(await dockerPs(poolId)).toEqual([]);
+  });
+
+  it("hands out a hardened container: uid 1000, no network, read-only root, writable /workspace and /tmp", async () => {
+    const poolId = newPoolId("lease");
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 1, max: 2 }));
+    const lease = await pool.acquire({ leaseKey: "thread:hardened" });
+    try {
+      const id = lease.containerId;
+      expect((await driver.exec(id, { cmd: ["id", "-u"] })).stdout.trim()).toBe("1000");
+      expect((await driver.exec(id, { cmd: ["ls", "/sys/class/net"] })).stdout.trim().split(/\s+/)).toEqual([
+        "lo",
+      ]);
+      const touchRoot = await driver.exec(id, { cmd: ["touch", "/x"] });
+      expect(touchRoot.exitCode).not.toBe(0);
+      expect(touchRoot.stderr).toMatch(/Read-only file system/);
+      const write = await driver.exec(id, {
+        cmd: ["sh", "-c", "echo hi > /workspace/a && echo ho > /tmp/b && cat /workspace/a /tmp/b && pwd"],
+      });
+      expect(write).toMatchObject({ exitCode: 0, stdout: "hi\nho\n/workspace\n" });
+      const inspected = JSON.parse(await docker("inspect", id))[0];
+      expect(inspected.HostConfig).toMatchObject({
+        NetworkMode: "none",
+        ReadonlyRootfs: true,
+        CapDrop: ["ALL"],
+        SecurityOpt: ["no-new-privileges"],
+        Init: true,
+        Memory: 512 * 1024 * 1024,
+        PidsLimit: 256,
+        NanoCpus: 1e9,
+        LogConfig: { Type: "none" },
+      });
+      expect(inspected.Config.Labels).toMatchObject({
+        [poolLabels.managed]: "true",
+        [poolLabels.pool]: poolId,
+      });
+    } finally {
+      await lease.release();
+    }
+    expect(await dockerPs(poolId)).not.toContain(lease.containerId);
+  });
+
+  it("returns exit codes and stderr as values and feeds stdin", async () => {
+    const poolId = newPoolId("exec");
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));
+    await using lease = await pool.acquire({ leaseKey: "exec" });
+    const failed = await driver.exec(lease.containerId, {
+      cmd: ["sh", "-c", "echo out; echo err >&2; exit 7"],
+    });
+    expect(failed).toMatchObject({ exitCode: 7, stdout: "out\n", stderr: "err\n", truncated: false });
+    const piped = await driver.exec(lease.containerId, { cmd: ["wc", "-c"], stdin: "x".repeat(100_000) });
+    expect(piped.stdout.trim()).toBe("100000");
+    const capped = await driver.exec(lease.containerId, {
+      cmd: ["sh", "-c", "seq 1 100000"],
+      maxOutputBytes: 1000,
+    });
+    expect(capped.truncated).toBe(true);
+    expect(capped.stdout.endsWith("99999\n100000\n")).toBe(true);
+  });
+
+  it("keeps an exec session open over a hijacked duplex stream", async () => {
+    const poolId = newPoolId("duplex");
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));
+    await using lease = await pool.acquire({ leaseKey: "duplex" });
+    const session = await driver.execDuplex(lease.containerId, { cmd: ["cat"] });
+    const output = readAll(session.stdout);
+    session.stdin.write("one\n");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    session.stdin.write("two\n");
+    session.stdin.end();
+    expect((await output).toString()).toBe("one\ntwo\n");
+    await waitFor(async () => !(await session.inspect()).running, 5_000, "cat to exit");
+    expect(await session.inspect()).toEqual({ running: false, exitCode: 0 });
+  });
+
+  it("round-trips files through the archive API into /workspace", async () => {
+    const poolId = newPoolId("archive");
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));
+    await using lease = await pool.acquire({ leaseKey: "archive" });
+    const content = Buffer.from(`hello from the host ${testRun}\n`);
+    await driver.putArchive(lease.containerId, "/workspace", tarOf("note.txt", content));
+    const cat = await driver.exec(lease.containerId, { cmd: ["cat", "/workspace/note.txt"] });
+    expect(cat.stdout).toBe(content.toString());
+    const stat = await driver.exec(lease.containerId, { cmd: ["stat", "-c", "%u", "/workspace/note.txt"] });
+    expect(stat.stdout.trim()).toBe("1000");
+    const archive = await readAll(await driver.getArchive(lease.containerId, "/workspace/note.txt"));
+    expect(untarFirst(archive)).toEqual({ name: "note.txt", content });
+    const missing = await driver
+      .getArchive(lease.containerId, "/workspace/missing.txt")
+      .catch((e: unknown) => e);
+    expect(PoolError.hasCode(missing, "NOT_FOUND")).toBe(true);
+    const readOnly = await driver
+      .putArchive(lease.containerId, "/etc", tarOf("x", Buffer.from("x")))
+      .catch((e) => e);
+    expect(PoolError.isInstance(readOnly)).toBe(true);
+  });
+
+  it("bounds file size with the fsize ulimit", async () => {
+    const poolId = newPoolId("fsize");
+    const pool = track(
+      createContainerPool({ driver, spec: { image, limits: { fsizeBytes: 1024 * 1024 } }, poolId, min: 0 }),
+    );
+    await using lease = await pool.acquire({ leaseKey: "fsize" });
+    const small = await driver.exec(lease.containerId, {
+      cmd: ["sh", "-c", "head -c 512K /dev/zero > /workspace/s"],
+    });
+    expect(small.exitCode).toBe(0);
+    const big = await driver.exec(lease.containerId, {
+      cmd: ["sh", "-c", "head -c 2M /dev/zero > /workspace/b"],
+    });
+    expect(big.exitCode).not.toBe(0);
+    const size = await driver.exec(lease.containerId, { cmd: ["stat", "-c", "%s", "/workspace/b"] });
+    expect(Number(size.stdout.trim())).toBeLessThanOrEqual(1024 * 1024);
+  });
+
+  it("aborts an exec with the signal's reason, and removal ends a hanging exec", async () => {
+    const poolId = newPoolId("execabort");
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));
+    const lease = await pool.acquire({ leaseKey: "execabort" });
+    const reason = new Error("stop pressed");
+    const controller = new AbortController();
+    const started = Date.now();
+    const aborted = driver
+      .exec(lease.containerId, { cmd: ["sleep", "30"], signal: controller.signal })
+      .catch((e: unknown) => e);
+    const hanging = driver.exec(lease.containerId, { cmd: ["sleep", "30"] }).catch((e: unknown) => e);
+    setTimeout(() => controller.abort(reason), 200);
+    expect(await aborted).toBe(reason);
+    await lease.release();
+    await hanging; // settles (whatever the outcome) once the container is gone
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("lets beforeStart copy files into a created container", async () => {
+    const poolId = newPoolId("hooks");
+    const pool = track(
+      createContainerPool({
+        driver,
+        spec: { image },
+        poolId,
+        min: 0,
+        beforeStart: async ({ containerId }) => {
+          await driver.putArchive(containerId, "/tmp", tarOf("agent.txt", Buffer.from("agent")));
+        },
+      }),
+    );
+    await using lease = await pool.acquire({ leaseKey: "hooks" });
+    expect((await driver.exec(lease.containerId, { cmd: ["cat", "/tmp/agent.txt"] })).stdout).toBe("agent");
+  });
+
+  it("release removes the container and its volumes; close removes everything", async () => {
+    const poolId = newPoolId("close");
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 2, max: 4 }));
+    await pool.warm({ timeoutMs: 60_000 });
+    const lease = await pool.acquire({ leaseKey: "a" });
+    const kept = await pool.acquire({ leaseKey: "b" });
+    const volumes = JSON.parse(await docker("inspect", lease.containerId))[0].Mounts.map(
+      (mount: { Name: string }) => mount.Name,
+    );
+    expect(volumes).toHaveLength(2);
+    await lease.release();
+    expect(await dockerPs(poolId)).not.toContain(lease.containerId);
+    for (const volume of volumes) {
+      await expect(docker("volume", "inspect", volume)).rejects.toThrow();
+    }
+    await waitFor(() => pool.metrics().available === 2, 30_000, "refill");
+    expect(await dockerPs(poolId)).toHaveLength(3);
+    await pool.close();
+    expect(await dockerPs(poolId)).toEqual([]);
+    await kept.release();
+  });
+
+  it("reapStrays removes a stray labelled container of its pool id", async () => {
+    const poolId = newPoolId("reap");
+    const stray = await driver.create({ image }, { [poolLabels.managed]: "true", [poolLabels.pool]: poolId });
+    await driver.start(stray.id);
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 1 }));
+    await pool.warm({ timeoutMs: 60_000 });
+    const own = (await dockerPs(poolId)).filter((id) => id !== stray.id);
+    const { removed } = await pool.reapStrays();
+    expect(removed).toEqual([stray.id]);
+    expect(await dockerPs(poolId)).toEqual(own);
+  });
+
+  it("adopts a running container after a restart with its files intact", async () => {
+    const poolId = newPoolId("adopt");
+    const before = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));
+    const lease = await before.acquire({ leaseKey: "thread:7" });
+    await driver.exec(lease.containerId, { cmd: ["sh", "-c", "echo kept > /workspace/state"] });
+    const after = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));
+    await after.reapStrays({ keep: [lease.containerId] });
+    const adopted = await after.adopt(lease.containerId, { leaseKey: "thread:7" });
+    expect((await driver.exec(adopted.containerId, { cmd: ["cat", "/workspace/state"] })).stdout).toBe(
+      "kept\n",
+    );
+    await adopted.release();
+    expect(await dockerPs(poolId)).toEqual([]);
+  });
+
+  it("replaces an idle container that dies", async () => {
+    const poolId = newPoolId("die");
+    const pool = track(
+      createContainerPool({ driver, spec: { image }, poolId, min: 1, evictionIntervalMs: 100 }),
+    );
+    const reasons: string[] = [];
+    pool.events.on("destroy", ({ reason }) => reasons.push(reason));
+    await pool.warm({ timeoutMs: 60_000 });
+    const [victim] = await dockerPs(poolId);
+    await docker("kill", victim!);
+    await waitFor(
+      async () => {
+        const ids = await dockerPs(poolId);
+        return ids.length === 1 && ids[0] !== victim && pool.metrics().available === 1;
+      },
+      30_000,
+      "replacement",
+    );
+    expect(reasons).toContain("died");
+  });
+
+  it("leaves no container behind when acquire is aborted", async () => {
+    const poolId = newPoolId("abort");
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));
+    const controller = new AbortController();
+    const pending = pool.acquire({ leaseKey: "stop", signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    await expect(pending).rejects.toMatchObject({ name: "AbortError" });
+    await waitFor(
+      async () => pool.metrics().size === 0 && (await dockerPs(poolId)).length === 0,
+      30_000,
+      "cleanup",
+    );
+  });
+
+  it("fails acquire with a clear error for a missing image", async () => {
+    const poolId = newPoolId("noimage");
+    const pool = track(
+      createContainerPool({
+        driver,
+        spec: { image: "pai/does-not-exist:never" },
+        poolId,
+        min: 0,
+        acquireTimeoutMs: 1_000,
+        createBackoff: { initialMs: 100, maxMs: 200 },
+      }),
+    );
+    const error = await pool.acquire({ leaseKey: "x" }).catch((e: unknown) => e);
+    expect(PoolError.hasCode(error, "POOL_EXHAUSTED")).toBe(true);
+    expect((error as Error).message).toMatch(/No such image/);
+  });
+
+  it("reports DOCKER_UNAVAILABLE for an engine that is not there", async () => {
+    const nowhere = createDockerDriver({ socketPath: `/tmp/pai-no-docker-${testRun}.sock` });
+    await expect(nowhere.ping()).rejects.toMatchObject({ code: "DOCKER_UNAVAILABLE" });
+  });
+});

@@ -1,0 +1,543 @@
+import { type Duplex, PassThrough, Readable } from "node:stream";
+import Docker from "dockerode";
+import type {
+  ContainerDriver,
+  ContainerEvent,
+  ContainerInspection,
+  ContainerSummary,
+  ExecDuplexOptions,
+  ExecOptions,
+  ExecResult,
+  ExecSession,
+  LabelFilter,
+} from "./container-driver.ts";
+import { type ContainerSpec, type ResolvedContainerSpec, resolveContainerSpec } from "./container-spec.ts";
+import { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
+import { PoolError } from "./pool-error.ts";
+import { createTailBuffer } from "./tail-buffer.ts";
+
+/** Where the Docker engine is. With no option set, `DOCKER_HOST` (or the default socket) is used. */
+export interface DockerDriverOptions {
+  /** Unix socket of the engine, e.g. `/var/run/docker.sock`. */
+  socketPath?: string;
+  /** TCP host of the engine (then `port` and `protocol` apply). */
+  host?: string;
+  port?: number | string;
+  protocol?: "http" | "https";
+  /** Pins the Engine API version (e.g. `v1.41`); by default the engine's own is used. */
+  version?: string;
+  /**
+   * Timeout of each non-streaming API request in milliseconds.
+   * @default 60000
+   */
+  requestTimeoutMs?: number;
+}
+
+const unavailableCodes = new Set([
+  "ECONNREFUSED",
+  "ENOENT",
+  "EACCES",
+  "EPERM",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+]);
+
+const defaultMaxOutputBytes = 16 * 1024 * 1024;
+
+function isAbortError(error: unknown): boolean {
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    ((error as { name?: unknown }).name === "AbortError" ||
+      (error as { code?: unknown }).code === "ABORT_ERR")
+  );
+}
+
+function dockerMessage(error: unknown): string {
+  const e = error as { json?: unknown; message?: unknown };
+  if (e.json && typeof e.json === "object" && typeof (e.json as { message?: unknown }).message === "string") {
+    return (e.json as { message: string }).message;
+  }
+  // docker-modem prefixes "(HTTP code 404) no such container - " even when the path, not the container, is missing.
+  const message = typeof e.message === "string" ? e.message : String(error);
+  return message.replace(/^\(HTTP code \d+\) [^-]*- /, "").trim();
+}
+
+/** Maps a dockerode/socket error onto a PoolError (aborts and PoolErrors pass through). */
+function toPoolError(error: unknown, action: string, details: Record<string, unknown> = {}): unknown {
+  if (PoolError.isInstance(error) || isAbortError(error)) return error;
+  const e = (error ?? {}) as { code?: unknown; statusCode?: unknown };
+  if (typeof e.code === "string" && unavailableCodes.has(e.code)) {
+    return new PoolError(
+      "DOCKER_UNAVAILABLE",
+      `Docker engine unavailable (${e.code}) while trying to ${action}`,
+      {
+        cause: error,
+        details: { ...details, errno: e.code },
+      },
+    );
+  }
+  const statusCode = typeof e.statusCode === "number" ? e.statusCode : undefined;
+  const message = `${action}: ${dockerMessage(error)}`;
+  if (statusCode === 404) {
+    return new PoolError("NOT_FOUND", message, { cause: error, details: { ...details, statusCode } });
+  }
+  return new PoolError("CONTAINER_FAILED", message, { cause: error, details: { ...details, statusCode } });
+}
+
+/** Runs `operation`, turning its errors into PoolErrors; an abort rejects with the signal's own reason. */
+async function call<T>(
+  action: string,
+  details: Record<string, unknown>,
+  operation: () => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    throw toPoolError(error, action, details);
+  }
+}
+
+function labelFilters(filter: LabelFilter): string[] {
+  return Object.entries(filter.labels).map(([key, value]) => `${key}=${value}`);
+}
+
+function envList(env: Readonly<Record<string, string>> | undefined): string[] | undefined {
+  return env ? Object.entries(env).map(([key, value]) => `${key}=${value}`) : undefined;
+}
+
+/** The Engine API body of `POST /containers/create` for a spec. Exported for tests of the mapping. */
+export function toCreateBody(
+  spec: ContainerSpec | ResolvedContainerSpec,
+  labels: Readonly<Record<string, string>>,
+): Docker.ContainerCreateOptions {
+  const resolved = resolveContainerSpec(spec);
+  const { limits } = resolved;
+  return {
+    Image: resolved.image,
+    Cmd: [...resolved.cmd],
+    ...(resolved.entrypoint ? { Entrypoint: [...resolved.entrypoint] } : {}),
+    User: resolved.user,
+    Env: envList(resolved.env) ?? [],
+    WorkingDir: resolved.workingDir,
+    Labels: { ...resolved.labels, ...labels },
+    Tty: false,
+    OpenStdin: false,
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    HostConfig: {
+      NetworkMode: resolved.network,
+      ReadonlyRootfs: resolved.readOnlyRootfs,
+      // Anonymous volumes (no Source): created with the container, removed by `remove({ v: true })`.
+      Mounts: resolved.writablePaths.map((target) => ({
+        Type: "volume",
+        Target: target,
+      })) as unknown as Docker.MountConfig,
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges"],
+      LogConfig: { Type: "none", Config: {} },
+      Init: true,
+      Memory: limits.memoryBytes,
+      MemorySwap: limits.memoryBytes,
+      NanoCpus: limits.nanoCpus,
+      PidsLimit: limits.pidsLimit,
+      Ulimits: [{ Name: "fsize", Soft: limits.fsizeBytes, Hard: limits.fsizeBytes }],
+      ...(resolved.shmSizeBytes !== null ? { ShmSize: resolved.shmSizeBytes } : {}),
+      RestartPolicy: { Name: "no" },
+      AutoRemove: false,
+    },
+  };
+}
+
+async function exitCodeOf(exec: Docker.Exec): Promise<{ running: boolean; exitCode: number | null }> {
+  const info = await exec.inspect();
+  return { running: info.Running, exitCode: info.Running ? null : (info.ExitCode ?? null) };
+}
+
+/**
+ * A {@link ContainerDriver} on the Docker Engine API (dockerode). Containers get the hardening of
+ * `ContainerSpec` (read-only root, volumes for writable paths, all capabilities dropped, `no-new-privileges`,
+ * `Init`, no logging, network `none` unless `host` is asked for); never a bridge network.
+ *
+ * @example
+ * const driver = createDockerDriver();            // DOCKER_HOST or /var/run/docker.sock
+ * await driver.ping();
+ * const { id } = await driver.create({ image: "pai/sandbox:latest" }, { "pai.managed": "true" });
+ */
+export function createDockerDriver(options: DockerDriverOptions = {}): ContainerDriver {
+  const docker = new Docker({
+    ...(options.socketPath !== undefined ? { socketPath: options.socketPath } : {}),
+    ...(options.host !== undefined ? { host: options.host } : {}),
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
+    ...(options.version !== undefined ? { version: options.version } : {}),
+    timeout: options.requestTimeoutMs ?? 60_000,
+  });
+
+  async function startExec(
+    id: string,
+    execOptions: ExecDuplexOptions & { attachStdin: boolean },
+  ): Promise<{ exec: Docker.Exec; socket: Duplex }> {
+    const container = docker.getContainer(id);
+    const exec = await container.exec({
+      Cmd: [...execOptions.cmd],
+      ...(execOptions.user !== undefined ? { User: execOptions.user } : {}),
+      ...(execOptions.env !== undefined ? { Env: envList(execOptions.env) } : {}),
+      ...(execOptions.workingDir !== undefined ? { WorkingDir: execOptions.workingDir } : {}),
+      AttachStdin: execOptions.attachStdin,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      ...(execOptions.signal ? { abortSignal: execOptions.signal } : {}),
+    });
+    const socket = (await exec.start({
+      hijack: true,
+      stdin: execOptions.attachStdin,
+      Tty: false,
+      ...(execOptions.signal ? { abortSignal: execOptions.signal } : {}),
+    })) as Duplex;
+    return { exec, socket };
+  }
+
+  const driver: ContainerDriver = {
+    create(spec, labels, callOptions = {}) {
+      return call(
+        "create container",
+        { image: spec.image },
+        async () => {
+          const body = toCreateBody(spec, labels);
+          const container = await docker.createContainer({
+            ...body,
+            ...(callOptions.signal ? { abortSignal: callOptions.signal } : {}),
+          });
+          return { id: container.id };
+        },
+        callOptions.signal,
+      );
+    },
+
+    start(id, callOptions = {}) {
+      return call(
+        "start container",
+        { containerId: id },
+        async () => {
+          await docker
+            .getContainer(id)
+            .start(
+              callOptions.signal ? ({ abortSignal: callOptions.signal } as Record<string, unknown>) : {},
+            );
+        },
+        callOptions.signal,
+      );
+    },
+
+    async remove(id, callOptions = {}) {
+      try {
+        await docker.getContainer(id).remove({
+          force: true,
+          v: true,
+          ...(callOptions.signal ? { abortSignal: callOptions.signal } : {}),
+        });
+      } catch (error) {
+        if (callOptions.signal?.aborted) throw callOptions.signal.reason;
+        const statusCode = (error as { statusCode?: unknown }).statusCode;
+        if (statusCode === 404) return;
+        // 409 "removal of container ... is already in progress": someone else is removing it.
+        if (statusCode === 409 && /already in progress/i.test(dockerMessage(error))) return;
+        throw toPoolError(error, "remove container", { containerId: id });
+      }
+    },
+
+    inspect(id, callOptions = {}) {
+      return call(
+        "inspect container",
+        { containerId: id },
+        async (): Promise<ContainerInspection> => {
+          const info = await docker
+            .getContainer(id)
+            .inspect(
+              callOptions.signal ? ({ abortSignal: callOptions.signal } as Record<string, unknown>) : {},
+            );
+          const exited = !info.State.Running && info.State.Status !== "created";
+          return {
+            running: info.State.Running === true,
+            exitCode: exited ? info.State.ExitCode : null,
+            oomKilled: info.State.OOMKilled === true,
+            labels: info.Config.Labels ?? {},
+          };
+        },
+        callOptions.signal,
+      );
+    },
+
+    list(filter, callOptions = {}) {
+      return call(
+        "list containers",
+        { labels: filter.labels },
+        async (): Promise<ContainerSummary[]> => {
+          const rows = await docker.listContainers({
+            all: true,
+            filters: { label: labelFilters(filter) },
+            ...(callOptions.signal ? { abortSignal: callOptions.signal } : {}),
+          });
+          return rows.map((row) => ({ id: row.Id, labels: row.Labels ?? {}, state: row.State }));
+        },
+        callOptions.signal,
+      );
+    },
+
+    exec(id, execOptions: ExecOptions) {
+      return call(
+        "exec in container",
+        { containerId: id },
+        async (): Promise<ExecResult> => {
+          const { signal } = execOptions;
+          signal?.throwIfAborted();
+          const attachStdin = execOptions.stdin !== undefined;
+          const { exec, socket } = await startExec(id, { ...execOptions, attachStdin });
+          const max = execOptions.maxOutputBytes ?? defaultMaxOutputBytes;
+          const stdout = createTailBuffer(max);
+          const stderr = createTailBuffer(max);
+          const demuxer = createDockerStreamDemuxer((stream, payload) =>
+            (stream === 2 ? stderr : stdout).push(payload),
+          );
+          await new Promise<void>((resolve, reject) => {
+            let done = false;
+            const finish = (error?: unknown) => {
+              if (done) return;
+              done = true;
+              signal?.removeEventListener("abort", onAbort);
+              if (error) {
+                socket.destroy();
+                reject(error);
+              } else resolve();
+            };
+            const onAbort = () => finish(signal?.reason);
+            signal?.addEventListener("abort", onAbort, { once: true });
+            socket.on("data", (chunk: Buffer) => demuxer.write(chunk));
+            socket.on("end", () => finish());
+            socket.on("close", () => finish());
+            socket.on("error", (error) => finish(error));
+            if (attachStdin) {
+              const input = execOptions.stdin;
+              if (input instanceof Readable) {
+                input.on("error", (error) => finish(error));
+                input.pipe(socket);
+              } else {
+                socket.end(typeof input === "string" ? Buffer.from(input) : Buffer.from(input as Uint8Array));
+              }
+            }
+          });
+          // The exec's state can lag the end of its stream by a few milliseconds.
+          let state = await exitCodeOf(exec);
+          for (let attempt = 0; state.running && attempt < 50; attempt++) {
+            await new Promise((resolve) => setTimeout(resolve, 10));
+            state = await exitCodeOf(exec);
+          }
+          return {
+            exitCode: state.exitCode ?? -1,
+            stdout: stdout.toBuffer().toString("utf8"),
+            stderr: stderr.toBuffer().toString("utf8"),
+            truncated: stdout.truncated || stderr.truncated,
+          };
+        },
+        execOptions.signal,
+      );
+    },
+
+    execDuplex(id, execOptions) {
+      return call(
+        "exec in container",
+        { containerId: id },
+        async (): Promise<ExecSession> => {
+          execOptions.signal?.throwIfAborted();
+          const { exec, socket } = await startExec(id, { ...execOptions, attachStdin: true });
+          const stdout = new PassThrough();
+          const stderr = new PassThrough();
+          const demuxer = createDockerStreamDemuxer((stream, payload) => {
+            (stream === 2 ? stderr : stdout).write(payload);
+          });
+          socket.on("data", (chunk: Buffer) => demuxer.write(chunk));
+          const endOutputs = () => {
+            stdout.end();
+            stderr.end();
+          };
+          socket.on("end", endOutputs);
+          socket.on("close", endOutputs);
+          socket.on("error", (error) => {
+            stdout.destroy(error);
+            stderr.destroy(error);
+          });
+          const onAbort = () => socket.destroy();
+          execOptions.signal?.addEventListener("abort", onAbort, { once: true });
+          socket.on("close", () => execOptions.signal?.removeEventListener("abort", onAbort));
+          return {
+            stream: socket,
+            stdin: socket,
+            stdout,
+            stderr,
+            inspect: () => call("inspect exec", { containerId: id }, () => exitCodeOf(exec)),
+            close: () => socket.destroy(),
+          };
+        },
+        execOptions.signal,
+      );
+    },
+
+    putArchive(id, path, tar, callOptions = {}) {
+      return call(
+        "put archive",
+        { containerId: id, path },
+        async () => {
+          const file = tar instanceof Readable ? tar : Buffer.from(tar);
+          await docker.getContainer(id).putArchive(file as unknown as string, {
+            path,
+            ...(callOptions.signal ? { abortSignal: callOptions.signal } : {}),
+          });
+        },
+        callOptions.signal,
+      );
+    },
+
+    getArchive(id, path, callOptions = {}) {
+      return call(
+        "get archive",
+        { containerId: id, path },
+        async () => {
+          const stream = await docker.getContainer(id).getArchive({
+            path,
+            ...(callOptions.signal ? { abortSignal: callOptions.signal } : {}),
+          });
+          return stream as unknown as Readable;
+        },
+        callOptions.signal,
+      );
+    },
+
+    events(filter, onEvent) {
+      let stopped = false;
+      let current: Readable | undefined;
+      let retryTimer: NodeJS.Timeout | undefined;
+      let retryDelay = 500;
+      const controller = new AbortController();
+
+      const connect = async () => {
+        if (stopped) return;
+        let stream: Readable;
+        try {
+          stream = (await docker.getEvents({
+            filters: { type: ["container"], event: ["die", "oom"], label: labelFilters(filter) },
+            abortSignal: controller.signal,
+          } as Docker.GetEventsOptions)) as unknown as Readable;
+        } catch {
+          scheduleReconnect();
+          return;
+        }
+        if (stopped) {
+          stream.destroy();
+          return;
+        }
+        current = stream;
+        retryDelay = 500;
+        let pending = "";
+        stream.setEncoding("utf8");
+        stream.on("data", (text: string) => {
+          pending += text;
+          let newline = pending.indexOf("\n");
+          while (newline >= 0) {
+            const line = pending.slice(0, newline).trim();
+            pending = pending.slice(newline + 1);
+            newline = pending.indexOf("\n");
+            if (line === "") continue;
+            let raw: {
+              Action?: string;
+              status?: string;
+              id?: string;
+              Actor?: { ID?: string; Attributes?: Record<string, string> };
+            };
+            try {
+              raw = JSON.parse(line);
+            } catch {
+              continue;
+            }
+            const action = raw.Action ?? raw.status;
+            const containerId = raw.Actor?.ID ?? raw.id;
+            if ((action !== "die" && action !== "oom") || !containerId) continue;
+            const attributes = raw.Actor?.Attributes ?? {};
+            const exitCode = attributes.exitCode !== undefined ? Number(attributes.exitCode) : null;
+            const event: ContainerEvent = {
+              type: action,
+              containerId,
+              exitCode: exitCode !== null && Number.isFinite(exitCode) ? exitCode : null,
+              labels: attributes,
+            };
+            try {
+              onEvent(event);
+            } catch {
+              // A listener's bug must not end the subscription.
+            }
+          }
+        });
+        const onGone = () => {
+          if (current === stream) current = undefined;
+          scheduleReconnect();
+        };
+        stream.on("end", onGone);
+        stream.on("close", onGone);
+        stream.on("error", () => {});
+      };
+
+      const scheduleReconnect = () => {
+        if (stopped || retryTimer) return;
+        retryTimer = setTimeout(() => {
+          retryTimer = undefined;
+          void connect();
+        }, retryDelay);
+        retryTimer.unref();
+        retryDelay = Math.min(retryDelay * 2, 30_000);
+      };
+
+      void connect();
+      return () => {
+        stopped = true;
+        if (retryTimer) clearTimeout(retryTimer);
+        controller.abort();
+        current?.destroy();
+      };
+    },
+
+    ping(callOptions = {}) {
+      return call(
+        "ping",
+        {},
+        async () => {
+          try {
+            const ping = docker.ping as unknown as (options: Record<string, unknown>) => Promise<unknown>;
+            await ping.call(docker, callOptions.signal ? { abortSignal: callOptions.signal } : {});
+          } catch (error) {
+            if (isAbortError(error)) throw error;
+            const mapped = toPoolError(error, "ping");
+            if (PoolError.hasCode(mapped, "DOCKER_UNAVAILABLE")) throw mapped;
+            throw new PoolError(
+              "DOCKER_UNAVAILABLE",
+              `Docker engine did not answer a ping: ${dockerMessage(error)}`,
+              {
+                cause: error,
+              },
+            );
+          }
+        },
+        callOptions.signal,
+      );
+    },
+  };
+  return driver;
+}

@@ -1,0 +1,36 @@
+export type {
+  ContainerDriver,
+  ContainerEvent,
+  ContainerInspection,
+  ContainerSummary,
+  ExecDuplexOptions,
+  ExecOptions,
+  ExecResult,
+  ExecSession,
+  LabelFilter,
+} from "./container-driver.ts";
+export type {
+  AcquireOptions,
+  AdoptOptions,
+  ContainerHookContext,
+  ContainerPool,
+  ContainerPoolMetrics,
+  ContainerPoolOptions,
+  Lease,
+  LeaseInfo,
+  ReapStraysOptions,
+  WarmOptions,
+} from "./container-pool.ts";
+export { createContainerPool } from "./container-pool.ts";
+export type { ContainerLimits, ContainerSpec, ResolvedContainerSpec } from "./container-spec.ts";
+export { containerSpecDefaults, resolveContainerSpec } from "./container-spec.ts";
+export type { CreateBackoffOptions } from "./create-backoff.ts";
+export type { DockerDriverOptions } from "./docker-driver.ts";
+export { createDockerDriver } from "./docker-driver.ts";
+export type { DockerStreamDemuxer, DockerStreamType } from "./docker-stream-demuxer.ts";
+export { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
+export { poolLabels } from "./labels.ts";
+export type { PoolErrorCode } from "./pool-error.ts";
+export { PoolError } from "./pool-error.ts";
+export type { ContainerPoolEventMap, DestroyReason, PoolEvents } from "./pool-events.ts";
+export { specHash } from "./spec-hash.ts";

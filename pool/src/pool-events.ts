@@ -1,0 +1,56 @@
+/** Why the pool removed a container. */
+export type DestroyReason = "release" | "invalid" | "died" | "idle" | "abandoned" | "close" | "create-failed";
+
+/** The events of a `ContainerPool` and their payloads. */
+export interface ContainerPoolEventMap {
+  /** A container was created, started and set up; `durationMs` covers all three. */
+  create: { containerId: string; durationMs: number };
+  /** A container was removed (or its removal failed: then an `error` event follows). */
+  destroy: { containerId: string; reason: DestroyReason; leaseKey?: string };
+  /** A lease was handed out (`adopted` for `adopt`). */
+  acquire: { containerId: string; leaseKey: string; latencyMs: number; adopted: boolean };
+  /** A failure the pool handled itself (a failed create it will retry, a failed removal). */
+  error: { operation: "create" | "destroy" | "reap" | "validate"; error: unknown; containerId?: string };
+  /** A container's main process died or was OOM-killed (from engine events). */
+  exit: { containerId: string; reason: "die" | "oom"; exitCode: number | null; leaseKey?: string };
+}
+
+/** A small typed event emitter; a throwing listener never disturbs the pool. */
+export interface PoolEvents<EVENTS = ContainerPoolEventMap> {
+  /** Adds a listener; returns a function that removes it. */
+  on<NAME extends keyof EVENTS>(name: NAME, listener: (event: EVENTS[NAME]) => void): () => void;
+  off<NAME extends keyof EVENTS>(name: NAME, listener: (event: EVENTS[NAME]) => void): void;
+}
+
+/** Internal: the emitter plus its `emit`. */
+export interface PoolEventEmitter<EVENTS> extends PoolEvents<EVENTS> {
+  emit<NAME extends keyof EVENTS>(name: NAME, event: EVENTS[NAME]): void;
+}
+
+/** Creates a {@link PoolEventEmitter}. */
+export function createPoolEvents<EVENTS>(): PoolEventEmitter<EVENTS> {
+  const listeners = new Map<keyof EVENTS, Set<(event: never) => void>>();
+  return {
+    on(name, listener) {
+      let set = listeners.get(name);
+      if (!set) {
+        set = new Set();
+        listeners.set(name, set);
+      }
+      set.add(listener as (event: never) => void);
+      return () => this.off(name, listener);
+    },
+    off(name, listener) {
+      listeners.get(name)?.delete(listener as (event: never) => void);
+    },
+    emit(name, event) {
+      for (const listener of [...(listeners.get(name) ?? [])]) {
+        try {
+          (listener as (event: unknown) => void)(event);
+        } catch (error) {
+          process.emitWarning(`@pai/pool: a "${String(name)}" listener threw: ${String(error)}`);
+        }
+      }
+    },
+  };
+}
