@@ -231,8 +231,10 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       createdAt: now,
       updatedAt: now,
     };
-    await store.ensureThread(thread);
-    await store.createRun({ id: runId, threadId, agentId: agent.id, status: "running", startedAt: now });
+    await Promise.all([
+      store.ensureThread(thread),
+      store.createRun({ id: runId, threadId, agentId: agent.id, status: "running", startedAt: now }),
+    ]);
 
     const leaseScope = { runId, threadId, identityKey, signal: controller.signal };
     const state: RunState = {
@@ -303,14 +305,12 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
             modelError ??= error;
           },
         });
-        const chunks = result.toUIMessageStream({
-          messageMetadata: ({ part }) => (part.type === "start" ? { runId, agentId: agent.id } : undefined),
-          onError: redactedMessage,
-        });
-        for await (const chunk of chunks) writer.write(chunk);
-        if (state.stopReason?.type === "failed") {
-          writer.write({ type: "error", errorText: redactedMessage(state.stopReason.error) });
-        }
+        writer.merge(
+          result.toUIMessageStream({
+            messageMetadata: ({ part }) => (part.type === "start" ? { runId, agentId: agent.id } : undefined),
+            onError: redactedMessage,
+          }),
+        );
       },
       onFinish: ({ messages }) => {
         finalMessages = messages;

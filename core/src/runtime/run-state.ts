@@ -3,6 +3,7 @@ import type { RegisteredAgent } from "../agents/create-pai.ts";
 import type { AgentResolverArgs } from "../agents/define-agent.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
 import type { ToolAgents, ToolFiles } from "../tools/tool-context.ts";
+import { redactedMessage } from "./redaction.ts";
 
 /** Why a run stopped early. */
 export type RunStopReason =
@@ -40,5 +41,7 @@ export interface RunState {
 export function stopRun(state: RunState, reason: RunStopReason): void {
   if (state.stopReason) return;
   state.stopReason = reason;
+  if (reason.type === "failed")
+    state.writer?.write({ type: "error", errorText: redactedMessage(reason.error) });
   state.controller.abort(reason);
 }

@@ -1,4 +1,4 @@
-import { tool as aiTool, type Tool } from "ai";
+import { tool as aiTool, type Schema, type Tool, zodSchema } from "ai";
 import { z } from "zod";
 import type { ToolResultEvent } from "../agents/define-agent.ts";
 import type { NormalizedRegistration } from "../agents/tool-registration.ts";
@@ -14,6 +14,18 @@ type Outcome =
   | { type: "output"; output: unknown }
   | { type: "error"; message: string; kind: NonNullable<ToolResultEvent["error"]>["kind"]; cause?: unknown };
 
+const inputSchemas = new WeakMap<z.ZodType, Schema<unknown>>();
+
+/** The AI SDK schema of a tool's input, built once per zod schema so its JSON Schema is computed once. */
+function inputSchemaOf(schema: z.ZodType): Schema<unknown> {
+  let cached = inputSchemas.get(schema);
+  if (!cached) {
+    cached = zodSchema(schema as z.ZodType<unknown>) as Schema<unknown>;
+    inputSchemas.set(schema, cached);
+  }
+  return cached;
+}
+
 /**
  * Wraps one registration as an AI SDK tool whose `execute` runs PAI's pipeline:
  * recheck `enabled` → context (`mapContext`, `contextSchema`) → `execute(ctx)` → `afterToolResult`
@@ -23,7 +35,7 @@ export function createExecutableTool(registration: NormalizedRegistration, state
   const { tool, name } = registration;
   return aiTool({
     description: tool.description,
-    inputSchema: tool.inputSchema as z.ZodType<unknown>,
+    inputSchema: inputSchemaOf(tool.inputSchema),
     metadata: { paiToolId: tool.id },
     ...(tool.toModelOutput
       ? {

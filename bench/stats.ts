@@ -1,0 +1,55 @@
+/** Percentiles and timing helpers for side-by-side benchmarks. */
+export interface Summary {
+  n: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  mean: number;
+}
+
+export function summarize(samples: number[]): Summary {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+  const mean = sorted.reduce((sum, value) => sum + value, 0) / Math.max(1, sorted.length);
+  return { n: sorted.length, p50: at(0.5), p95: at(0.95), p99: at(0.99), mean };
+}
+
+/** Milliseconds taken by `fn`. */
+export async function time(fn: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await fn();
+  return performance.now() - start;
+}
+
+/**
+ * Runs `a` and `b` alternately `rounds` times (after `warmup` rounds each), so both see the same machine state.
+ */
+export async function sideBySide(
+  a: () => Promise<unknown>,
+  b: () => Promise<unknown>,
+  options: { rounds: number; warmup: number },
+): Promise<{ a: Summary; b: Summary }> {
+  for (let i = 0; i < options.warmup; i++) {
+    await a();
+    await b();
+  }
+  const as: number[] = [];
+  const bs: number[] = [];
+  for (let i = 0; i < options.rounds; i++) {
+    if (i % 2 === 0) {
+      as.push(await time(a));
+      bs.push(await time(b));
+    } else {
+      bs.push(await time(b));
+      as.push(await time(a));
+    }
+  }
+  return { a: summarize(as), b: summarize(bs) };
+}
+
+export function fmt(ms: number): string {
+  if (!Number.isFinite(ms)) return "-";
+  if (ms < 1) return `${(ms * 1000).toFixed(0)} µs`;
+  if (ms < 100) return `${ms.toFixed(2)} ms`;
+  return `${ms.toFixed(0)} ms`;
+}
