@@ -1,17 +1,12 @@
-import {
-  convertToModelMessages,
-  createUIMessageStream,
-  generateId,
-  isStepCount,
-  type LanguageModel,
-  streamText,
-  type Tool,
-  type UIMessage,
-  type UIMessageChunk,
-} from "ai";
+import { generateId, type LanguageModel, type UIMessage, type UIMessageChunk } from "ai";
 import { z } from "zod";
+import {
+  type PendingActionAnswer,
+  pendingActionAnswerSchema,
+  statusOfAnswer,
+} from "../actions/pending-action-answer.ts";
+import { type PublicPendingAction, publicAction } from "../actions/public-action.ts";
 import type { Pai, RegisteredAgent } from "../agents/create-pai.ts";
-import type { AgentResolverArgs, AnyAgentDefinition, RuntimeErrorInfo } from "../agents/define-agent.ts";
 import type { CapabilityBinding } from "../capabilities/capability-binding.ts";
 import { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { Capability, CapabilityMap } from "../capabilities/define-capability.ts";
@@ -19,14 +14,11 @@ import { PaiError } from "../errors/pai-error.ts";
 import type { PaiManifest } from "../manifest/manifest.ts";
 import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
 import type { RunRecord, ThreadRecord, ThreadStore, ToolDataRecord } from "../threads/thread-store.ts";
-import type { AgentRun, RunResult } from "./agent-run.ts";
+import type { AgentRun } from "./agent-run.ts";
 import { defaultIdentityKey } from "./identity-key.ts";
-import { redactedMessage } from "./redaction.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
-import { resolveActiveTools } from "./resolve-enabled.ts";
-import type { RunState } from "./run-state.ts";
-import { createThreadFiles } from "./thread-files.ts";
-import { createExecutableTool } from "./tool-executor.ts";
+import { resolveEnabled } from "./resolve-enabled.ts";
+import { type StartedRun, startRun } from "./start-run.ts";
 
 /** What `createAgentRuntime` accepts. */
 export type AgentRuntimeOptions<PAI extends Pai> = {
@@ -57,26 +49,63 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
-/** A thread as stored: record, messages, runs and tool data. */
+/** What `runtime.respond` accepts: the answer and the exact call it is bound to. */
+export interface RespondOptions {
+  threadId: string;
+  actionId: string;
+  toolCallId: string;
+  toolId: string;
+  inputHash: string;
+  answer: PendingActionAnswer;
+  /** The answering caller; must own the thread. */
+  identity?: unknown;
+  clientData?: unknown;
+  signal?: AbortSignal;
+}
+
+/** What answering a pending action did. */
+export type RespondResult =
+  | {
+      /** The answer was taken. `run` continues the conversation once no action of the thread waits any more. */
+      status: "accepted";
+      action: PublicPendingAction;
+      run: AgentRun | undefined;
+      /** Actions of the thread still waiting for an answer. */
+      waiting: number;
+    }
+  | {
+      /** The action had been settled before: nothing happened. */
+      status: "already-settled";
+      action: PublicPendingAction;
+    };
+
+/** A thread as stored: record, messages, runs, tool data and pending actions. */
 export interface ThreadSnapshot {
   thread: ThreadRecord;
   messages: UIMessage[];
   runs: RunRecord[];
   toolData: ToolDataRecord[];
+  pendingActions: PublicPendingAction[];
 }
 
 /** Runs agents against a store and capability bindings. Owns timers and resources: close it. */
 export interface AgentRuntime {
   readonly store: ThreadStore;
+  readonly pai: Pai;
   /** Starts a run. Rejects with a `PaiError` (nothing runs) on an unknown agent, bad identity or busy thread. */
   run(options: RunOptions): Promise<AgentRun>;
+  /** Answers a pending action (approval, client tool output, ...). */
+  respond(options: RespondOptions): Promise<RespondResult>;
+  /** Pending actions waiting for an answer; with `identity`, only that caller's threads. */
+  listPendingActions(query: { threadId: string; identity?: unknown }): Promise<PublicPendingAction[]>;
   /** Cancels a running run; `false` when no such run is active. */
   cancel(runId: string): boolean;
+  /** The run in progress on a thread, if any. */
+  activeRun(threadId: string): { runId: string; stream(): ReadableStream<UIMessageChunk> } | undefined;
   /** The stored thread, or `undefined`. With `identity`, only the owner sees it. */
-  getThread(
-    threadId: string,
-    options?: { identity?: unknown; agentId?: string },
-  ): Promise<ThreadSnapshot | undefined>;
+  getThread(threadId: string, options?: { identity?: unknown }): Promise<ThreadSnapshot | undefined>;
+  /** A caller's threads, newest first. */
+  listThreads(query: { identity?: unknown; agentId?: string; limit?: number }): Promise<ThreadRecord[]>;
   /** Ends a thread's `thread`-lifetime capabilities (its sandbox). The conversation stays stored. */
   endThread(threadId: string): Promise<void>;
   /** Deletes a thread, its records, and its capabilities. */
@@ -85,17 +114,12 @@ export interface AgentRuntime {
   startCapabilities(): Promise<void>;
   /** Active capability leases. */
   leases(): ReturnType<CapabilityManager["leases"]>;
+  /** The identity key a parsed identity maps to (thread owner, `user` lease key). */
+  identityKey(identity: unknown): string;
   manifest(): PaiManifest;
   /** Cancels running runs, releases every capability, closes the store. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
-}
-
-interface ActiveRun {
-  runId: string;
-  threadId: string;
-  controller: AbortController;
-  done: Promise<RunResult>;
 }
 
 /**
@@ -107,43 +131,50 @@ interface ActiveRun {
  */
 export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions<PAI>): AgentRuntime {
   const { pai } = options;
-  const bindings = new Map<string, CapabilityBinding>(
-    Object.values((options as { capabilities?: Record<string, CapabilityBinding> }).capabilities ?? {}).map(
-      (b) => [b.capability, b],
-    ),
-  );
+  const bindings = bindingsOf((options as { capabilities?: Record<string, CapabilityBinding> }).capabilities);
   const declarations = checkCapabilities(pai, bindings);
   const store = options.store ?? createSqliteThreadStore({ path: ".pai/threads.db" });
   const capabilities = new CapabilityManager({ bindings, declarations, store });
   const identityKeyOf = options.identityKey ?? defaultIdentityKey;
-  const active = new Map<string, ActiveRun>();
+  const active = new Map<string, StartedRun>();
   const busyThreads = new Set<string>();
   let closed = false;
 
-  async function run(runOptions: RunOptions): Promise<AgentRun> {
-    if (closed) throw new PaiError("STORE_CLOSED", "the runtime is closed");
-    const agent = pai.agent(runOptions.agentId);
-    const definition = agent.definition;
-    const identity = await parseIdentity(agent, runOptions.identity);
-    const identityKey = identityKeyOf(identity);
-    const model = options.overrideModel ?? definition.model ?? options.model;
+  const deps = {
+    store,
+    capabilities,
+    subagents: (parent: { identity: unknown; clientData: unknown; signal: AbortSignal }) => ({
+      run: async ({ agentId, prompt }: { agentId: string; prompt: string }) => {
+        const child = await run({
+          agentId,
+          identity: parent.identity,
+          message: prompt,
+          clientData: parent.clientData,
+          signal: parent.signal,
+        });
+        const result = await child.done;
+        return { text: result.text, status: result.status, runId: result.runId, threadId: result.threadId };
+      },
+    }),
+    onEnded: (runId: string, threadId: string) => {
+      active.delete(runId);
+      busyThreads.delete(threadId);
+    },
+  };
+
+  function modelOf(agent: RegisteredAgent): LanguageModel {
+    const model = options.overrideModel ?? agent.definition.model ?? options.model;
     if (!model) {
       throw new PaiError(
         "INVALID_ARGUMENT",
         `agent "${agent.id}" has no model and the runtime has no default model`,
       );
     }
-    const threadId = runOptions.threadId ?? generateId();
-    const existing = await store.getThread(threadId);
-    if (existing && existing.ownerKey !== identityKey) {
-      throw new PaiError("NOT_FOUND", `no thread "${threadId}"`, { details: { threadId } });
-    }
-    if (existing && existing.agentId !== agent.id) {
-      throw new PaiError(
-        "INVALID_ARGUMENT",
-        `thread "${threadId}" belongs to agent "${existing.agentId}", not "${agent.id}"`,
-      );
-    }
+    return model;
+  }
+
+  /** Reserves the thread for one run at a time, then starts it. */
+  async function launch(start: () => Promise<StartedRun>, threadId: string): Promise<AgentRun> {
     if (busyThreads.has(threadId)) {
       throw new PaiError("THREAD_BUSY", `thread "${threadId}" already has a run in progress`, {
         details: { threadId },
@@ -151,79 +182,33 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     }
     busyThreads.add(threadId);
     try {
-      return await startRun({
-        agent,
-        definition,
-        model,
-        identity,
-        identityKey,
-        threadId,
-        existing,
-        runOptions,
-      });
+      const started = await start();
+      active.set(started.runId, started);
+      return started;
     } catch (error) {
       busyThreads.delete(threadId);
       throw error;
     }
   }
 
-  async function startRun(args: {
-    agent: RegisteredAgent;
-    definition: AnyAgentDefinition;
-    model: LanguageModel;
-    identity: unknown;
-    identityKey: string;
-    threadId: string;
-    existing: ThreadRecord | undefined;
-    runOptions: RunOptions;
-  }): Promise<AgentRun> {
-    const { agent, definition, model, identity, identityKey, threadId, runOptions } = args;
-    const runId = generateId();
-    const controller = new AbortController();
-    const external = runOptions.signal;
-    const onExternalAbort = () => controller.abort({ type: "cancelled" });
-    if (external?.aborted) onExternalAbort();
-    external?.addEventListener("abort", onExternalAbort, { once: true });
-
-    const reportError = async (
-      error: unknown,
-      info: Omit<RuntimeErrorInfo, "agentId" | "threadId" | "runId">,
-    ) => {
-      try {
-        await definition.onRuntimeError?.(error, { agentId: agent.id, threadId, runId, ...info });
-      } catch {
-        // an error reporter that throws must not take the run down with it
-      }
-    };
-
-    const clientData = runOptions.clientData;
-    let runtimeContext: unknown;
-    try {
-      runtimeContext = await definition.runtimeContext?.({
-        identity,
-        scope: { threadId, identityKey },
-        threadId,
-        clientData,
-        signal: controller.signal,
-      });
-    } catch (error) {
-      external?.removeEventListener("abort", onExternalAbort);
-      await reportError(error, { phase: "run" });
-      throw new PaiError("RUN_FAILED", `agent "${agent.id}": runtimeContext failed`, { cause: error });
+  async function run(runOptions: RunOptions): Promise<AgentRun> {
+    assertOpen();
+    const agent = pai.agent(runOptions.agentId);
+    const identity = await parseIdentity(agent, runOptions.identity);
+    const identityKey = identityKeyOf(identity);
+    const model = modelOf(agent);
+    const threadId = runOptions.threadId ?? generateId();
+    const existing = await store.getThread(threadId);
+    if (existing && existing.ownerKey !== identityKey) throw unknownThread(threadId);
+    if (existing && existing.agentId !== agent.id) {
+      throw new PaiError(
+        "INVALID_ARGUMENT",
+        `thread "${threadId}" belongs to agent "${existing.agentId}", not "${agent.id}"`,
+      );
     }
-    const resolverArgs: AgentResolverArgs<unknown, unknown> = {
-      runtimeContext,
-      identity,
-      clientData,
-      threadId,
-      signal: controller.signal,
-    };
-
-    const history = await store.loadMessages(threadId);
     const userMessage = toUserMessage(runOptions.message);
-    const inputMessages = [...history, userMessage];
     const now = Date.now();
-    const thread: ThreadRecord = args.existing ?? {
+    const thread: ThreadRecord = existing ?? {
       id: threadId,
       agentId: agent.id,
       ownerKey: identityKey,
@@ -231,138 +216,146 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       createdAt: now,
       updatedAt: now,
     };
-    await Promise.all([
-      store.ensureThread(thread),
-      store.createRun({ id: runId, threadId, agentId: agent.id, status: "running", startedAt: now }),
-    ]);
-
-    const leaseScope = { runId, threadId, identityKey, signal: controller.signal };
-    const state: RunState = {
-      agent,
-      runId,
-      threadId,
-      store,
-      resolverArgs,
-      controller,
-      stopReason: undefined,
-      writer: undefined,
-      reportError,
-      files: createThreadFiles(() => inputMessages, controller.signal),
-      agents: {
-        run: async ({ agentId, prompt }) => {
-          const child = await run({
-            agentId,
-            identity: runOptions.identity,
-            message: prompt,
-            clientData,
-            signal: controller.signal,
-          });
-          const result = await child.done;
-          return { text: result.text, status: result.status, runId: result.runId, threadId: result.threadId };
-        },
-      },
-      capabilitiesFor: (_toolName, names) =>
-        Object.fromEntries(
-          Object.entries(names).map(([key, name]) => [key, capabilities.facade(name, leaseScope)]),
-        ),
-    };
-
-    const tools: Record<string, Tool> = {};
-    for (const registration of agent.registrations.values()) {
-      tools[registration.name] = createExecutableTool(registration, state);
-    }
-
-    let modelError: unknown;
-    let finalMessages: UIMessage[] = inputMessages;
-    const instructions =
-      typeof definition.instructions === "function"
-        ? await definition.instructions(resolverArgs)
-        : definition.instructions;
-    const modelMessages = await convertToModelMessages(inputMessages, {
-      tools,
-      ignoreIncompleteToolCalls: true,
-    });
-
-    const uiStream = createUIMessageStream<UIMessage>({
-      originalMessages: inputMessages,
-      generateId,
-      onError: redactedMessage,
-      execute: async ({ writer }) => {
-        state.writer = writer;
-        const result = streamText({
+    return launch(
+      () =>
+        startRun(deps, {
+          agent,
           model,
-          ...(instructions !== undefined ? { instructions } : {}),
-          messages: modelMessages,
-          tools,
-          stopWhen: isStepCount(definition.maxSteps),
-          abortSignal: controller.signal,
-          prepareStep: async ({ stepNumber, messages }) => {
-            const activeTools = await resolveActiveTools(agent.registrations.values(), resolverArgs);
-            const extra = (await definition.prepareStep?.({ stepNumber, messages })) ?? {};
-            return { activeTools, ...extra };
-          },
-          onError: ({ error }) => {
-            modelError ??= error;
-          },
-        });
-        writer.merge(
-          result.toUIMessageStream({
-            messageMetadata: ({ part }) => (part.type === "start" ? { runId, agentId: agent.id } : undefined),
-            onError: redactedMessage,
-          }),
-        );
-      },
-      onFinish: ({ messages }) => {
-        finalMessages = messages;
-      },
-    });
-
-    const [clientStream, ownStream] = uiStream.tee();
-    const done = (async (): Promise<RunResult> => {
-      try {
-        await drain(ownStream);
-        if (modelError !== undefined && !controller.signal.aborted) {
-          await reportError(modelError, { phase: "model" });
-        }
-        const status: RunResult["status"] =
-          state.stopReason?.type === "failed" || (modelError !== undefined && !controller.signal.aborted)
-            ? "failed"
-            : controller.signal.aborted
-              ? "cancelled"
-              : "completed";
-        const error =
-          status === "failed"
-            ? redactedMessage(state.stopReason?.type === "failed" ? state.stopReason.error : modelError)
-            : undefined;
-        const endedAt = Date.now();
-        await store.commitRun({
-          thread: { ...thread, updatedAt: endedAt },
-          messages: finalMessages,
-          run: { id: runId, threadId, agentId: agent.id, status, startedAt: now, endedAt, error },
-        });
-        return {
-          status,
-          runId,
-          threadId,
-          messages: finalMessages,
-          text: lastAssistantText(finalMessages),
-          ...(error !== undefined ? { error } : {}),
-        };
-      } finally {
-        external?.removeEventListener("abort", onExternalAbort);
-        active.delete(runId);
-        busyThreads.delete(threadId);
-        await capabilities.endRun(runId);
-      }
-    })();
-    active.set(runId, { runId, threadId, controller, done });
-    return {
-      runId,
+          identity,
+          identityKey,
+          thread,
+          userMessage,
+          clientData: runOptions.clientData,
+          signal: runOptions.signal,
+        }),
       threadId,
-      stream: clientStream,
-      done,
-      cancel: () => controller.abort({ type: "cancelled" }),
-    };
+    );
+  }
+
+  async function respond(respondOptions: RespondOptions): Promise<RespondResult> {
+    assertOpen();
+    const parsedAnswer = pendingActionAnswerSchema.safeParse(respondOptions.answer);
+    if (!parsedAnswer.success) {
+      throw new PaiError("BAD_REQUEST", `not an answer: ${z.prettifyError(parsedAnswer.error)}`);
+    }
+    const answer = parsedAnswer.data;
+    const { threadId, actionId } = respondOptions;
+    const action = await store.getPendingAction(actionId);
+    const thread = await store.getThread(threadId);
+    if (!action || !thread || action.threadId !== threadId) {
+      throw new PaiError("UNKNOWN_ACTION", `no pending action "${actionId}" on thread "${threadId}"`);
+    }
+    const agent = pai.agent(thread.agentId);
+    const identity = await parseIdentity(agent, respondOptions.identity);
+    const identityKey = identityKeyOf(identity);
+    if (thread.ownerKey !== identityKey) throw unknownThread(threadId);
+    if (
+      action.toolCallId !== respondOptions.toolCallId ||
+      action.toolId !== respondOptions.toolId ||
+      action.inputHash !== respondOptions.inputHash
+    ) {
+      throw new PaiError(
+        "STALE_ANSWER",
+        `the answer does not match pending action "${actionId}" (tool call, tool id or input differ)`,
+        {
+          details: { actionId },
+        },
+      );
+    }
+    if (action.status !== "pending") return { status: "already-settled", action: publicAction(action) };
+
+    const registration = agent.registrations.get(action.toolName);
+    const producesOutput = answer.type === "resume" || answer.type === "success" || answer.type === "skip";
+    if (producesOutput) {
+      if (!registration)
+        throw new PaiError("TOOL_DISABLED", `tool "${action.toolName}" is no longer registered`);
+      const runtimeContext = await agent.definition.runtimeContext?.({
+        identity,
+        scope: { threadId, identityKey },
+        threadId,
+        clientData: respondOptions.clientData,
+        signal: respondOptions.signal ?? new AbortController().signal,
+      });
+      const enabled = await resolveEnabled(registration, {
+        runtimeContext,
+        identity,
+        clientData: respondOptions.clientData,
+        threadId,
+        signal: respondOptions.signal ?? new AbortController().signal,
+      });
+      if (!enabled) {
+        throw new PaiError(
+          "TOOL_DISABLED",
+          `tool "${action.toolName}" is disabled; the action stays pending (cancel or fail it instead)`,
+          {
+            details: { actionId, toolName: action.toolName },
+          },
+        );
+      }
+    }
+    const validated = await validateAnswer(answer, action.kind, registration?.tool);
+    if (busyThreads.has(threadId)) {
+      throw new PaiError("THREAD_BUSY", `thread "${threadId}" has a run in progress; answer once it ends`, {
+        details: { threadId },
+      });
+    }
+    const settled = await store.settlePendingAction(actionId, "pending", {
+      status: statusOfAnswer(validated),
+      answer: validated,
+      settledAt: Date.now(),
+    });
+    if (!settled.changed || !settled.action) {
+      return { status: "already-settled", action: publicAction(settled.action ?? action) };
+    }
+    const waiting = (await store.listPendingActions({ threadId, status: "pending" })).length;
+    if (waiting > 0)
+      return { status: "accepted", action: publicAction(settled.action), run: undefined, waiting };
+    const continuation = await launch(
+      () =>
+        startRun(deps, {
+          agent,
+          model: modelOf(agent),
+          identity,
+          identityKey,
+          thread,
+          userMessage: undefined,
+          clientData: respondOptions.clientData,
+          signal: respondOptions.signal,
+        }),
+      threadId,
+    );
+    return { status: "accepted", action: publicAction(settled.action), run: continuation, waiting: 0 };
+  }
+
+  async function validateAnswer(
+    answer: PendingActionAnswer,
+    kind: "suspend" | "client",
+    tool: { resumeSchema: z.ZodType | undefined; outputSchema: z.ZodType | undefined } | undefined,
+  ): Promise<PendingActionAnswer> {
+    if (answer.type === "resume") {
+      if (kind !== "suspend") throw new PaiError("BAD_REQUEST", "only a suspended tool call can be resumed");
+      if (!tool?.resumeSchema) return answer;
+      const parsed = await tool.resumeSchema.safeParseAsync(answer.resume);
+      if (!parsed.success)
+        throw new PaiError(
+          "INVALID_INPUT",
+          `the resume payload does not match the tool's resumeSchema: ${z.prettifyError(parsed.error)}`,
+        );
+      return { type: "resume", resume: parsed.data };
+    }
+    if (answer.type === "success") {
+      if (kind !== "client")
+        throw new PaiError("BAD_REQUEST", "only a client-executed tool call takes an output");
+      if (!tool?.outputSchema) return answer;
+      const parsed = await tool.outputSchema.safeParseAsync(answer.output);
+      if (!parsed.success)
+        throw new PaiError(
+          "INVALID_OUTPUT",
+          `the submitted output does not match the tool's outputSchema: ${z.prettifyError(parsed.error)}`,
+        );
+      return { type: "success", output: parsed.data };
+    }
+    return answer;
   }
 
   async function parseIdentity(agent: RegisteredAgent, identity: unknown): Promise<unknown> {
@@ -380,46 +373,91 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     );
   }
 
-  async function getThread(threadId: string, query: { identity?: unknown; agentId?: string } = {}) {
+  /** The thread if `identity` (when given) owns it. */
+  async function ownedThread(
+    threadId: string,
+    query: { identity?: unknown },
+  ): Promise<ThreadRecord | undefined> {
     const thread = await store.getThread(threadId);
     if (!thread) return undefined;
-    if (query.agentId !== undefined && thread.agentId !== query.agentId) return undefined;
     if ("identity" in query) {
       const identity = await parseIdentity(pai.agent(thread.agentId), query.identity);
       if (identityKeyOf(identity) !== thread.ownerKey) return undefined;
     }
-    const [messages, runs, toolData] = await Promise.all([
-      store.loadMessages(threadId),
-      store.listRuns(threadId),
-      store.listToolData({ threadId }),
-    ]);
-    return { thread, messages, runs, toolData };
+    return thread;
+  }
+
+  function assertOpen(): void {
+    if (closed) throw new PaiError("STORE_CLOSED", "the runtime is closed");
   }
 
   const runtime: AgentRuntime = {
     store,
+    pai,
     run,
+    respond,
+    async listPendingActions(query) {
+      const thread = await ownedThread(query.threadId, query);
+      if (!thread) throw unknownThread(query.threadId);
+      return (await store.listPendingActions({ threadId: thread.id, status: "pending" })).map(publicAction);
+    },
     cancel(runId) {
       const entry = active.get(runId);
       if (!entry) return false;
-      entry.controller.abort({ type: "cancelled" });
+      entry.cancel();
       return true;
     },
-    getThread,
+    activeRun(threadId) {
+      for (const entry of active.values()) {
+        if (entry.threadId === threadId) return { runId: entry.runId, stream: () => entry.subscribe() };
+      }
+      return undefined;
+    },
+    async getThread(threadId, query = {}) {
+      const thread = await ownedThread(threadId, query);
+      if (!thread) return undefined;
+      const [messages, runs, toolData, pendingActions] = await Promise.all([
+        store.loadMessages(threadId),
+        store.listRuns(threadId),
+        store.listToolData({ threadId }),
+        store.listPendingActions({ threadId, status: "pending" }),
+      ]);
+      return { thread, messages, runs, toolData, pendingActions: pendingActions.map(publicAction) };
+    },
+    async listThreads(query) {
+      const agents = query.agentId
+        ? [pai.agent(query.agentId)]
+        : Object.keys(pai.agents).map((id) => pai.agent(id));
+      const keys = new Set<string>();
+      for (const agent of agents) keys.add(identityKeyOf(await parseIdentity(agent, query.identity)));
+      const lists = await Promise.all(
+        [...keys].map((ownerKey) =>
+          store.listThreads({
+            ownerKey,
+            ...(query.agentId ? { agentId: query.agentId } : {}),
+            ...(query.limit ? { limit: query.limit } : {}),
+          }),
+        ),
+      );
+      return lists.flat().sort((a, b) => b.updatedAt - a.updatedAt);
+    },
     endThread: (threadId) => capabilities.endThread(threadId),
     async deleteThread(threadId) {
-      for (const entry of active.values())
-        if (entry.threadId === threadId) entry.controller.abort({ type: "cancelled" });
+      for (const entry of active.values()) if (entry.threadId === threadId) entry.cancel();
+      await Promise.allSettled(
+        [...active.values()].filter((entry) => entry.threadId === threadId).map((entry) => entry.done),
+      );
       await capabilities.endThread(threadId);
       await store.deleteThread(threadId);
     },
     startCapabilities: () => capabilities.startAll(),
     leases: () => capabilities.leases(),
+    identityKey: (identity) => identityKeyOf(identity),
     manifest: () => pai.manifest(),
     async close() {
       if (closed) return;
       closed = true;
-      for (const entry of active.values()) entry.controller.abort({ type: "cancelled" });
+      for (const entry of active.values()) entry.cancel();
       await Promise.allSettled([...active.values()].map((entry) => entry.done));
       await capabilities.close();
       await store.close();
@@ -427,6 +465,24 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     [Symbol.asyncDispose]: () => runtime.close(),
   };
   return runtime;
+}
+
+function unknownThread(threadId: string): PaiError {
+  return new PaiError("NOT_FOUND", `no thread "${threadId}"`, { details: { threadId } });
+}
+
+function bindingsOf(map: Record<string, CapabilityBinding> | undefined): Map<string, CapabilityBinding> {
+  const bindings = new Map<string, CapabilityBinding>();
+  for (const [key, binding] of Object.entries(map ?? {})) {
+    if (binding.capability !== key) {
+      throw new PaiError(
+        "INVALID_ARGUMENT",
+        `capabilities.${key} is a binding for "${binding.capability}"; key it by its capability name`,
+      );
+    }
+    bindings.set(key, binding);
+  }
+  return bindings;
 }
 
 /** Fails creation when a registered tool needs a capability the runtime has no binding for. */
@@ -463,20 +519,4 @@ function toUserMessage(message: string | UIMessage): UIMessage {
 function titleOf(message: UIMessage): string | undefined {
   const text = message.parts.find((part) => part.type === "text");
   return text?.type === "text" ? text.text.slice(0, 80) : undefined;
-}
-
-function lastAssistantText(messages: UIMessage[]): string {
-  const last = messages.at(-1);
-  if (last?.role !== "assistant") return "";
-  return last.parts
-    .filter((part) => part.type === "text")
-    .map((part) => (part.type === "text" ? part.text : ""))
-    .join("");
-}
-
-async function drain(stream: ReadableStream<UIMessageChunk>): Promise<void> {
-  const reader = stream.getReader();
-  while (!(await reader.read()).done) {
-    // consumed for its side effects: the run progresses as the stream is read
-  }
 }

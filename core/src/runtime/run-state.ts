@@ -1,7 +1,7 @@
 import type { UIMessageStreamWriter } from "ai";
 import type { RegisteredAgent } from "../agents/create-pai.ts";
 import type { AgentResolverArgs } from "../agents/define-agent.ts";
-import type { ThreadStore } from "../threads/thread-store.ts";
+import type { PendingActionRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { ToolAgents, ToolFiles } from "../tools/tool-context.ts";
 import { redactedMessage } from "./redaction.ts";
 
@@ -22,6 +22,9 @@ export interface RunState {
   controller: AbortController;
   /** Set once: the reason the run stops before the model finishes. */
   stopReason: RunStopReason | undefined;
+  /** Pending actions created during this run, and their tool calls (whose SDK result is a placeholder). */
+  pendingActions: PendingActionRecord[];
+  pendingToolCallIds: Set<string>;
   /** The UI stream writer, for `data-*` parts. */
   writer: UIMessageStreamWriter | undefined;
   /** Reports an unplanned error to `onRuntimeError` (never throws). */

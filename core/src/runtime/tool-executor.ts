@@ -1,18 +1,33 @@
-import { tool as aiTool, type Schema, type Tool, zodSchema } from "ai";
+import { tool as aiTool, generateId, type Schema, type Tool, zodSchema } from "ai";
 import { z } from "zod";
+import { hashInput } from "../actions/input-hash.ts";
+import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
+import { publicAction } from "../actions/public-action.ts";
 import type { ToolResultEvent } from "../agents/define-agent.ts";
 import type { NormalizedRegistration } from "../agents/tool-registration.ts";
 import type { CapabilityMap } from "../capabilities/define-capability.ts";
 import { PaiError } from "../errors/pai-error.ts";
-import type { ToolDataEntry, ToolExecuteContext } from "../tools/tool-context.ts";
+import type { PendingActionKind, PendingActionRecord } from "../threads/thread-store.ts";
+import type { ToolDataEntry, ToolEntry, ToolExecuteContext } from "../tools/tool-context.ts";
 import { ToolFailSignal, ToolSuspendSignal } from "../tools/tool-signals.ts";
 import { GENERIC_TOOL_ERROR, ToolCallError } from "./redaction.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
 import { type RunState, stopRun } from "./run-state.ts";
 
-type Outcome =
+/** How a tool call settled, as the model and the thread will see it. */
+export type CallOutcome =
   | { type: "output"; output: unknown }
-  | { type: "error"; message: string; kind: NonNullable<ToolResultEvent["error"]>["kind"]; cause?: unknown };
+  | { type: "error"; message: string }
+  | { type: "denied"; reason: string | undefined }
+  | { type: "pending"; action: PendingActionRecord };
+
+type ExecuteOutcome =
+  | { type: "output"; output: unknown }
+  | { type: "error"; message: string; kind: NonNullable<ToolResultEvent["error"]>["kind"] }
+  | { type: "suspend"; payload: unknown; name: string };
+
+/** What the AI SDK receives from a call that now waits for an answer; never shown to the model or client. */
+const PENDING_OUTPUT = { pending: true } as const;
 
 const inputSchemas = new WeakMap<z.ZodType, Schema<unknown>>();
 
@@ -26,39 +41,76 @@ function inputSchemaOf(schema: z.ZodType): Schema<unknown> {
   return cached;
 }
 
+/** Runs one registration's calls through PAI's pipeline, for the model loop and for answered pending actions. */
+export interface ToolRunner {
+  /** The registration as an AI SDK tool for `streamText`. */
+  readonly aiTool: Tool;
+  /** Settles a call whose pending action was answered (re-entering `execute` for a resume). */
+  settleAnswered(action: PendingActionRecord, answer: PendingActionAnswer): Promise<CallOutcome>;
+}
+
 /**
- * Wraps one registration as an AI SDK tool whose `execute` runs PAI's pipeline:
- * recheck `enabled` → context (`mapContext`, `contextSchema`) → `execute(ctx)` → `afterToolResult`
- * → `outputSchema` → `onOutput`. `toModelOutput` and the tool id (`toolMetadata.paiToolId`) ride along.
+ * Wraps one registration. A call runs: recheck `enabled` → context (`mapContext`, `contextSchema`) →
+ * `execute(ctx)` → `afterToolResult` → `outputSchema` → `onOutput`. `ctx.suspend` and client-executed tools
+ * end in a durable pending action. `toModelOutput` and the tool id (`toolMetadata.paiToolId`) ride along.
  */
-export function createExecutableTool(registration: NormalizedRegistration, state: RunState): Tool {
+export function createToolRunner(registration: NormalizedRegistration, state: RunState): ToolRunner {
   const { tool, name } = registration;
-  return aiTool({
+
+  const aiToolDefinition = aiTool({
     description: tool.description,
     inputSchema: inputSchemaOf(tool.inputSchema),
     metadata: { paiToolId: tool.id },
     ...(tool.toModelOutput
       ? {
           toModelOutput: (options: { toolCallId: string; input: unknown; output: unknown }) =>
-            tool.toModelOutput!(options),
+            state.pendingToolCallIds.has(options.toolCallId)
+              ? { type: "text" as const, value: "pending" }
+              : tool.toModelOutput!(options),
         }
       : {}),
-    ...(tool.execute
-      ? {
-          execute: (input: unknown, options: { toolCallId: string; abortSignal?: AbortSignal }) =>
-            executeCall(registration, state, input, options.toolCallId),
-        }
-      : {}),
+    execute: async (input: unknown, options: { toolCallId: string }) => {
+      const outcome = tool.execute
+        ? await runCall(input, options.toolCallId, { type: "initial" }, [])
+        : await suspendCall(input, options.toolCallId, "client", undefined, input, []);
+      return toSdkResult(outcome);
+    },
   } as Tool) as Tool;
 
-  async function executeCall(
-    registration: NormalizedRegistration,
-    state: RunState,
+  function toSdkResult(outcome: CallOutcome): unknown {
+    switch (outcome.type) {
+      case "output":
+        return outcome.output;
+      case "pending":
+        return PENDING_OUTPUT;
+      case "error":
+        throw new ToolCallError(outcome.message);
+      case "denied":
+        throw new ToolCallError(outcome.reason ?? "The action was denied.");
+    }
+  }
+
+  async function runCall(
     input: unknown,
     toolCallId: string,
-  ): Promise<unknown> {
-    const outcome = await settle(await runExecute(input, toolCallId), input, toolCallId);
-    if (outcome.type === "error") throw new ToolCallError(outcome.message);
+    entry: ToolEntry,
+    suspendHistory: unknown[],
+  ): Promise<CallOutcome> {
+    const executed = await runExecute(input, toolCallId, entry, suspendHistory);
+    if (executed.type === "suspend") {
+      return suspendCall(input, toolCallId, "suspend", executed.name, executed.payload, suspendHistory);
+    }
+    return finish(executed, input, toolCallId);
+  }
+
+  /** afterToolResult → outputSchema → onOutput: the tail every settled call goes through. */
+  async function finish(
+    executed: Exclude<ExecuteOutcome, { type: "suspend" }>,
+    input: unknown,
+    toolCallId: string,
+  ): Promise<CallOutcome> {
+    const outcome = await settle(executed, input, toolCallId);
+    if (outcome.type === "error") return { type: "error", message: outcome.message };
     if (registration.onOutput) {
       try {
         await registration.onOutput({
@@ -71,40 +123,119 @@ export function createExecutableTool(registration: NormalizedRegistration, state
       } catch (error) {
         await state.reportError(error, { phase: "on-output", toolName: name, toolCallId });
         stopRun(state, { type: "failed", error });
-        throw new ToolCallError(GENERIC_TOOL_ERROR);
+        return { type: "error", message: GENERIC_TOOL_ERROR };
       }
     }
-    return outcome.output;
+    return { type: "output", output: outcome.output };
   }
 
-  async function runExecute(input: unknown, toolCallId: string): Promise<Outcome> {
+  async function suspendCall(
+    input: unknown,
+    toolCallId: string,
+    kind: PendingActionKind,
+    suspendName: string | undefined,
+    payload: unknown,
+    suspendHistory: unknown[],
+  ): Promise<CallOutcome> {
+    if (kind === "suspend" && tool.suspendSchema) {
+      const parsed = await tool.suspendSchema.safeParseAsync(payload);
+      if (!parsed.success) {
+        const error = new PaiError(
+          "INVALID_ARGUMENT",
+          `tool "${name}" (id "${tool.id}") suspended with a payload that does not match its suspendSchema: ${z.prettifyError(parsed.error)}`,
+          { cause: parsed.error },
+        );
+        await state.reportError(error, { phase: "tool", toolName: name, toolCallId });
+        return { type: "error", message: GENERIC_TOOL_ERROR };
+      }
+      payload = parsed.data;
+    }
+    const action: PendingActionRecord = {
+      id: generateId(),
+      threadId: state.threadId,
+      runId: state.runId,
+      toolCallId,
+      toolId: tool.id,
+      toolName: name,
+      inputHash: hashInput(input),
+      input,
+      kind,
+      name: suspendName,
+      payload,
+      suspendHistory,
+      status: "pending",
+      createdAt: Date.now(),
+    };
+    await state.store.putPendingAction(action);
+    state.pendingToolCallIds.add(toolCallId);
+    state.pendingActions.push(action);
+    state.writer?.write({ type: "data-pai-action", id: action.id, data: publicAction(action) } as never);
+    return { type: "pending", action };
+  }
+
+  async function settleAnswered(
+    action: PendingActionRecord,
+    answer: PendingActionAnswer,
+  ): Promise<CallOutcome> {
+    const input = action.input;
+    switch (answer.type) {
+      case "resume":
+        return runCall(
+          input,
+          action.toolCallId,
+          { type: "resume", name: action.name ?? "default", resume: answer.resume },
+          [...action.suspendHistory, action.payload],
+        );
+      case "success":
+        return finish({ type: "output", output: answer.output }, input, action.toolCallId);
+      case "skip":
+        return finish(
+          { type: "output", output: answer.output ?? { skipped: true } },
+          input,
+          action.toolCallId,
+        );
+      case "deny":
+        return { type: "denied", reason: answer.reason };
+      case "cancel":
+        return { type: "error", message: answer.reason ?? "The action was cancelled." };
+      case "fail":
+        return finish({ type: "error", message: answer.message, kind: "planned" }, input, action.toolCallId);
+    }
+  }
+
+  async function runExecute(
+    input: unknown,
+    toolCallId: string,
+    entry: ToolEntry,
+    suspendHistory: unknown[],
+  ): Promise<ExecuteOutcome> {
     const signal = state.controller.signal;
     if (!(await resolveEnabled(registration, state.resolverArgs))) {
       return { type: "error", message: `The tool "${name}" is not available.`, kind: "planned" };
     }
     let context: unknown;
     try {
-      context = await toolContext(input);
+      context = await toolContext();
     } catch (error) {
       await state.reportError(error, { phase: "tool", toolName: name, toolCallId });
-      return { type: "error", message: GENERIC_TOOL_ERROR, kind: "thrown", cause: error };
+      return { type: "error", message: GENERIC_TOOL_ERROR, kind: "thrown" };
     }
-    const ctx = buildContext(input, context, toolCallId, signal);
+    const ctx = buildContext(input, context, toolCallId, signal, entry, suspendHistory);
     try {
       const output = await tool.execute!(ctx as never);
       return { type: "output", output };
     } catch (error) {
-      if (ToolFailSignal.isInstance(error)) {
-        return { type: "error", message: error.message, kind: "planned" };
+      if (ToolFailSignal.isInstance(error)) return { type: "error", message: error.message, kind: "planned" };
+      if (ToolSuspendSignal.isInstance(error)) {
+        return { type: "suspend", payload: error.payload, name: error.suspendName };
       }
-      if (ToolSuspendSignal.isInstance(error)) throw error;
       if (signal.aborted) throw error;
       await state.reportError(error, { phase: "tool", toolName: name, toolCallId });
-      return { type: "error", message: GENERIC_TOOL_ERROR, kind: "thrown", cause: error };
+      return { type: "error", message: GENERIC_TOOL_ERROR, kind: "thrown" };
     }
   }
 
-  async function toolContext(_input: unknown): Promise<unknown> {
+  async function toolContext(): Promise<unknown> {
     const mapped = registration.mapContext
       ? await registration.mapContext(state.resolverArgs)
       : state.resolverArgs.runtimeContext;
@@ -118,7 +249,11 @@ export function createExecutableTool(registration: NormalizedRegistration, state
     );
   }
 
-  async function settle(outcome: Outcome, input: unknown, toolCallId: string): Promise<Outcome> {
+  async function settle(
+    outcome: Exclude<ExecuteOutcome, { type: "suspend" }>,
+    input: unknown,
+    toolCallId: string,
+  ): Promise<Exclude<ExecuteOutcome, { type: "suspend" }>> {
     let settled = outcome;
     const hook = state.agent.definition.lifecycle.afterToolResult;
     if (hook) {
@@ -144,7 +279,7 @@ export function createExecutableTool(registration: NormalizedRegistration, state
           { cause: parsed.error, details: { toolName: name, toolId: tool.id } },
         );
         await state.reportError(error, { phase: "tool", toolName: name, toolCallId });
-        return { type: "error", message: GENERIC_TOOL_ERROR, kind: "invalid-output", cause: error };
+        return { type: "error", message: GENERIC_TOOL_ERROR, kind: "invalid-output" };
       }
       settled = { type: "output", output: parsed.data };
     }
@@ -156,6 +291,8 @@ export function createExecutableTool(registration: NormalizedRegistration, state
     context: unknown,
     toolCallId: string,
     signal: AbortSignal,
+    entry: ToolEntry,
+    suspendHistory: unknown[],
   ): ToolExecuteContext<unknown, unknown, CapabilityMap> {
     const capabilityNames = Object.fromEntries(
       Object.entries(tool.capabilities as CapabilityMap).map(([key, capability]) => [key, capability.name]),
@@ -166,14 +303,14 @@ export function createExecutableTool(registration: NormalizedRegistration, state
       signal,
       thread: { threadId: state.threadId, runId: state.runId, toolCallId, toolName: name },
       agentId: state.agent.id,
-      entry: { type: "initial" },
+      entry,
       fail(message, options) {
         throw new ToolFailSignal(message, options?.code);
       },
       suspend(payload, options) {
         throw new ToolSuspendSignal(payload, options?.name ?? "default");
       },
-      suspendHistory: [],
+      suspendHistory,
       data: {
         write: async (channel, data) => {
           if (!(await resolveEnabled(registration, state.resolverArgs))) {
@@ -220,4 +357,6 @@ export function createExecutableTool(registration: NormalizedRegistration, state
       agents: state.agents,
     };
   }
+
+  return { aiTool: aiToolDefinition, settleAnswered };
 }

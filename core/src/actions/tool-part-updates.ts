@@ -1,0 +1,60 @@
+import type { UIMessage } from "ai";
+import type { CallOutcome } from "../runtime/tool-executor.ts";
+
+/** The change a settled call makes to its tool part. */
+export type ToolPartUpdate = {
+  toolCallId: string;
+  actionId: string;
+  outcome: Exclude<CallOutcome, { type: "pending" }>;
+};
+
+type MutableToolPart = Record<string, unknown> & { type: string; toolCallId?: string; state?: string };
+
+/** The tool parts still waiting for a result (`input-available`), in the thread's last assistant message. */
+export function waitingToolCallIds(messages: UIMessage[]): string[] {
+  const last = messages.findLast((message) => message.role === "assistant");
+  if (!last) return [];
+  return (last.parts as MutableToolPart[])
+    .filter((part) => typeof part.toolCallId === "string" && part.state === "input-available")
+    .map((part) => part.toolCallId as string);
+}
+
+/** Applies `update` to the tool part with its call id (in place). */
+export function applyToolPartUpdate(messages: UIMessage[], update: ToolPartUpdate): void {
+  for (const message of messages) {
+    const parts = message.parts as MutableToolPart[];
+    const index = parts.findIndex((part) => part.toolCallId === update.toolCallId);
+    if (index < 0) continue;
+    const part = parts[index]!;
+    const { output: _output, errorText: _errorText, approval: _approval, ...rest } = part;
+    const { outcome } = update;
+    parts[index] =
+      outcome.type === "output"
+        ? { ...rest, state: "output-available", output: outcome.output }
+        : outcome.type === "error"
+          ? { ...rest, state: "output-error", errorText: outcome.message }
+          : {
+              ...rest,
+              state: "approval-responded",
+              approval: {
+                id: update.actionId,
+                approved: false,
+                ...(outcome.reason !== undefined ? { reason: outcome.reason } : {}),
+              },
+            };
+    return;
+  }
+}
+
+/** The UI stream chunk that shows `update` to a client following the run. */
+export function toolPartUpdateChunk(update: ToolPartUpdate): Record<string, unknown> {
+  const { outcome } = update;
+  switch (outcome.type) {
+    case "output":
+      return { type: "tool-output-available", toolCallId: update.toolCallId, output: outcome.output };
+    case "error":
+      return { type: "tool-output-error", toolCallId: update.toolCallId, errorText: outcome.message };
+    case "denied":
+      return { type: "tool-output-denied", toolCallId: update.toolCallId };
+  }
+}
