@@ -1,4 +1,6 @@
 export type { LanguageModel, UIMessage } from "ai";
+export { type PendingActionAnswer, pendingActionAnswerSchema } from "./actions/pending-action-answer.ts";
+export type { PublicPendingAction } from "./actions/public-action.ts";
 export {
   createPai,
   type InferAgentTools,
@@ -37,8 +39,11 @@ export {
   type FacadeOf,
 } from "./capabilities/define-capability.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";
+export { createPaiHandler, type PaiHandlerOptions } from "./http/create-pai-handler.ts";
+export { toNodeListener } from "./http/node-listener.ts";
 export type { AgentManifest, PaiManifest, ToolManifest } from "./manifest/manifest.ts";
 export type { AgentRun, RunResult } from "./runtime/agent-run.ts";
+export type { RespondOptions, RespondResult } from "./runtime/create-agent-runtime.ts";
 export {
   type AgentRuntime,
   type AgentRuntimeOptions,

@@ -1,0 +1,258 @@
+import { createUIMessageStreamResponse, type UIMessage } from "ai";
+import { z } from "zod";
+import { pendingActionAnswerSchema } from "../actions/pending-action-answer.ts";
+import { PaiError, type PaiErrorCode } from "../errors/pai-error.ts";
+import type { AgentRuntime } from "../runtime/create-agent-runtime.ts";
+
+/** What `createPaiHandler` accepts. */
+export interface PaiHandlerOptions {
+  runtime: AgentRuntime;
+  /**
+   * Who is calling. Return the identity (parsed by the agent's `identity` schema), or `null`/`undefined` for
+   * 401. Identity never comes from the request body.
+   */
+  authenticate: (request: Request) => unknown | Promise<unknown>;
+  /** Path prefix of every route. @default "/api" */
+  basePath?: string;
+  /** The agent for `POST /chat` bodies without `agentId`. @default the only agent, when there is one */
+  defaultAgentId?: string;
+  /** Called with every unexpected error (the response says only "internal error"). */
+  onError?: (error: unknown) => void;
+}
+
+const chatBody = z.object({
+  id: z.string().min(1).optional(),
+  threadId: z.string().min(1).optional(),
+  agentId: z.string().min(1).optional(),
+  messages: z.array(z.looseObject({ id: z.string(), role: z.string(), parts: z.array(z.unknown()) })).min(1),
+  clientData: z.unknown().optional(),
+});
+
+const answerBody = z.object({
+  toolCallId: z.string(),
+  toolId: z.string(),
+  inputHash: z.string(),
+  answer: pendingActionAnswerSchema,
+  clientData: z.unknown().optional(),
+});
+
+const statusOf: Partial<Record<PaiErrorCode, number>> = {
+  BAD_REQUEST: 400,
+  INVALID_ARGUMENT: 400,
+  INVALID_INPUT: 400,
+  INVALID_OUTPUT: 400,
+  INVALID_IDENTITY: 403,
+  FORBIDDEN: 403,
+  TOOL_DISABLED: 403,
+  NOT_FOUND: 404,
+  UNKNOWN_AGENT: 404,
+  UNKNOWN_THREAD: 404,
+  UNKNOWN_RUN: 404,
+  UNKNOWN_ACTION: 404,
+  STALE_ANSWER: 409,
+  THREAD_BUSY: 409,
+};
+
+type Route = (request: Request, identity: unknown, params: string[]) => Promise<Response>;
+
+/**
+ * A fetch-style handler (`Request → Response`) for PAI's HTTP interface, mountable in Node http, Hono or
+ * Next.js. Routes (under `basePath`):
+ * - `POST /chat` — send a message (`useChat` body: `{ id, messages }`); streams the UI message stream (SSE)
+ * - `GET /chat/:threadId/stream` — the run in progress on a thread, from its start (204 when none)
+ * - `POST /chat/:threadId/stop`, `POST /runs/:runId/stop` — stop a run
+ * - `POST /threads/:threadId/actions/:actionId` — answer a pending action `{ toolCallId, toolId, inputHash, answer }`;
+ *   JSON, or (with `Accept: text/event-stream`) the continuation's UI message stream
+ * - `GET /threads` — the caller's threads; `GET /threads/:threadId` — messages, pending actions, tool data
+ * - `DELETE /threads/:threadId`; `GET /manifest`
+ * Another identity's thread is a 404. Errors are `{ error: { code, message } }`; server errors are redacted.
+ */
+export function createPaiHandler(options: PaiHandlerOptions): (request: Request) => Promise<Response> {
+  const { runtime } = options;
+  const basePath = (options.basePath ?? "/api").replace(/\/$/, "");
+  const agentIds = Object.keys(runtime.pai.agents);
+  const defaultAgentId = options.defaultAgentId ?? (agentIds.length === 1 ? agentIds[0] : undefined);
+
+  const routes: Array<{ method: string; pattern: RegExp; route: Route }> = [
+    { method: "POST", pattern: /^\/chat$/, route: sendMessage },
+    { method: "GET", pattern: /^\/chat\/([^/]+)\/stream$/, route: resumeStream },
+    { method: "POST", pattern: /^\/chat\/([^/]+)\/stop$/, route: stopThreadRun },
+    { method: "POST", pattern: /^\/runs\/([^/]+)\/stop$/, route: stopRun },
+    { method: "POST", pattern: /^\/threads\/([^/]+)\/actions\/([^/]+)$/, route: answerAction },
+    { method: "GET", pattern: /^\/threads$/, route: listThreads },
+    { method: "GET", pattern: /^\/threads\/([^/]+)$/, route: readThread },
+    { method: "DELETE", pattern: /^\/threads\/([^/]+)$/, route: deleteThread },
+    { method: "GET", pattern: /^\/manifest$/, route: async () => json(200, runtime.manifest()) },
+  ];
+
+  async function sendMessage(request: Request, identity: unknown): Promise<Response> {
+    const body = await parseBody(request, chatBody);
+    const agentId = body.agentId ?? defaultAgentId;
+    if (!agentId)
+      throw new PaiError("BAD_REQUEST", "the body names no agentId and the handler has no default agent");
+    const message = body.messages.at(-1) as unknown as UIMessage;
+    if (message.role !== "user")
+      throw new PaiError("BAD_REQUEST", "the last message must be the user's new message");
+    const threadId = body.threadId ?? body.id;
+    const run = await runtime.run({
+      agentId,
+      identity,
+      message,
+      clientData: body.clientData,
+      ...(threadId ? { threadId } : {}),
+    });
+    return createUIMessageStreamResponse({
+      stream: run.stream,
+      headers: { "x-pai-run-id": run.runId, "x-pai-thread-id": run.threadId },
+    });
+  }
+
+  async function resumeStream(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
+    await requireThread(threadId!, identity);
+    const active = runtime.activeRun(threadId!);
+    if (!active) return new Response(null, { status: 204 });
+    return createUIMessageStreamResponse({
+      stream: active.stream(),
+      headers: { "x-pai-run-id": active.runId },
+    });
+  }
+
+  async function stopThreadRun(
+    _request: Request,
+    identity: unknown,
+    [threadId]: string[],
+  ): Promise<Response> {
+    await requireThread(threadId!, identity);
+    const active = runtime.activeRun(threadId!);
+    return json(200, {
+      stopped: active ? runtime.cancel(active.runId) : false,
+      runId: active?.runId ?? null,
+    });
+  }
+
+  async function stopRun(_request: Request, identity: unknown, [runId]: string[]): Promise<Response> {
+    const run = await runtime.store.getRun(runId!);
+    if (!run) throw new PaiError("UNKNOWN_RUN", `no run "${runId}"`);
+    await requireThread(run.threadId, identity);
+    return json(200, { stopped: runtime.cancel(run.id), runId: run.id, status: run.status });
+  }
+
+  async function answerAction(
+    request: Request,
+    identity: unknown,
+    [threadId, actionId]: string[],
+  ): Promise<Response> {
+    const body = await parseBody(request, answerBody);
+    await requireThread(threadId!, identity);
+    const result = await runtime.respond({
+      threadId: threadId!,
+      actionId: actionId!,
+      toolCallId: body.toolCallId,
+      toolId: body.toolId,
+      inputHash: body.inputHash,
+      answer: body.answer,
+      identity,
+      clientData: body.clientData,
+    });
+    if (result.status === "accepted" && result.run && wantsStream(request)) {
+      return createUIMessageStreamResponse({
+        stream: result.run.stream,
+        headers: { "x-pai-run-id": result.run.runId, "x-pai-thread-id": threadId! },
+      });
+    }
+    return json(200, {
+      status: result.status,
+      action: result.action,
+      ...(result.status === "accepted" ? { runId: result.run?.runId ?? null, waiting: result.waiting } : {}),
+    });
+  }
+
+  async function listThreads(request: Request, identity: unknown): Promise<Response> {
+    const agentId = new URL(request.url).searchParams.get("agentId") ?? undefined;
+    const threads = await runtime.listThreads({ identity, ...(agentId ? { agentId } : {}) });
+    return json(200, { threads });
+  }
+
+  async function readThread(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
+    const snapshot = await runtime.getThread(threadId!, { identity });
+    if (!snapshot) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
+    const active = runtime.activeRun(threadId!);
+    return json(200, { ...snapshot, activeRunId: active?.runId ?? null });
+  }
+
+  async function deleteThread(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
+    await requireThread(threadId!, identity);
+    await runtime.deleteThread(threadId!);
+    return json(200, { deleted: true });
+  }
+
+  async function requireThread(threadId: string, identity: unknown): Promise<void> {
+    const snapshot = await runtime.store.getThread(threadId);
+    const owner = snapshot ? await ownerCheck(snapshot.agentId, identity) : undefined;
+    if (!snapshot || owner !== snapshot.ownerKey) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
+  }
+
+  async function ownerCheck(agentId: string, identity: unknown): Promise<string | undefined> {
+    const schema = runtime.pai.agent(agentId).definition.identitySchema as z.ZodType | undefined;
+    if (!schema) return runtime.identityKey(identity);
+    const parsed = await schema.safeParseAsync(identity);
+    return parsed.success ? runtime.identityKey(parsed.data) : undefined;
+  }
+
+  return async (request) => {
+    try {
+      const url = new URL(request.url);
+      if (!url.pathname.startsWith(basePath)) throw new PaiError("NOT_FOUND", `no route ${url.pathname}`);
+      const path = url.pathname.slice(basePath.length) || "/";
+      const candidates = routes.filter((entry) => entry.pattern.test(path));
+      if (candidates.length === 0) throw new PaiError("NOT_FOUND", `no route ${url.pathname}`);
+      const match = candidates.find((entry) => entry.method === request.method);
+      if (!match)
+        return json(405, {
+          error: { code: "METHOD_NOT_ALLOWED", message: `${request.method} is not allowed here` },
+        });
+      const identity = await options.authenticate(request);
+      if (identity === null || identity === undefined) {
+        return json(401, { error: { code: "UNAUTHENTICATED", message: "authentication required" } });
+      }
+      const params = (match.pattern.exec(path) ?? []).slice(1).map((value) => decodeURIComponent(value));
+      return await match.route(request, identity, params);
+    } catch (error) {
+      return errorResponse(error, options.onError);
+    }
+  };
+}
+
+/** Whether the client asked for the continuation as a UI message stream instead of JSON. */
+function wantsStream(request: Request): boolean {
+  return (request.headers.get("accept") ?? "").includes("text/event-stream");
+}
+
+async function parseBody<SCHEMA extends z.ZodType>(
+  request: Request,
+  schema: SCHEMA,
+): Promise<z.output<SCHEMA>> {
+  let raw: unknown;
+  try {
+    raw = await request.json();
+  } catch {
+    throw new PaiError("BAD_REQUEST", "the body is not valid JSON");
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success)
+    throw new PaiError("BAD_REQUEST", `the body does not match: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+function errorResponse(error: unknown, onError: ((error: unknown) => void) | undefined): Response {
+  const status = PaiError.isInstance(error) ? statusOf[error.code] : undefined;
+  if (status !== undefined && PaiError.isInstance(error)) {
+    return json(status, { error: { code: error.code, message: error.message } });
+  }
+  onError?.(error);
+  return json(500, { error: { code: "INTERNAL", message: "An internal error occurred." } });
+}
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
