@@ -134,7 +134,7 @@ export interface AgentOptions<IDENTITY_SCHEMA extends z.ZodType | undefined, RUN
   }) => MaybePromise<{ system?: string } | undefined>;
 }
 
-type IdentityOf<SCHEMA> = SCHEMA extends z.ZodType ? z.output<SCHEMA> : unknown;
+type IdentityOf<SCHEMA> = SCHEMA extends z.ZodType ? z.output<SCHEMA> : any;
 
 /** An agent declaration. */
 export interface AgentDefinition<IDENTITY = any, RUNTIME_CONTEXT = any, TOOLS = Record<string, unknown>> {
@@ -170,7 +170,7 @@ export type AnyAgentDefinition = AgentDefinition<any, any, any>;
  */
 export function defineAgent<
   IDENTITY_SCHEMA extends z.ZodType | undefined = undefined,
-  RUNTIME_CONTEXT = undefined,
+  RUNTIME_CONTEXT = any,
   TOOLS extends Record<string, AnyToolDefinition> = {},
   ENTRIES = unknown,
 >(

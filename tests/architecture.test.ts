@@ -1,0 +1,60 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = join(import.meta.dirname, "..");
+
+function sourceFiles(dir: string): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync(dir)) {
+    if (entry === "node_modules" || entry === "dist" || entry === "build") continue;
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) found.push(...sourceFiles(path));
+    else if (/\.(ts|tsx)$/.test(entry)) found.push(path);
+  }
+  return found;
+}
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [
+    ...text.matchAll(
+      /(?:^|\n)\s*(?:import|export)[^'"]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g,
+    ),
+  ].map((match) => (match[1] ?? match[2]) as string);
+}
+
+/** Every import in `dir` that matches one of `forbidden`, as "file → module". */
+function violations(dir: string, forbidden: RegExp[]): string[] {
+  return sourceFiles(join(root, dir)).flatMap((file) =>
+    importsOf(file)
+      .filter((module) => forbidden.some((pattern) => pattern.test(module)))
+      .map((module) => `${relative(root, file)} → ${module}`),
+  );
+}
+
+describe("dependencies point one way", () => {
+  it("keeps Docker out of core", () => {
+    expect(
+      violations("core", [
+        /^dockerode/,
+        /^@pai\/(pool|sandbox|browser|react)/,
+        /^generic-pool/,
+        /^tar-stream/,
+        /^testcontainers/,
+      ]),
+    ).toEqual([]);
+  });
+
+  it("keeps agents out of the pool", () => {
+    expect(violations("pool", [/^@pai\//, /^ai$/, /^ai\//, /^@ai-sdk\//])).toEqual([]);
+  });
+
+  it("lets react depend only on core's public surface and the AI SDK's React bindings", () => {
+    expect(violations("react", [/^@pai\/(pool|sandbox|browser)/, /^dockerode/, /core\/src/])).toEqual([]);
+  });
+
+  it("lets capabilities reach core and pool only through their public entry points", () => {
+    expect(violations("capabilities", [/core\/src/, /pool\/src/, /^@pai\/react/])).toEqual([]);
+  });
+});
