@@ -74,23 +74,40 @@ export function createScriptedModel(options: {
   modelId?: string;
 }): ScriptedModel {
   let played = 0;
+  const nextStep = (call: LanguageModelV4CallOptions): { step: ScriptedStep; index: number } => {
+    const source = options.steps[played] ?? options.fallback;
+    if (source === undefined) {
+      throw new Error(`scripted model: no step ${played + 1} (the script has ${options.steps.length})`);
+    }
+    const index = played;
+    played += 1;
+    return { step: typeof source === "function" ? source(call) : source, index };
+  };
   const model = new MockLanguageModelV4({
     provider: "pai-scripted",
     modelId: options.modelId ?? "scripted",
     doStream: async (call) => {
-      const source = options.steps[played] ?? options.fallback;
-      if (source === undefined) {
-        throw new Error(`scripted model: no step ${played + 1} (the script has ${options.steps.length})`);
-      }
-      const stepIndex = played;
-      played += 1;
-      const step = typeof source === "function" ? source(call) : source;
+      const { step, index } = nextStep(call);
       return {
-        stream: simulateReadableStream({
-          chunks: scriptedStepParts(step, stepIndex),
-          initialDelayInMs: null,
-          chunkDelayInMs: null,
-        }),
+        stream: simulateReadableStream({ chunks: scriptedStepParts(step, index), initialDelayInMs: null, chunkDelayInMs: null }),
+      };
+    },
+    doGenerate: async (call) => {
+      const { step, index } = nextStep(call);
+      const calls = step.toolCalls ?? [];
+      return {
+        content: [
+          ...(step.text !== undefined ? [{ type: "text" as const, text: step.text }] : []),
+          ...calls.map((toolCall, i) => ({
+            type: "tool-call" as const,
+            toolCallId: toolCall.toolCallId ?? `call-${index}-${i}`,
+            toolName: toolCall.toolName,
+            input: JSON.stringify(toolCall.input),
+          })),
+        ],
+        finishReason: { unified: calls.length > 0 ? "tool-calls" : "stop", raw: undefined },
+        usage,
+        warnings: [],
       };
     },
   });
