@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ["**/*.test.ts", "**/*.test.tsx"],
     exclude: ["**/node_modules/**", "**/dist/**"],
-    typecheck: { enabled: true, include: ["**/*.test-d.ts"], tsconfig: "./tsconfig.json" },
+    typecheck: { enabled: true, include: ["**/*.test-d.ts", "**/*.test-d.tsx"], tsconfig: "./tsconfig.json" },
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

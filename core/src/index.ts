@@ -31,6 +31,7 @@ export type {
   ProvisionedResource,
   ProvisionRequest,
 } from "./capabilities/capability-binding.ts";
+export type { CapabilityStatusEvent } from "./capabilities/capability-manager.ts";
 export {
   type Capability,
   type CapabilityFacades,

@@ -18,7 +18,8 @@ export interface SelectedModel {
 export function selectModel(env: NodeJS.ProcessEnv = process.env): SelectedModel {
   const name = env.PAI_MODEL;
   if (env.PAI_MODEL_BASE_URL) {
-    if (!name) throw new Error("PAI_MODEL_BASE_URL is set: set PAI_MODEL to the model's name too (e.g. llama3.1)");
+    if (!name)
+      throw new Error("PAI_MODEL_BASE_URL is set: set PAI_MODEL to the model's name too (e.g. llama3.1)");
     const provider = createOpenAICompatible({
       name: "pai-compatible",
       baseURL: env.PAI_MODEL_BASE_URL,
@@ -32,7 +33,10 @@ export function selectModel(env: NodeJS.ProcessEnv = process.env): SelectedModel
   }
   if (env.ANTHROPIC_API_KEY) {
     const model = name ?? "claude-sonnet-4-5";
-    return { model: createAnthropic({ apiKey: env.ANTHROPIC_API_KEY })(model), description: `Anthropic ${model}` };
+    return {
+      model: createAnthropic({ apiKey: env.ANTHROPIC_API_KEY })(model),
+      description: `Anthropic ${model}`,
+    };
   }
   return { model: undefined, description: undefined };
 }

@@ -46,15 +46,23 @@ export function applyToolPartUpdate(messages: UIMessage[], update: ToolPartUpdat
   }
 }
 
-/** The UI stream chunk that shows `update` to a client following the run. */
-export function toolPartUpdateChunk(update: ToolPartUpdate): Record<string, unknown> {
+/** The UI stream chunks that show `update` to a client following the run (the same part state as stored). */
+export function toolPartUpdateChunks(update: ToolPartUpdate): Array<Record<string, unknown>> {
   const { outcome } = update;
   switch (outcome.type) {
     case "output":
-      return { type: "tool-output-available", toolCallId: update.toolCallId, output: outcome.output };
+      return [{ type: "tool-output-available", toolCallId: update.toolCallId, output: outcome.output }];
     case "error":
-      return { type: "tool-output-error", toolCallId: update.toolCallId, errorText: outcome.message };
+      return [{ type: "tool-output-error", toolCallId: update.toolCallId, errorText: outcome.message }];
     case "denied":
-      return { type: "tool-output-denied", toolCallId: update.toolCallId };
+      return [
+        { type: "tool-approval-request", approvalId: update.actionId, toolCallId: update.toolCallId },
+        {
+          type: "tool-approval-response",
+          approvalId: update.actionId,
+          approved: false,
+          ...(outcome.reason !== undefined ? { reason: outcome.reason } : {}),
+        },
+      ];
   }
 }

@@ -9,6 +9,11 @@ export interface ProvisionedResource<FACADE = unknown> {
   meta?: Record<string, unknown>;
   /** Frees the resource. Called once, when the lease ends. */
   release(): Promise<void>;
+  /**
+   * The facade as one run sees it: every operation is also stopped by `signal` (the run's Stop), so a tool
+   * that passes no signal of its own is still cancelled with its run.
+   */
+  bind?(scope: { signal: AbortSignal }): FACADE;
 }
 
 /** What a binding is asked to provision. */

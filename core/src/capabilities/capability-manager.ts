@@ -9,6 +9,18 @@ export interface LeaseScope {
   threadId: string;
   identityKey: string;
   signal: AbortSignal;
+  /** Told when this scope starts provisioning a resource and when it is ready (or failed). */
+  onStatus?: (event: CapabilityStatusEvent) => void;
+}
+
+/** Provisioning progress of one lease, as the run streams it (`data-pai-capability` parts). */
+export interface CapabilityStatusEvent {
+  capability: string;
+  lifetime: CapabilityLifetime;
+  status: "provisioning" | "ready" | "failed";
+  resourceId?: string;
+  durationMs?: number;
+  error?: string;
 }
 
 interface Lease {
@@ -74,9 +86,12 @@ export class CapabilityManager {
           if (!method) {
             method = async (...args: unknown[]) => {
               const resource = await this.acquire(capability, scope);
-              const member = (resource.facade as Record<PropertyKey, unknown>)[property];
+              const facade = (
+                resource.bind ? resource.bind({ signal: scope.signal }) : resource.facade
+              ) as Record<PropertyKey, unknown>;
+              const member = facade[property];
               if (typeof member !== "function") return member;
-              return member.apply(resource.facade, args);
+              return member.apply(facade, args);
             };
             methods.set(property, method);
           }
@@ -100,6 +115,8 @@ export class CapabilityManager {
     const id = leaseId(capability, lifetime, key);
     let lease = this.#leases.get(id);
     if (!lease) {
+      const started = Date.now();
+      scope.onStatus?.({ capability, lifetime, status: "provisioning" });
       const created: Lease = {
         capability,
         lifetime,
@@ -112,9 +129,23 @@ export class CapabilityManager {
       created.resource.then(
         (resource) => {
           created.settled = resource;
+          scope.onStatus?.({
+            capability,
+            lifetime,
+            status: "ready",
+            resourceId: resource.resourceId,
+            durationMs: Date.now() - started,
+          });
         },
-        () => {
+        (error: unknown) => {
           if (this.#leases.get(id) === created) this.#leases.delete(id);
+          scope.onStatus?.({
+            capability,
+            lifetime,
+            status: "failed",
+            durationMs: Date.now() - started,
+            error: error instanceof Error ? error.message : String(error),
+          });
         },
       );
       lease = created;

@@ -21,7 +21,9 @@ type Values<M> = M extends CapabilityMap ? M[keyof M] : never;
 /** Every capability declaration some tool of the registry requires. */
 export type RequiredCapabilities<PAI> =
   PAI extends Pai<infer AGENTS>
-    ? Values<{ [A in keyof AGENTS]: AgentCapabilityMaps<AGENTS[A]> }[keyof AGENTS]>
+    ? IsAny<AGENTS[keyof AGENTS]["tools"]> extends true
+      ? never
+      : Values<{ [A in keyof AGENTS]: AgentCapabilityMaps<AGENTS[A]> }[keyof AGENTS]>
     : never;
 
 /** The `capabilities` option: required (and typed by facade) when a registered tool needs a capability. */

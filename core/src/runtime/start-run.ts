@@ -14,12 +14,12 @@ import { publicAction } from "../actions/public-action.ts";
 import {
   applyToolPartUpdate,
   type ToolPartUpdate,
-  toolPartUpdateChunk,
+  toolPartUpdateChunks,
   waitingToolCallIds,
 } from "../actions/tool-part-updates.ts";
 import type { RegisteredAgent } from "../agents/create-pai.ts";
 import type { AgentResolverArgs, RuntimeErrorInfo } from "../agents/define-agent.ts";
-import type { CapabilityManager } from "../capabilities/capability-manager.ts";
+import type { CapabilityManager, LeaseScope } from "../capabilities/capability-manager.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PendingActionRecord, ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { ToolAgents } from "../tools/tool-context.ts";
@@ -113,7 +113,13 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
   };
 
   const inputMessages = await store.loadMessages(threadId);
-  const leaseScope = { runId, threadId, identityKey, signal: controller.signal };
+  const leaseScope: LeaseScope = {
+    runId,
+    threadId,
+    identityKey,
+    signal: controller.signal,
+    onStatus: (event) => state.writer?.write({ type: "data-pai-capability", data: event } as never),
+  };
   const state: RunState = {
     agent,
     runId,
@@ -174,7 +180,7 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
       const update: ToolPartUpdate = { toolCallId, actionId: action.id, outcome };
       applyToolPartUpdate(inputMessages, update);
       updates.push(update);
-      state.writer?.write(toolPartUpdateChunk(update) as UIMessageChunk);
+      for (const chunk of toolPartUpdateChunks(update)) state.writer?.write(chunk as UIMessageChunk);
       state.writer?.write({ type: "data-pai-action", id: action.id, data: publicAction(action) } as never);
     }
   };
@@ -184,10 +190,12 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
     inputMessages.push(userMessage);
   }
   const startedAt = Date.now();
-  await Promise.all([
-    store.ensureThread(thread),
-    store.createRun({ id: runId, threadId, agentId: agent.id, status: "running", startedAt }),
-  ]);
+  // Stored at once, so a reader (a reloaded page) sees the user's message while the run goes on.
+  await store.commitRun({
+    thread: { ...thread, updatedAt: startedAt },
+    messages: inputMessages,
+    run: { id: runId, threadId, agentId: agent.id, status: "running", startedAt },
+  });
 
   let modelError: unknown;
   let finalMessages: UIMessage[] = inputMessages;

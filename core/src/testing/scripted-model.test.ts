@@ -5,7 +5,11 @@ import { createScriptedModel } from "./scripted-model.ts";
 
 it("plays text and tool-call steps in order and reports unplayed steps", async () => {
   const model = createScriptedModel({
-    steps: [{ toolCalls: [{ toolName: "double", input: { n: 21 } }] }, (call) => ({ text: `saw ${call.prompt.length} messages` }), { text: "never" }],
+    steps: [
+      { toolCalls: [{ toolName: "double", input: { n: 21 } }] },
+      (call) => ({ text: `saw ${call.prompt.length} messages` }),
+      { text: "never" },
+    ],
   });
   const result = await generateText({
     model,

@@ -89,7 +89,11 @@ export function createScriptedModel(options: {
     doStream: async (call) => {
       const { step, index } = nextStep(call);
       return {
-        stream: simulateReadableStream({ chunks: scriptedStepParts(step, index), initialDelayInMs: null, chunkDelayInMs: null }),
+        stream: simulateReadableStream({
+          chunks: scriptedStepParts(step, index),
+          initialDelayInMs: null,
+          chunkDelayInMs: null,
+        }),
       };
     },
     doGenerate: async (call) => {

@@ -1,0 +1,239 @@
+import type {
+  CapabilityBinding,
+  CapabilityLifetime,
+  LeaseRecord,
+  ProvisionedResource,
+  ProvisionRequest,
+} from "@pai/core";
+import { PaiError } from "@pai/core";
+import {
+  type ContainerDriver,
+  type ContainerLimits,
+  type ContainerPool,
+  type ContainerPoolMetrics,
+  type ContainerSpec,
+  createContainerPool,
+  createDockerDriver,
+  type Lease,
+  specHash,
+} from "@pai/pool";
+import { bindSandboxFacade } from "./bind-sandbox-facade.ts";
+import type { CommandExecutor } from "./command-executor.ts";
+import { createSandboxFacade } from "./create-sandbox-facade.ts";
+import { resolveDefaultSandboxImage } from "./default-sandbox-image.ts";
+import { createDockerExecExecutor } from "./docker-exec-executor.ts";
+import type { SandboxFacade } from "./sandbox-facade.ts";
+
+/** Options of {@link dockerSandbox}. */
+export interface DockerSandboxOptions {
+  /**
+   * Image of the sandbox containers (it must exist locally; nothing is pulled).
+   * @default the tag `images/build --print-tag sandbox` prints when that image exists, else `pai/sandbox:latest`
+   */
+  image?: string;
+  /** The warm pool. */
+  pool?: {
+    /** Started containers kept ready. @default 1 */
+    min?: number;
+    /** Containers in total, leased ones included. @default 10 */
+    max?: number;
+    /** How long provisioning waits for a container before failing with `POOL_EXHAUSTED`. @default 30000 */
+    acquireTimeoutMs?: number;
+  };
+  /**
+   * Per-container limits.
+   * @default 512 MiB memory (no swap), 1 CPU, 256 pids, 1 GiB largest file
+   */
+  limits?: ContainerLimits;
+  /**
+   * `none` (only `lo`) or `host`. Never a bridge network.
+   * @default "none"
+   */
+  network?: "none" | "host";
+  /** Overrides the capability's default lifetime (`thread`). */
+  lifetime?: CapabilityLifetime;
+  /** Idle time after which `thread`/`user` sandboxes are removed. @default 30 minutes (the runtime's) */
+  idleTtlMs?: number;
+  /** The engine. @default createDockerDriver() (DOCKER_HOST or the default socket) */
+  driver?: ContainerDriver;
+  /**
+   * The pool's `pai.pool` label: a restarted process finds its containers (to reattach or reap) by it. Two live
+   * processes (or two bindings) on one engine must not share it, as each reaps what it does not own.
+   * @default `pai-sandbox-<hash of the container spec>`
+   */
+  poolId?: string;
+  /** Extra environment of every container (over `HOME=/workspace`). */
+  env?: Readonly<Record<string, string>>;
+  /** argv prefix that runs `runCommand`'s command line when it has no `args`. @default ["bash", "-c"] */
+  shell?: readonly string[];
+  /** Default per-stream output kept by `runCommand`. @default 1048576 */
+  maxOutputBytes?: number;
+}
+
+/**
+ * A provisioned sandbox. Besides the facade it offers `bind({ signal })`: the facade with every command and file
+ * operation also aborted by that signal, so a runtime can hand each run a view its Stop reaches.
+ */
+export interface ProvisionedSandbox extends ProvisionedResource<SandboxFacade> {
+  bind(scope: { signal: AbortSignal }): SandboxFacade;
+}
+
+/** The binding `dockerSandbox()` returns, with a view of its pool. */
+export interface DockerSandboxBinding extends CapabilityBinding<SandboxFacade> {
+  provision(request: ProvisionRequest): Promise<ProvisionedSandbox>;
+  reattach(lease: LeaseRecord, signal: AbortSignal): Promise<ProvisionedSandbox | undefined>;
+  /** The pool id, once started. */
+  readonly poolId: string | undefined;
+  /** The image, once started. */
+  readonly image: string | undefined;
+  /** The pool's metrics, once started. */
+  metrics(): ContainerPoolMetrics | undefined;
+}
+
+const WORKSPACE = "/workspace";
+
+/**
+ * The Docker binding of the `sandbox` capability: one fresh container per lease from a warm pool, destroyed
+ * when the lease ends (never reused for another key), reattached after a restart from the lease the runtime
+ * recorded, with containers nobody owns reaped.
+ *
+ * @example
+ * const runtime = createAgentRuntime({
+ *   pai,
+ *   capabilities: {
+ *     sandbox: dockerSandbox({ pool: { min: 1, max: 8, acquireTimeoutMs: 30_000 }, limits: { memoryBytes: 1 << 30 } }),
+ *   },
+ * });
+ */
+export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandboxBinding {
+  const driver = options.driver ?? createDockerDriver();
+  let pool: ContainerPool<CommandExecutor> | undefined;
+  let image: string | undefined;
+  let poolId: string | undefined;
+  let starting: Promise<void> | undefined;
+  let closed = false;
+
+  function start(): Promise<void> {
+    if (closed)
+      return Promise.reject(new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"));
+    starting ??= (async () => {
+      const resolvedImage = options.image ?? (await resolveDefaultSandboxImage());
+      const spec: ContainerSpec = {
+        image: resolvedImage,
+        env: { HOME: WORKSPACE, ...(options.env ?? {}) },
+        workingDir: WORKSPACE,
+        network: options.network ?? "none",
+        ...(options.limits ? { limits: options.limits } : {}),
+      };
+      const id = options.poolId ?? `pai-sandbox-${specHash(spec)}`;
+      const created = createContainerPool<CommandExecutor>({
+        driver,
+        spec,
+        poolId: id,
+        ...(options.pool?.min !== undefined ? { min: options.pool.min } : {}),
+        ...(options.pool?.max !== undefined ? { max: options.pool.max } : {}),
+        ...(options.pool?.acquireTimeoutMs !== undefined
+          ? { acquireTimeoutMs: options.pool.acquireTimeoutMs }
+          : {}),
+        setup: ({ containerId }) => createDockerExecExecutor({ driver, containerId }),
+        teardown: ({ state }) => state?.close(),
+      });
+      if (closed) {
+        await created.close();
+        throw new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed");
+      }
+      try {
+        await created.warm({ timeoutMs: options.pool?.acquireTimeoutMs ?? 30_000 });
+      } catch (error) {
+        await created.close();
+        throw error;
+      }
+      pool = created;
+      image = resolvedImage;
+      poolId = id;
+    })();
+    starting.catch(() => {
+      starting = undefined;
+    });
+    return starting;
+  }
+
+  function resourceOf(lease: Lease<CommandExecutor>): ProvisionedSandbox {
+    const facade = createSandboxFacade({
+      executor: lease.state,
+      driver,
+      containerId: lease.containerId,
+      image: image ?? "",
+      workspace: WORKSPACE,
+      ...(options.shell ? { shell: options.shell } : {}),
+      ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
+    });
+    return {
+      facade,
+      resourceId: lease.containerId,
+      meta: { poolId, image },
+      release: () => lease.release(),
+      bind: ({ signal }) => bindSandboxFacade(facade, signal),
+    };
+  }
+
+  async function ready(): Promise<ContainerPool<CommandExecutor>> {
+    await start();
+    if (!pool || closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed");
+    return pool;
+  }
+
+  return {
+    kind: "pai.capability-binding",
+    capability: "sandbox",
+    lifetime: options.lifetime,
+    idleTtlMs: options.idleTtlMs,
+    get poolId() {
+      return poolId;
+    },
+    get image() {
+      return image;
+    },
+    metrics: () => pool?.metrics(),
+    start,
+
+    async provision(request: ProvisionRequest) {
+      const current = await ready();
+      request.signal.throwIfAborted();
+      const lease = await current.acquire({
+        leaseKey: `sandbox:${request.leaseKey}`,
+        signal: request.signal,
+      });
+      if (request.signal.aborted) {
+        await lease.release();
+        request.signal.throwIfAborted();
+      }
+      return resourceOf(lease);
+    },
+
+    async reattach(record: LeaseRecord, signal: AbortSignal) {
+      const current = await ready();
+      if (typeof record.meta.poolId === "string" && record.meta.poolId !== poolId) return undefined;
+      try {
+        const lease = await current.adopt(record.resourceId, {
+          leaseKey: `sandbox:${record.lifetime}:${record.key}`,
+          signal,
+        });
+        return resourceOf(lease);
+      } catch {
+        return undefined;
+      }
+    },
+
+    async reapUnowned(keepResourceIds: string[]) {
+      const current = await ready();
+      await current.reapStrays({ keep: keepResourceIds });
+    },
+
+    async close() {
+      closed = true;
+      await starting?.catch(() => undefined);
+      await pool?.close();
+    },
+  };
+}

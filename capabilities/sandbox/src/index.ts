@@ -1,0 +1,40 @@
+export { bindSandboxFacade } from "./bind-sandbox-facade.ts";
+export type {
+  CommandExecutor,
+  ExecutorProcess,
+  ExecutorProcessResult,
+  ExecutorSpawnOptions,
+} from "./command-executor.ts";
+export { createSandboxFacade, type SandboxFacadeOptions } from "./create-sandbox-facade.ts";
+export { LATEST_SANDBOX_IMAGE, resolveDefaultSandboxImage } from "./default-sandbox-image.ts";
+export {
+  createDockerExecExecutor,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type DockerExecExecutorOptions,
+} from "./docker-exec-executor.ts";
+export {
+  type DockerSandboxBinding,
+  type DockerSandboxOptions,
+  dockerSandbox,
+  type ProvisionedSandbox,
+} from "./docker-sandbox.ts";
+export { sandbox } from "./sandbox.ts";
+export type {
+  CommandResult,
+  ReadFileOptions,
+  RunCommandOptions,
+  SandboxFacade,
+  SandboxFileEntry,
+  SandboxFileOptions,
+  SandboxFileStat,
+  SandboxFileType,
+  SandboxInfo,
+  SandboxProcess,
+  SandboxSignal,
+  SpawnCommandOptions,
+  TerminationReason,
+  UploadResult,
+  WriteFileEntry,
+} from "./sandbox-facade.ts";
+export { type ToSandboxSessionOptions, toSandboxSession } from "./to-sandbox-session.ts";
+export { resolveWorkspacePath } from "./workspace-path.ts";

@@ -1,0 +1,1 @@
+export { createTestSandbox, type TestSandbox, type TestSandboxOptions } from "./create-test-sandbox.ts";

@@ -1,0 +1,57 @@
+import { type ToolCardPropsFor, toolCallStatus } from "@pai/react";
+import type { ReactNode } from "react";
+import type { ChatMessage } from "./chat-message.ts";
+
+/**
+ * The chat app's own card for `runScript` (registered by tool id in `<PaiProvider cards>`): the file, the
+ * command's output as it streams from the sandbox, and how it ended. Typed from the agent's contract.
+ */
+export function RunScriptCard({
+  part,
+  toolId,
+  data,
+  pendingAction,
+}: ToolCardPropsFor<ChatMessage, "runScript">): ReactNode {
+  const status = toolCallStatus(part, pendingAction);
+  const streamed = data
+    .filter((item) => item.channel === "output")
+    .map((item) => String(item.value))
+    .join("");
+  const result = part.state === "output-available" ? part.output : undefined;
+  return (
+    <section
+      className="pai-tool run-script"
+      data-tool-id={toolId}
+      data-tool-call-id={part.toolCallId}
+      data-status={status.key}
+    >
+      <header className="pai-tool-header">
+        <span className="pai-tool-name">
+          runScript <span className="run-script-file">{part.input?.path}</span>
+        </span>
+        <span className="pai-tool-status" data-status={status.key}>
+          {status.label}
+        </span>
+      </header>
+      {part.input?.content ? (
+        <details className="pai-tool-input">
+          <summary>{part.input.path}</summary>
+          <pre>{part.input.content}</pre>
+        </details>
+      ) : null}
+      {streamed ? (
+        <div className="pai-tool-data" data-channel="output">
+          <pre>{streamed}</pre>
+        </div>
+      ) : null}
+      {result ? (
+        <footer className={result.exitCode === 0 ? "run-script-exit ok" : "run-script-exit bad"}>
+          exit {result.exitCode}
+          {result.terminationReason !== "exit" ? ` (${result.terminationReason})` : ""} ·{" "}
+          {(result.durationMs / 1000).toFixed(1)} s in the sandbox
+        </footer>
+      ) : null}
+      {part.state === "output-error" ? <p className="pai-tool-error">{part.errorText}</p> : null}
+    </section>
+  );
+}

@@ -1,0 +1,19 @@
+import { defineAgent } from "@pai/core";
+import { z } from "zod";
+import { commitWork } from "./tools/commit-work.ts";
+import { runScript } from "./tools/run-script.ts";
+
+/** The demo caller: who the chat server says you are (see `demo-identity.ts`). */
+export const chatIdentity = z.object({ userId: z.string().min(1) });
+
+/** The chat app's agent: runs code in a per-conversation sandbox and commits work after approval. */
+export const chatAgent = defineAgent({
+  name: "PAI chat",
+  identity: chatIdentity,
+  instructions:
+    "You are a coding assistant with a Linux sandbox for this conversation. Use runScript to write a file and " +
+    "run it; show what it printed. Use commitWork to commit files once they work: a person approves each commit. " +
+    "If a commit is denied, say so and do not retry it.",
+  maxSteps: 8,
+  tools: { runScript, commitWork },
+});

@@ -1,0 +1,24 @@
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vite";
+
+/** Builds the chat page: `page/` → `dist/` (served by `server.ts`). */
+export default defineConfig({
+  root: fileURLToPath(new URL("./page", import.meta.url)),
+  base: "/",
+  build: {
+    outDir: fileURLToPath(new URL("./dist", import.meta.url)),
+    emptyOutDir: true,
+    sourcemap: true,
+    rolldownOptions: {
+      onwarn(warning, warn) {
+        // swr (under @ai-sdk/react) marks its modules "use client"; that means nothing in a client bundle
+        if (warning.code === "MODULE_LEVEL_DIRECTIVE") return;
+        warn(warning);
+      },
+    },
+  },
+  server: {
+    host: "127.0.0.1",
+    proxy: { "/api": "http://127.0.0.1:3000" },
+  },
+});

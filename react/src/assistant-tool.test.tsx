@@ -1,0 +1,157 @@
+// @vitest-environment happy-dom
+import type { UIMessage } from "ai";
+import { act } from "react";
+import { createRoot, type Root } from "react-dom/client";
+import { renderToString } from "react-dom/server";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Assistant } from "./assistant.ts";
+import { isPaiToolPart } from "./is-pai-tool-part.ts";
+import type { PendingActionAnswerEvent } from "./pai-provider.tsx";
+import { registerToolCard } from "./register-tool-card.ts";
+import { sampleAction, sampleMessage } from "./testing/sample-message.ts";
+import type { ToolCardProps } from "./tool-card.ts";
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+function Messages({ message }: { message: UIMessage }) {
+  return (
+    <div>
+      {message.parts.map((part) =>
+        isPaiToolPart(part) ? <Assistant.Tool key={part.toolCallId} message={message} part={part} /> : null,
+      )}
+    </div>
+  );
+}
+
+function ProviderCard({ toolName, data, pendingAction }: ToolCardProps) {
+  return (
+    <p>
+      provider card for {toolName}: {data.length} writes, waiting on {pendingAction?.actionId}
+    </p>
+  );
+}
+function RegisteredCard({ toolId }: ToolCardProps) {
+  return <p>registered card for {toolId}</p>;
+}
+
+let container: HTMLElement;
+let root: Root;
+
+beforeEach(() => {
+  container = document.createElement("div");
+  document.body.append(container);
+  root = createRoot(container);
+});
+
+afterEach(() => {
+  act(() => root.unmount());
+  container.remove();
+});
+
+describe("<Assistant.Tool>", () => {
+  it("renders the default card: name, status, input, streamed tool data and the question", () => {
+    const html = renderToString(<Messages message={sampleMessage()} />);
+    expect(html).toContain('data-tool-id="deploy.v2"');
+    expect(html).toContain("deploy");
+    expect(html).toContain("Needs approval");
+    expect(html).toContain("hello world\n");
+    expect(html).not.toContain("not mine");
+    expect(html).toContain("Deploy api?");
+    expect(html).toContain("Approve");
+  });
+
+  it("answers the pending action through the provider when Approve or Deny is clicked", async () => {
+    const answers: PendingActionAnswerEvent[] = [];
+    await act(async () =>
+      root.render(
+        <Assistant.Provider api="/api" threadId="t1" onAnswer={(event) => void answers.push(event)}>
+          <Messages message={sampleMessage()} />
+        </Assistant.Provider>,
+      ),
+    );
+    await act(async () => container.querySelector<HTMLButtonElement>(".pai-tool-approve")!.click());
+    await act(async () => container.querySelector<HTMLButtonElement>(".pai-tool-deny")!.click());
+    expect(answers.map((event) => event.answer)).toEqual([
+      { type: "resume", resume: { approved: true } },
+      { type: "deny", reason: "The user denied it." },
+    ]);
+    expect(answers[0]!.action).toMatchObject({ actionId: "a1", toolCallId: "c1", inputHash: "h1" });
+  });
+
+  it("shows the error of a failed answer on the card", async () => {
+    await act(async () =>
+      root.render(
+        <Assistant.Provider
+          onAnswer={() => {
+            throw new Error("the tool is disabled");
+          }}
+        >
+          <Messages message={sampleMessage()} />
+        </Assistant.Provider>,
+      ),
+    );
+    await act(async () => container.querySelector<HTMLButtonElement>(".pai-tool-approve")!.click());
+    expect(container.querySelector(".pai-tool-approval .pai-tool-error")?.textContent).toBe(
+      "the tool is disabled",
+    );
+  });
+
+  it("drops the buttons once the action is settled and shows the output", () => {
+    const message = sampleMessage(sampleAction({ status: "resumed" }));
+    const part = message.parts[2] as Record<string, unknown>;
+    Object.assign(part, { state: "output-available", output: { deployed: "api" } });
+    const html = renderToString(<Messages message={message} />);
+    expect(html).not.toContain("Approve");
+    expect(html).toContain("Done");
+    expect(html).toContain("&quot;deployed&quot;: &quot;api&quot;");
+  });
+
+  it("shows a denial recorded on the stored part", () => {
+    const message = sampleMessage(sampleAction({ status: "denied" }));
+    Object.assign(message.parts[2] as Record<string, unknown>, {
+      state: "approval-responded",
+      approval: { id: "a1", approved: false, reason: "not now" },
+    });
+    const html = renderToString(<Messages message={message} />);
+    expect(html).toContain('data-status="denied"');
+    expect(html).toContain("Denied: not now");
+  });
+
+  it("shows a denial streamed as tool-output-denied, which carries no approval", () => {
+    const message = sampleMessage(sampleAction({ status: "denied" }));
+    Object.assign(message.parts[2] as Record<string, unknown>, { state: "output-denied" });
+    const html = renderToString(<Messages message={message} />);
+    expect(html).toContain('data-status="denied"');
+    expect(html).not.toContain("Approve");
+  });
+
+  it("uses a custom card for the tool id from the provider, then from the registry", () => {
+    const unregister = registerToolCard("deploy.v2", RegisteredCard);
+    try {
+      expect(renderToString(<Messages message={sampleMessage()} />)).toContain(
+        "registered card for <!-- -->deploy.v2",
+      );
+      const html = renderToString(
+        <Assistant.Provider cards={{ "deploy.v2": ProviderCard }}>
+          <Messages message={sampleMessage()} />
+        </Assistant.Provider>,
+      );
+      expect(html).toContain("provider card for <!-- -->deploy<!-- -->: <!-- -->2<!-- --> writes");
+      expect(html).toContain("waiting on <!-- -->a1");
+    } finally {
+      unregister();
+    }
+    expect(renderToString(<Messages message={sampleMessage()} />)).toContain("pai-tool-approve");
+  });
+
+  it("falls back to the registration key for parts without a tool id", () => {
+    const message = sampleMessage();
+    delete (message.parts[2] as Record<string, unknown>).toolMetadata;
+    const html = renderToString(
+      <Assistant.Provider cards={{ deploy: ({ toolId }) => <p>by key {toolId}</p> }}>
+        <Messages message={message} />
+      </Assistant.Provider>,
+    );
+    expect(html).toContain("by key <!-- -->deploy");
+  });
+});

@@ -1,0 +1,27 @@
+export { type AnswerActionOptions, type AnswerActionResult, answerAction } from "./answer-action.ts";
+export { Assistant } from "./assistant.ts";
+export { AssistantTool, type AssistantToolProps } from "./assistant-tool.tsx";
+export { DefaultToolCard, type ToolCallStatus, toolCallStatus } from "./default-tool-card.tsx";
+export { type FollowRunStreamOptions, followRunStream, upsertMessage } from "./follow-run-stream.ts";
+export {
+  isPaiToolPart,
+  type MessageTools,
+  type PaiToolPart,
+  type ToolPartOf,
+  toolIdOf,
+  toolNameOf,
+} from "./is-pai-tool-part.ts";
+export {
+  type PaiContextValue,
+  PaiProvider,
+  type PaiProviderProps,
+  type PendingActionAnswerEvent,
+  usePaiContext,
+} from "./pai-provider.tsx";
+export { PaiResponseError } from "./pai-response-error.ts";
+export { pendingActionFor, pendingActionsOf } from "./pending-actions-of.ts";
+export { registeredToolCard, registerToolCard } from "./register-tool-card.ts";
+export type { ToolCard, ToolCardProps, ToolCardPropsFor, ToolCards } from "./tool-card.ts";
+export { type ToolDataItem, toolDataOf } from "./tool-data-of.ts";
+export { type UsePaiChatHelpers, type UsePaiChatOptions, usePaiChat } from "./use-pai-chat.ts";
+export { usePendingActions } from "./use-pending-actions.ts";
