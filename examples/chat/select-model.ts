@@ -1,6 +1,4 @@
-import { createAnthropic } from "@ai-sdk/anthropic";
-import { createOpenAI } from "@ai-sdk/openai";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { modelFromEnv } from "@pai/examples-shared/model-from-env";
 import type { LanguageModel } from "ai";
 import { createScriptedPlan } from "./server/scripted-plan.ts";
 
@@ -12,44 +10,10 @@ export interface SelectedModel {
   scripted: boolean;
 }
 
-/**
- * Picks the model from the environment: `PAI_MODEL_BASE_URL` (any OpenAI-compatible server — Ollama, vLLM —
- * with `PAI_MODEL` naming the model, `PAI_MODEL_API_KEY` optional), `OPENAI_API_KEY` (`@ai-sdk/openai`) or
- * `ANTHROPIC_API_KEY` (`@ai-sdk/anthropic`); `PAI_MODEL` overrides the model name. With none set, the scripted
- * demo plan.
- */
+/** A real model from the environment (see `modelFromEnv`), or the scripted demo plan when none is configured. */
 export function selectModel(env: NodeJS.ProcessEnv = process.env): SelectedModel {
-  const name = env.PAI_MODEL;
-  if (env.PAI_MODEL_BASE_URL) {
-    if (!name)
-      throw new Error("PAI_MODEL_BASE_URL is set: set PAI_MODEL to the model's name too (e.g. llama3.1)");
-    const provider = createOpenAICompatible({
-      name: "pai-compatible",
-      baseURL: env.PAI_MODEL_BASE_URL,
-      ...(env.PAI_MODEL_API_KEY ? { apiKey: env.PAI_MODEL_API_KEY } : {}),
-    });
-    return {
-      model: provider.chatModel(name),
-      description: `${name} at ${env.PAI_MODEL_BASE_URL}`,
-      scripted: false,
-    };
-  }
-  if (env.OPENAI_API_KEY) {
-    const model = name ?? "gpt-4.1-mini";
-    return {
-      model: createOpenAI({ apiKey: env.OPENAI_API_KEY })(model),
-      description: `OpenAI ${model}`,
-      scripted: false,
-    };
-  }
-  if (env.ANTHROPIC_API_KEY) {
-    const model = name ?? "claude-sonnet-4-5";
-    return {
-      model: createAnthropic({ apiKey: env.ANTHROPIC_API_KEY })(model),
-      description: `Anthropic ${model}`,
-      scripted: false,
-    };
-  }
+  const real = modelFromEnv(env);
+  if (real.model) return { model: real.model, description: real.description ?? "", scripted: false };
   return {
     model: createScriptedPlan(),
     description:

@@ -11,9 +11,9 @@ import {
   type PublicPendingAction,
 } from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
+import { modelFromEnv } from "@pai/examples-shared/model-from-env";
 import { dockerSandbox } from "@pai/sandbox";
 import { DEFAULT_TASK, scriptedPlan } from "./scripted-plan.ts";
-import { selectModel } from "./select-model.ts";
 import { bold, cyan, dim, green, renderRun, type ViewCounts, yellow } from "./terminal-view.ts";
 import { exportFile, runCommand, writeSandboxFile } from "./tools.ts";
 
@@ -27,7 +27,7 @@ if (!task) {
   process.exit(2);
 }
 
-const selected = selectModel();
+const selected = modelFromEnv();
 const model =
   selected.model ??
   createScriptedModel({ steps: scriptedPlan(task), fallback: { text: "(The scripted plan is over.)" } });

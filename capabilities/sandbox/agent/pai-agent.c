@@ -30,7 +30,8 @@
  *  - When a command's leader exits, the output already in its pipes is forwarded, then EXIT is sent.
  *    Output written later by background descendants is read and discarded (so they do not die of
  *    SIGPIPE); a SIGNAL for the request still reaches the group while any of it holds the pipes.
- *    If the host signalled the command, the rest of its group is killed when the leader exits.
+ *    If the host signalled the command, or asked for it in SPAWN (flag 0x10), the rest of its group is
+ *    killed when the leader exits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -81,6 +82,7 @@ enum {
 #define SPAWN_HAS_UID 0x02u
 #define SPAWN_HAS_GID 0x04u
 #define SPAWN_INHERIT_ENV 0x08u
+#define SPAWN_KILL_GROUP_ON_EXIT 0x10u
 /* WRITE_FILE / READ_FILE flags */
 #define FILE_HAS_UID 0x01u
 #define FILE_HAS_GID 0x02u
@@ -301,7 +303,10 @@ static void on_exit_status(cmd_t *c, int status) {
   c->exited = 1;
   close_stdin(c);
   c->ack = 0;
-  if (c->signalled) kill(-c->pid, SIGKILL);
+  /* Repeat a few times: a member may be between fork and its child joining the signal's view. */
+  if (c->signalled)
+    for (int i = 0; i < 16 && kill(-c->pid, SIGKILL) == 0; i++) {
+    }
 }
 
 static void reap(void) {
@@ -517,6 +522,7 @@ static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
   if (!c) die("out of memory");
   c->id = id;
   c->pid = pid;
+  c->signalled = (flags & SPAWN_KILL_GROUP_ON_EXIT) != 0;
   c->in_fd = inp[1];
   c->out_fd = outp[0];
   c->err_fd = errp[0];

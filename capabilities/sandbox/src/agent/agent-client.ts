@@ -89,6 +89,12 @@ export interface AgentSpawnOptions {
   onOutputLimit?: "truncate" | "kill" | undefined;
   /** Grace between TERM and KILL when a timeout, abort or output limit stops the command. @default 2000 */
   forceKillAfterMs?: number | undefined;
+  /**
+   * SIGKILL what is left of the command's process group once the command itself has exited (what it put in
+   * the background), so nothing outlives it. Processes that made their own session escape.
+   * @default false
+   */
+  killGroupOnExit?: boolean | undefined;
 }
 
 /** How a command ended, with its (capped) output. */
@@ -607,6 +613,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
       uid: spawnOptions.uid,
       gid: spawnOptions.gid,
       stdin: stdin !== undefined,
+      killGroupOnExit: spawnOptions.killGroupOnExit,
     });
     const state: ProcessState = {
       id: 0,

@@ -90,6 +90,7 @@ const SPAWN_STDIN = 0x01;
 const SPAWN_HAS_UID = 0x02;
 const SPAWN_HAS_GID = 0x04;
 const SPAWN_INHERIT_ENV = 0x08;
+const SPAWN_KILL_GROUP_ON_EXIT = 0x10;
 const FILE_HAS_UID = 0x01;
 const FILE_HAS_GID = 0x02;
 const FILE_HAS_MODE = 0x04;
@@ -141,6 +142,8 @@ export interface SpawnRequest {
   gid?: number | undefined;
   /** Keep a pipe open to the command's stdin (else it reads EOF at once). */
   stdin: boolean;
+  /** SIGKILL what is left of the command's process group when the command exits (SPAWN flag 0x10). */
+  killGroupOnExit?: boolean | undefined;
 }
 
 /** SPAWN payload: `u8 flags | u32 uid | u32 gid | u16 argc | u16 envc | cwd\0 | argv[argc]\0 | KEY=VALUE[envc]\0`. */
@@ -158,6 +161,7 @@ export function encodeSpawnPayload(request: SpawnRequest): Uint8Array {
   if (request.uid !== undefined) flags |= SPAWN_HAS_UID;
   if (request.gid !== undefined) flags |= SPAWN_HAS_GID;
   if (request.inheritEnv ?? true) flags |= SPAWN_INHERIT_ENV;
+  if (request.killGroupOnExit) flags |= SPAWN_KILL_GROUP_ON_EXIT;
   head[0] = flags;
   view.setUint32(1, checkId(request.uid, "uid"));
   view.setUint32(5, checkId(request.gid, "gid"));

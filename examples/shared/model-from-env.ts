@@ -4,7 +4,7 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModel } from "ai";
 
 /** The model the examples run on, and how it was chosen (for the banner). */
-export interface SelectedModel {
+export interface ModelFromEnv {
   model: LanguageModel | undefined;
   /** `undefined` when no variable is set: the example's embedded scripted model is used. */
   description: string | undefined;
@@ -15,7 +15,7 @@ export interface SelectedModel {
  * (`@ai-sdk/anthropic`) or `PAI_MODEL_BASE_URL` (any OpenAI-compatible server: Ollama, vLLM, ...).
  * `PAI_MODEL` overrides the model name. With none set, `model` is `undefined`.
  */
-export function selectModel(env: NodeJS.ProcessEnv = process.env): SelectedModel {
+export function modelFromEnv(env: NodeJS.ProcessEnv = process.env): ModelFromEnv {
   const name = env.PAI_MODEL;
   if (env.PAI_MODEL_BASE_URL) {
     if (!name)

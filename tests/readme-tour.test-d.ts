@@ -1,0 +1,63 @@
+// The README's tour, compiled as written (with `model` declared), so the README stays true.
+import { createAgentRuntime, createPai, defineAgent, defineTool, type LanguageModel } from "@pai/core";
+import { dockerSandbox, sandbox } from "@pai/sandbox";
+import { test } from "vitest";
+import { z } from "zod";
+
+declare const model: LanguageModel;
+
+test("the README tour type-checks", async () => {
+  const runScript = defineTool({
+    id: "runScript",
+    description: "Run a command in this conversation's sandbox.",
+    inputSchema: z.object({ command: z.string() }),
+    capabilities: { sandbox },
+    execute: (ctx) => ctx.capabilities.sandbox.runCommand({ command: ctx.input.command }),
+  });
+
+  const deploy = defineTool({
+    id: "deploy",
+    description: "Deploy a service after approval",
+    inputSchema: z.object({ service: z.string() }),
+    execute: (ctx) =>
+      ctx.entry.type === "resume"
+        ? { deployed: ctx.input.service }
+        : ctx.suspend({ question: `Deploy ${ctx.input.service}?` }),
+  });
+
+  const agent = defineAgent({
+    identity: z.object({ userId: z.string() }),
+    runtimeContext: async ({ identity }) => ({ userId: identity.userId, canDeploy: true }),
+    tools: {
+      runScript,
+      deploy: { tool: deploy, enabled: ({ runtimeContext }) => runtimeContext.canDeploy },
+    },
+  });
+
+  const pai = createPai({ agents: { coder: agent } });
+  const runtime = createAgentRuntime({
+    pai,
+    model,
+    capabilities: { sandbox: dockerSandbox({ pool: { min: 2, max: 8 } }) },
+  });
+
+  const run = await runtime.run({ agentId: "coder", identity: { userId: "u1" }, message: "run the tests" });
+  for await (const _chunk of run.stream) {
+    /* UI message stream chunks */
+  }
+  const { status } = await run.done;
+  void status;
+});
+
+test("a runtime without the sandbox binding is a type error", () => {
+  const runScript = defineTool({
+    id: "runScript",
+    description: "Run a command",
+    inputSchema: z.object({ command: z.string() }),
+    capabilities: { sandbox },
+    execute: (ctx) => ctx.capabilities.sandbox.runCommand({ command: ctx.input.command }),
+  });
+  const pai = createPai({ agents: { coder: defineAgent({ tools: { runScript } }) } });
+  // @ts-expect-error capabilities.sandbox is required: a registered tool needs it
+  createAgentRuntime({ pai, model });
+});
