@@ -114,6 +114,8 @@ export interface AgentRuntime {
   startCapabilities(): Promise<void>;
   /** Active capability leases. */
   leases(): ReturnType<CapabilityManager["leases"]>;
+  /** Releases `thread`/`user` capability leases idle past their TTL now (it also runs on a timer). */
+  sweepIdleCapabilities(): Promise<void>;
   /** The identity key a parsed identity maps to (thread owner, `user` lease key). */
   identityKey(identity: unknown): string;
   manifest(): PaiManifest;
@@ -452,6 +454,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     },
     startCapabilities: () => capabilities.startAll(),
     leases: () => capabilities.leases(),
+    sweepIdleCapabilities: () => capabilities.sweepIdle(),
     identityKey: (identity) => identityKeyOf(identity),
     manifest: () => pai.manifest(),
     async close() {
