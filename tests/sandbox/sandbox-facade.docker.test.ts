@@ -20,6 +20,7 @@ import {
   sandboxImage,
   tarOf,
   uniquePoolId,
+  waitFor,
 } from "./docker-helpers.ts";
 
 const poolId = uniquePoolId("facade");
@@ -38,7 +39,7 @@ async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
   );
 }
 
-describe.skipIf(dockerOptedOut)("sandbox facade on docker exec", () => {
+describe.skipIf(dockerOptedOut)("sandbox facade (through the in-container agent)", () => {
   beforeAll(async () => {
     binding = dockerSandbox({ image: sandboxImage, poolId, pool: { min: 0, max: 2 } });
     await binding.start?.();
@@ -186,7 +187,10 @@ describe.skipIf(dockerOptedOut)("sandbox facade on docker exec", () => {
       const process = await box.spawn({ command: "sleep 30 & echo started" });
       const result = await process.wait();
       expect(result).toMatchObject({ exitCode: 0, stdout: "started\n", terminationReason: "exit" });
-      expect(await ps()).toMatch(new RegExp(`${process.pid} +S +sleep$`, "m"));
+      // through the agent the command returns within a millisecond or two: the background child may not have
+      // exec'd `sleep` yet
+      const sleeping = new RegExp(`${process.pid} +S +sleep$`, "m");
+      await waitFor(async () => sleeping.test(await ps()), "the background sleep", 5_000);
       await process.kill("SIGKILL");
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(await ps()).not.toMatch(new RegExp(`${process.pid} +S +sleep$`, "m"));
@@ -318,7 +322,7 @@ describe.skipIf(dockerOptedOut)("sandbox facade on docker exec", () => {
       id: resource.resourceId,
       workspace: "/workspace",
       image: sandboxImage,
-      executor: "docker-exec",
+      executor: "agent",
     });
   });
 });

@@ -59,6 +59,13 @@ interface Connection {
 }
 
 const DEFAULT_HELLO_TIMEOUT_MS = 5000;
+/** The largest file one agent frame carries. */
+const MAX_AGENT_FILE_BYTES = 1024 * 1024;
+
+function fileError(error: unknown): unknown {
+  if (!SandboxAgentError.hasCode(error, "SANDBOX_FILE_FAILED")) return error;
+  return new PaiError("SANDBOX_FILE_FAILED", error.message, { cause: error, details: error.details ?? {} });
+}
 const CLOSE_WAIT_MS = 250;
 
 function withDeadline<T>(promise: Promise<T>, ms: number, signal: AbortSignal | undefined): Promise<T> {
@@ -214,6 +221,24 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     if (options.requireAgent ?? true) throw error;
   }
 
+  /** A file larger than one frame, streamed through `cat`. */
+  async function readByCommand(path: string, maxBytes: number, signal: AbortSignal | undefined) {
+    const result = await spawn({
+      argv: ["sh", "-c", '[ -e "$1" ] || exit 4; [ -f "$1" ] || exit 3; exec cat -- "$1"', "sh", path],
+      maxOutputBytes: maxBytes,
+      onOutputLimit: "kill",
+      signal,
+    }).wait();
+    if (result.terminationReason === "abort") throw signal?.reason ?? new Error("aborted");
+    if (result.exitCode === 4) return null;
+    if (result.terminationReason === "output-limit" || result.exitCode !== 0) {
+      throw new PaiError("SANDBOX_FILE_FAILED", `reading ${path} failed: ${Buffer.from(result.stderr)}`, {
+        details: { path, maxBytes, exitCode: result.exitCode },
+      });
+    }
+    return result.stdout;
+  }
+
   function spawn(spawnOptions: ExecutorSpawnOptions): ExecutorProcess {
     const client = agent();
     if (!client) return viaFallback().spawn(spawnOptions);
@@ -251,42 +276,23 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     run: (spawnOptions) => spawn(spawnOptions).wait(),
     async readFile(path, readOptions = {}) {
       const client = agent();
-      const maxBytes = readOptions.maxBytes;
-      if (!client || (maxBytes !== undefined && maxBytes > 1024 * 1024) || maxBytes === undefined) {
-        // Larger than one frame: stream it through a command.
-        if (!client) return viaFallback().readFile(path, readOptions);
-        const result = await client
-          .readFile(path, { maxBytes: 1024 * 1024, signal: readOptions.signal })
-          .catch(() => undefined);
-        if (result !== undefined) return result;
-        return viaFallback().readFile(path, readOptions);
-      }
+      if (!client) return viaFallback().readFile(path, readOptions);
+      const maxBytes = readOptions.maxBytes ?? MAX_AGENT_FILE_BYTES;
+      if (maxBytes > MAX_AGENT_FILE_BYTES) return readByCommand(path, maxBytes, readOptions.signal);
       try {
         return await client.readFile(path, { maxBytes, signal: readOptions.signal });
       } catch (error) {
-        if (SandboxAgentError.hasCode(error, "SANDBOX_FILE_FAILED")) {
-          throw new PaiError("SANDBOX_FILE_FAILED", error.message, {
-            cause: error,
-            details: error.details ?? {},
-          });
-        }
-        throw error;
+        throw fileError(error);
       }
     },
     async writeFile(path, content, writeOptions = {}) {
       const client = agent();
       const size = typeof content === "string" ? Buffer.byteLength(content) : content.length;
-      if (!client || size > 1024 * 1024 - 4096) return viaFallback().writeFile(path, content, writeOptions);
+      if (!client || size > MAX_AGENT_FILE_BYTES - 4096) return viaFallback().writeFile(path, content, writeOptions);
       try {
         await client.writeFile(path, content, { mode: writeOptions.mode, signal: writeOptions.signal });
       } catch (error) {
-        if (SandboxAgentError.hasCode(error, "SANDBOX_FILE_FAILED")) {
-          throw new PaiError("SANDBOX_FILE_FAILED", error.message, {
-            cause: error,
-            details: error.details ?? {},
-          });
-        }
-        throw error;
+        throw fileError(error);
       }
     },
     restart,

@@ -17,6 +17,10 @@ import {
   type Lease,
   specHash,
 } from "@pai/pool";
+import { readFile } from "node:fs/promises";
+import tar from "tar-stream";
+import { agentBinaryPath, buildAgentBinary } from "./agent/agent-binary.ts";
+import { AGENT_DIRECTORY, AGENT_PATH, createAgentExecutor } from "./agent-executor.ts";
 import { bindSandboxFacade } from "./bind-sandbox-facade.ts";
 import type { CommandExecutor } from "./command-executor.ts";
 import { createSandboxFacade } from "./create-sandbox-facade.ts";
@@ -68,6 +72,24 @@ export interface DockerSandboxOptions {
   shell?: readonly string[];
   /** Default per-stream output kept by `runCommand`. @default 1048576 */
   maxOutputBytes?: number;
+  /**
+   * How commands reach the container: the in-container agent (copied into `/opt/pai` before start and
+   * connected while the pool warms the container; `docker exec` is its fallback), or `docker exec` only.
+   * @default "agent"
+   */
+  executor?: "agent" | "docker-exec";
+  /**
+   * The pool's tuning under load (see `createContainerPool`): creates at once, backoff on failing creates,
+   * trimming of idle containers above `min`.
+   */
+  poolTuning?: {
+    /** @default 2 */
+    maxConcurrentCreates?: number;
+    /** @default 60000 */
+    softIdleTimeoutMs?: number;
+    /** @default 250 ms doubling to 10 s */
+    createBackoff?: { initialMs?: number; maxMs?: number };
+  };
 }
 
 /**
@@ -91,6 +113,24 @@ export interface DockerSandboxBinding extends CapabilityBinding<SandboxFacade> {
 }
 
 const WORKSPACE = "/workspace";
+
+/** A tar archive holding the agent binary as `pai-agent` (root, 0755), built once per process. */
+let agentArchive: Promise<Buffer> | undefined;
+function loadAgentArchive(): Promise<Buffer> {
+  agentArchive ??= (async () => {
+    const binary = await readFile(agentBinaryPath).catch(async () => readFile(await buildAgentBinary()));
+    const pack = tar.pack();
+    pack.entry({ name: "pai-agent", mode: 0o755, uid: 0, gid: 0, size: binary.length }, binary);
+    pack.finalize();
+    const chunks: Buffer[] = [];
+    for await (const chunk of pack) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  })();
+  agentArchive.catch(() => {
+    agentArchive = undefined;
+  });
+  return agentArchive;
+}
 
 /**
  * The Docker binding of the `sandbox` capability: one fresh container per lease from a warm pool, destroyed
@@ -118,13 +158,18 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       return Promise.reject(new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"));
     starting ??= (async () => {
       const resolvedImage = options.image ?? (await resolveDefaultSandboxImage());
+      const useAgent = (options.executor ?? "agent") === "agent";
+      const archive = useAgent ? await loadAgentArchive() : undefined;
       const spec: ContainerSpec = {
         image: resolvedImage,
         env: { HOME: WORKSPACE, ...(options.env ?? {}) },
         workingDir: WORKSPACE,
         network: options.network ?? "none",
+        // The agent lives on its own volume: the root is read-only, and the sandbox user cannot write there.
+        ...(useAgent ? { writablePaths: [WORKSPACE, "/tmp", AGENT_DIRECTORY] } : {}),
         ...(options.limits ? { limits: options.limits } : {}),
       };
+      const tuning = options.poolTuning ?? {};
       const id = options.poolId ?? `pai-sandbox-${specHash(spec)}`;
       const created = createContainerPool<CommandExecutor>({
         driver,
@@ -135,7 +180,27 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         ...(options.pool?.acquireTimeoutMs !== undefined
           ? { acquireTimeoutMs: options.pool.acquireTimeoutMs }
           : {}),
-        setup: ({ containerId }) => createDockerExecExecutor({ driver, containerId }),
+        ...(tuning.maxConcurrentCreates !== undefined
+          ? { maxConcurrentCreates: tuning.maxConcurrentCreates }
+          : {}),
+        ...(tuning.softIdleTimeoutMs !== undefined ? { softIdleTimeoutMs: tuning.softIdleTimeoutMs } : {}),
+        ...(tuning.createBackoff !== undefined ? { createBackoff: tuning.createBackoff } : {}),
+        ...(archive
+          ? {
+              beforeStart: ({ containerId, signal }) =>
+                driver.putArchive(containerId, AGENT_DIRECTORY, archive, { signal }),
+              setup: ({ containerId, signal, adopted }) =>
+                createAgentExecutor({
+                  driver,
+                  containerId,
+                  agentPath: AGENT_PATH,
+                  signal,
+                  // A fresh container without its agent is retried by the pool; an adopted one (a thread's
+                  // files) is kept on the docker exec fallback while the agent is restarted.
+                  requireAgent: !adopted,
+                }),
+            }
+          : { setup: ({ containerId }) => createDockerExecExecutor({ driver, containerId }) }),
         teardown: ({ state }) => state?.close(),
       });
       if (closed) {

@@ -1,3 +1,9 @@
+export {
+  AGENT_PATH,
+  type AgentExecutor,
+  type AgentExecutorOptions,
+  createAgentExecutor,
+} from "./agent-executor.ts";
 export { bindSandboxFacade } from "./bind-sandbox-facade.ts";
 export type {
   CommandExecutor,
