@@ -6,6 +6,7 @@ import {
   parseStoreInput,
   storeInputSchemas as schemas,
   storeClosedError,
+  toStoredJson,
   withoutUndefined,
 } from "./parse-store-input.ts";
 import type {
@@ -32,7 +33,8 @@ import type {
  */
 export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
   const threads = new Map<string, ThreadRecord>();
-  const messages = new Map<string, UIMessage[]>();
+  /** Each thread's messages as JSON text, as SQLite keeps them: one stringify per commit, one parse per load. */
+  const messages = new Map<string, string>();
   const runs = new Map<string, RunRecord>();
   const toolData: ToolDataRecord[] = [];
   const actions = new Map<string, PendingActionRecord>();
@@ -90,7 +92,8 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
 
     async loadMessages(threadId) {
       assertOpen();
-      return copy(messages.get(threadId) ?? []);
+      const text = messages.get(threadId);
+      return text === undefined ? [] : (JSON.parse(text) as UIMessage[]);
     },
 
     async createRun(input) {
@@ -120,14 +123,14 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
 
     async commitRun(input) {
       assertOpen();
-      const commit = asStored(parseStoreInput(schemas.runCommit, input, "run commit"), "run commit");
-      const existing = threads.get(commit.thread.id);
-      threads.set(commit.thread.id, {
-        ...commit.thread,
-        createdAt: existing?.createdAt ?? commit.thread.createdAt,
-      });
-      messages.set(commit.thread.id, commit.messages as UIMessage[]);
-      runs.set(commit.run.id, commit.run);
+      const parsed = parseStoreInput(schemas.runCommit, input, "run commit");
+      const thread = asStored(parsed.thread, "thread");
+      const run = asStored(parsed.run, "run");
+      const text = toStoredJson(parsed.messages, "messages") ?? "[]";
+      const existing = threads.get(thread.id);
+      threads.set(thread.id, { ...thread, createdAt: existing?.createdAt ?? thread.createdAt });
+      messages.set(thread.id, text);
+      runs.set(run.id, run);
     },
 
     async appendToolData(input) {

@@ -39,11 +39,27 @@ const run = z.object({
   error: z.string().optional(),
 }) satisfies z.ZodType<RunRecord>;
 
-/** Only the envelope is checked; everything else in a message is kept as it is. */
-const message = z.looseObject({
-  id: z.string(),
-  role: z.enum(["system", "user", "assistant"]),
-  parts: z.array(z.unknown()),
+/**
+ * Checks each message's envelope (id, role, parts) without copying it: commits carry whole threads, and a
+ * parse that rebuilt every message would cost more than the write itself.
+ */
+const messageEnvelopes = z.superRefine((messages: unknown[], ctx) => {
+  messages.forEach((value, index) => {
+    const candidate = value as { id?: unknown; role?: unknown; parts?: unknown } | null;
+    const valid =
+      typeof candidate === "object" &&
+      candidate !== null &&
+      typeof candidate.id === "string" &&
+      (candidate.role === "system" || candidate.role === "user" || candidate.role === "assistant") &&
+      Array.isArray(candidate.parts);
+    if (!valid)
+      ctx.addIssue({
+        code: "custom",
+        message: "a message needs a string id, a role and a parts array",
+        path: [index],
+        input: value,
+      });
+  });
 });
 
 const toolData = z.object({
@@ -100,7 +116,7 @@ export const storeInputSchemas = {
     error: z.string().optional(),
   }) satisfies z.ZodType<Partial<Omit<RunRecord, "id" | "threadId">>>,
   runCommit: z
-    .object({ thread, messages: z.array(message), run })
+    .object({ thread, messages: z.array(z.unknown()).check(messageEnvelopes), run })
     .refine((commit) => commit.run.threadId === commit.thread.id, {
       message: "run.threadId must equal thread.id",
       path: ["run", "threadId"],
