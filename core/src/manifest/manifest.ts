@@ -17,6 +17,8 @@ export interface ToolManifest {
   clientExecuted: boolean;
   capabilities: string[];
   dataChannels: string[];
+  /** Nested child tools: key → wire id. */
+  nestedTools: Record<string, string>;
 }
 
 export interface AgentManifest {
@@ -53,5 +55,6 @@ export function toolManifest(registration: NormalizedRegistration): ToolManifest
     clientExecuted: tool.execute === undefined,
     capabilities: Object.values(tool.capabilities as CapabilityMap).map((capability) => capability.name),
     dataChannels: Object.keys(tool.dataSchemas ?? {}),
+    nestedTools: Object.fromEntries(Object.entries(tool.tools).map(([key, child]) => [key, child.id])),
   };
 }

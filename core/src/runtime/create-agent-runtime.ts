@@ -14,6 +14,7 @@ import { PaiError } from "../errors/pai-error.ts";
 import type { PaiManifest } from "../manifest/manifest.ts";
 import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
 import type { RunRecord, ThreadRecord, ThreadStore, ToolDataRecord } from "../threads/thread-store.ts";
+import type { AnyToolDefinition } from "../tools/define-tool.ts";
 import type { AgentRun } from "./agent-run.ts";
 import { defaultIdentityKey } from "./identity-key.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
@@ -496,7 +497,7 @@ function checkCapabilities(
   const declarations = new Map<string, Capability>();
   for (const agentId of Object.keys(pai.agents)) {
     for (const registration of pai.agent(agentId).registrations.values()) {
-      for (const capability of Object.values(registration.tool.capabilities as CapabilityMap)) {
+      for (const capability of capabilitiesOfTree(registration.tool)) {
         declarations.set(capability.name, capability);
         if (!bindings.has(capability.name)) {
           throw new PaiError(
@@ -509,6 +510,14 @@ function checkCapabilities(
     }
   }
   return declarations;
+}
+
+/** The capabilities a tool and its nested tools use. */
+function capabilitiesOfTree(tool: AnyToolDefinition): Capability[] {
+  return [
+    ...Object.values(tool.capabilities as CapabilityMap),
+    ...Object.values(tool.tools).flatMap((child) => capabilitiesOfTree(child)),
+  ];
 }
 
 function toUserMessage(message: string | UIMessage): UIMessage {

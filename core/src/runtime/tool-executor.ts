@@ -8,6 +8,7 @@ import type { NormalizedRegistration } from "../agents/tool-registration.ts";
 import type { CapabilityMap } from "../capabilities/define-capability.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PendingActionKind, PendingActionRecord } from "../threads/thread-store.ts";
+import type { AnyToolDefinition } from "../tools/define-tool.ts";
 import type { ToolDataEntry, ToolEntry, ToolExecuteContext } from "../tools/tool-context.ts";
 import { ToolFailSignal, ToolSuspendSignal } from "../tools/tool-signals.ts";
 import { GENERIC_TOOL_ERROR, ToolCallError } from "./redaction.ts";
@@ -220,7 +221,7 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
       await state.reportError(error, { phase: "tool", toolName: name, toolCallId });
       return { type: "error", message: GENERIC_TOOL_ERROR, kind: "thrown" };
     }
-    const ctx = buildContext(input, context, toolCallId, signal, entry, suspendHistory);
+    const ctx = buildContext(tool, name, input, context, toolCallId, signal, entry, suspendHistory);
     try {
       const output = await tool.execute!(ctx as never);
       return { type: "output", output };
@@ -286,7 +287,68 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
     return settled;
   }
 
+  /** `ctx.tools`: each child runs in the same call, with its input and output validated by its own schemas. */
+  function nestedTools(
+    parent: AnyToolDefinition,
+    parentName: string,
+    context: unknown,
+    toolCallId: string,
+    signal: AbortSignal,
+  ): Record<string, (input: unknown) => Promise<unknown>> {
+    return Object.fromEntries(
+      Object.entries(parent.tools).map(([key, child]) => {
+        const childName = `${parentName}.${key}`;
+        const run = async (input: unknown) => {
+          const parsedInput = await child.inputSchema.safeParseAsync(input);
+          if (!parsedInput.success) {
+            throw new PaiError(
+              "INVALID_INPUT",
+              `nested tool "${childName}": ${z.prettifyError(parsedInput.error)}`,
+            );
+          }
+          if (!child.execute)
+            throw new PaiError("INVALID_ARGUMENT", `nested tool "${childName}" has no execute`);
+          let childContext = context;
+          if (child.contextSchema) {
+            const parsedContext = await child.contextSchema.safeParseAsync(context);
+            if (!parsedContext.success) {
+              throw new PaiError(
+                "INVALID_CONTEXT",
+                `nested tool "${childName}": the context does not match its contextSchema: ${z.prettifyError(parsedContext.error)}`,
+              );
+            }
+            childContext = parsedContext.data;
+          }
+          const ctx = buildContext(
+            child,
+            childName,
+            parsedInput.data,
+            childContext,
+            toolCallId,
+            signal,
+            { type: "initial" },
+            [],
+          );
+          const output = await child.execute(ctx as never);
+          if (!child.outputSchema) return output;
+          const parsedOutput = await child.outputSchema.safeParseAsync(output);
+          if (!parsedOutput.success) {
+            throw new PaiError(
+              "INVALID_OUTPUT",
+              `nested tool "${childName}" returned output that does not match its outputSchema: ${z.prettifyError(parsedOutput.error)}`,
+            );
+          }
+          return parsedOutput.data;
+        };
+        return [key, run];
+      }),
+    );
+  }
+
+  /** The `ctx` of `definition`'s execute: the registered tool itself, or one of its nested children. */
   function buildContext(
+    definition: AnyToolDefinition,
+    toolName: string,
     input: unknown,
     context: unknown,
     toolCallId: string,
@@ -295,13 +357,16 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
     suspendHistory: unknown[],
   ): ToolExecuteContext<unknown, unknown, CapabilityMap> {
     const capabilityNames = Object.fromEntries(
-      Object.entries(tool.capabilities as CapabilityMap).map(([key, capability]) => [key, capability.name]),
+      Object.entries(definition.capabilities as CapabilityMap).map(([key, capability]) => [
+        key,
+        capability.name,
+      ]),
     );
     return {
       input,
       context,
       signal,
-      thread: { threadId: state.threadId, runId: state.runId, toolCallId, toolName: name },
+      thread: { threadId: state.threadId, runId: state.runId, toolCallId, toolName },
       agentId: state.agent.id,
       entry,
       fail(message, options) {
@@ -314,22 +379,22 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
       data: {
         write: async (channel, data) => {
           if (!(await resolveEnabled(registration, state.resolverArgs))) {
-            throw new PaiError("TOOL_DISABLED", `tool "${name}" is disabled; it cannot write tool data`);
+            throw new PaiError("TOOL_DISABLED", `tool "${toolName}" is disabled; it cannot write tool data`);
           }
-          const schema = tool.dataSchemas?.[channel];
+          const schema = definition.dataSchemas?.[channel];
           const value = schema ? schema.parse(data) : data;
           const record = await state.store.appendToolData({
             threadId: state.threadId,
             runId: state.runId,
             toolCallId,
-            toolId: tool.id,
+            toolId: definition.id,
             channel,
             data: value,
             createdAt: Date.now(),
           });
           state.writer?.write({
             type: `data-${channel}`,
-            data: { toolCallId, toolId: tool.id, toolName: name, seq: record.seq, value },
+            data: { toolCallId, toolId: definition.id, toolName, seq: record.seq, value },
           } as never);
         },
         list: async (channel, options) => {
@@ -339,7 +404,7 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
             ...(options?.toolCallId ? { toolCallId: options.toolCallId } : {}),
           });
           return records
-            .filter((record) => options?.toolCallId !== undefined || record.toolId === tool.id)
+            .filter((record) => options?.toolCallId !== undefined || record.toolId === definition.id)
             .map(
               (record): ToolDataEntry<typeof channel, never> => ({
                 channel,
@@ -353,7 +418,7 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
       },
       files: state.files,
       capabilities: state.capabilitiesFor(name, capabilityNames) as never,
-      tools: {},
+      tools: nestedTools(definition, toolName, context, toolCallId, signal) as never,
       agents: state.agents,
     };
   }

@@ -42,6 +42,8 @@ export interface ToolDefinition<
   readonly suspendSchema: z.ZodType<SUSPEND> | undefined;
   readonly resumeSchema: z.ZodType<RESUME> | undefined;
   readonly capabilities: CAPABILITIES;
+  /** Nested child tools, callable from `execute` as `ctx.tools.<key>(input)`. */
+  readonly tools: Record<string, AnyToolDefinition>;
   /** Absent for client-executed tools: the client answers with the output. (Method syntax keeps declarations assignable to `AnyToolDefinition`.) */
   execute?(
     ctx: ToolExecuteContext<INPUT, CONTEXT, CAPABILITIES, DATA, SUSPEND, RESUME>,
@@ -66,6 +68,7 @@ export interface ToolOptions<
   DATA_SCHEMAS extends ToolDataSchemas | undefined,
   SUSPEND_SCHEMA extends z.ZodType | undefined,
   RESUME_SCHEMA extends z.ZodType | undefined,
+  CHILDREN extends Record<string, AnyToolDefinition> = {},
 > {
   /** Stable wire identity. Give incompatible schemas distinct (or versioned) ids. */
   id: string;
@@ -84,6 +87,8 @@ export interface ToolOptions<
   suspendSchema?: SUSPEND_SCHEMA;
   /** Schema of resume answers. */
   resumeSchema?: RESUME_SCHEMA;
+  /** Child tools this tool calls as `ctx.tools.<key>(input)`: inputs and outputs validated, same call and context. */
+  tools?: CHILDREN;
   /** Runs the tool. Leave it out for a client-executed tool. */
   execute?: (
     ctx: ToolExecuteContext<
@@ -92,7 +97,8 @@ export interface ToolOptions<
       CAPABILITIES,
       DataOf<DATA_SCHEMAS>,
       SchemaOutput<SUSPEND_SCHEMA, unknown>,
-      SchemaOutput<RESUME_SCHEMA, unknown>
+      SchemaOutput<RESUME_SCHEMA, unknown>,
+      CHILDREN
     >,
   ) => MaybePromise<OUTPUT>;
   /** Changes only what the model sees of a successful result; the thread and the UI keep the raw output. */
@@ -120,6 +126,7 @@ export function defineTool<
   DATA_SCHEMAS extends ToolDataSchemas | undefined = undefined,
   SUSPEND_SCHEMA extends z.ZodType | undefined = undefined,
   RESUME_SCHEMA extends z.ZodType | undefined = undefined,
+  CHILDREN extends Record<string, AnyToolDefinition> = {},
 >(
   options: ToolOptions<
     INPUT_SCHEMA,
@@ -128,7 +135,8 @@ export function defineTool<
     CAPABILITIES,
     DATA_SCHEMAS,
     SUSPEND_SCHEMA,
-    RESUME_SCHEMA
+    RESUME_SCHEMA,
+    CHILDREN
   >,
 ): ToolDefinition<
   z.output<INPUT_SCHEMA>,
@@ -150,6 +158,7 @@ export function defineTool<
     suspendSchema: options.suspendSchema as never,
     resumeSchema: options.resumeSchema as never,
     capabilities: (options.capabilities ?? {}) as CAPABILITIES,
+    tools: options.tools ?? {},
     execute: options.execute as never,
     toModelOutput: options.toModelOutput as never,
   };

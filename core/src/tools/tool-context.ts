@@ -1,5 +1,11 @@
 import type { CapabilityFacades, CapabilityMap } from "../capabilities/define-capability.ts";
 import type { ToolDataRecord } from "../threads/thread-store.ts";
+import type { AnyToolDefinition, InputOf, OutputOf } from "./define-tool.ts";
+
+/** `ctx.tools`: each nested child tool as a function of its input (validated both ways). */
+export type NestedTools<CHILDREN> = {
+  readonly [K in keyof CHILDREN]: (input: InputOf<CHILDREN[K]>) => Promise<OutputOf<CHILDREN[K]>>;
+};
 
 /** Where a tool call sits: its thread, run and call. */
 export interface ToolCallLocation {
@@ -84,6 +90,7 @@ export interface ToolExecuteContext<
   DATA extends ToolDataChannels = ToolDataChannels,
   SUSPEND = unknown,
   RESUME = unknown,
+  CHILDREN extends Record<string, AnyToolDefinition> = Record<string, AnyToolDefinition>,
 > {
   /** Parsed `inputSchema`. */
   input: INPUT;
@@ -104,8 +111,8 @@ export interface ToolExecuteContext<
   data: ToolDataAccess<DATA>;
   files: ToolFiles;
   capabilities: CapabilityFacades<CAPABILITIES>;
-  /** Nested child tools declared on this definition. */
-  tools: Record<string, (input: unknown) => Promise<unknown>>;
+  /** Nested child tools declared on this definition (`defineTool({ tools: { child } })`). */
+  tools: NestedTools<CHILDREN>;
   agents: ToolAgents;
 }
 
