@@ -30,7 +30,12 @@ interface Lease {
   resource: Promise<ProvisionedResource>;
   settled: ProvisionedResource | undefined;
   lastUsedAt: number;
+  /** When `lastUsedAt` was last written to the store (touches are throttled). */
+  lastPersistedAt: number;
 }
+
+/** How often a lease's last use is written to the store: enough for idle TTLs measured in minutes. */
+const TOUCH_EVERY_MS = 30_000;
 
 const DEFAULT_IDLE_TTL_MS = 30 * 60_000;
 
@@ -124,6 +129,7 @@ export class CapabilityManager {
         resource: this.#provision(binding, capability, lifetime, key, scope.signal),
         settled: undefined,
         lastUsedAt: Date.now(),
+        lastPersistedAt: Date.now(),
       };
       this.#leases.set(id, created);
       created.resource.then(
@@ -150,7 +156,12 @@ export class CapabilityManager {
       );
       lease = created;
     }
-    lease.lastUsedAt = Date.now();
+    const now = Date.now();
+    lease.lastUsedAt = now;
+    if (lease.settled && now - lease.lastPersistedAt >= TOUCH_EVERY_MS) {
+      lease.lastPersistedAt = now;
+      void this.#store.touchLease(capability, lifetime, key, now).catch(() => undefined);
+    }
     return lease.resource;
   }
 
@@ -202,8 +213,10 @@ export class CapabilityManager {
         keep.push(record.resourceId);
         continue;
       }
+      const ttl = binding.idleTtlMs ?? DEFAULT_IDLE_TTL_MS;
+      const fresh = Date.now() - record.lastUsedAt < ttl;
       const reattached =
-        record.lifetime === "thread" || record.lifetime === "user"
+        fresh && (record.lifetime === "thread" || record.lifetime === "user")
           ? await binding.reattach?.(record, AbortSignal.timeout(30_000)).catch(() => undefined)
           : undefined;
       if (reattached) {
@@ -214,7 +227,8 @@ export class CapabilityManager {
           key: record.key,
           resource: Promise.resolve(reattached),
           settled: reattached,
-          lastUsedAt: Date.now(),
+          lastUsedAt: record.lastUsedAt,
+          lastPersistedAt: record.lastUsedAt,
         });
       } else {
         await this.#store.deleteLease(record.capability, record.lifetime, record.key);
