@@ -19,7 +19,9 @@ export function benchPoolId(name: string): string {
 
 /** The sandbox image under test. */
 export function benchImage(): Promise<string> {
-  return process.env.PAI_SANDBOX_IMAGE ? Promise.resolve(process.env.PAI_SANDBOX_IMAGE) : resolveDefaultSandboxImage();
+  return process.env.PAI_SANDBOX_IMAGE
+    ? Promise.resolve(process.env.PAI_SANDBOX_IMAGE)
+    : resolveDefaultSandboxImage();
 }
 
 /** Labels of containers a benchmark creates by hand (outside a pool). */

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { dockerSandbox } from "@pai/sandbox";
-import type { BenchRow } from "./bench-row.ts";
 import { benchDriver, benchImage, benchPoolId } from "./bench-containers.ts";
+import type { BenchRow } from "./bench-row.ts";
 import { summarize, time } from "./stats.ts";
 
 function hostTrue(): Promise<void> {
@@ -17,7 +17,11 @@ function hostTrue(): Promise<void> {
  * container (the engine's exec API) vs `child_process.spawn` on the host. The three alternate round by round.
  */
 export async function benchCommandRoundTrip(options: { rounds: number }): Promise<BenchRow[]> {
-  const binding = dockerSandbox({ image: await benchImage(), poolId: benchPoolId("rtt"), pool: { min: 1, max: 1 } });
+  const binding = dockerSandbox({
+    image: await benchImage(),
+    poolId: benchPoolId("rtt"),
+    pool: { min: 1, max: 1 },
+  });
   const agent: number[] = [];
   const exec: number[] = [];
   const host: number[] = [];

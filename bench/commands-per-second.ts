@@ -1,6 +1,6 @@
 import { dockerSandbox, type ProvisionedSandbox } from "@pai/sandbox";
-import type { BenchRow } from "./bench-row.ts";
 import { benchImage, benchPoolId } from "./bench-containers.ts";
+import type { BenchRow } from "./bench-row.ts";
 import { summarize } from "./stats.ts";
 
 const SANDBOXES = 8;
@@ -22,7 +22,11 @@ export async function benchCommandsPerSecond(options: { seconds: number }): Prom
     await binding.start?.();
     for (let i = 0; i < SANDBOXES; i++) {
       leases.push(
-        await binding.provision({ leaseKey: `bench:cps:${i}`, lifetime: "thread", signal: new AbortController().signal }),
+        await binding.provision({
+          leaseKey: `bench:cps:${i}`,
+          lifetime: "thread",
+          signal: new AbortController().signal,
+        }),
       );
     }
     for (const lease of leases) await lease.facade.runCommand({ command: "true", args: [] });
@@ -37,7 +41,9 @@ export async function benchCommandsPerSecond(options: { seconds: number }): Prom
         completed++;
       }
     };
-    await Promise.all(leases.flatMap((lease) => Array.from({ length: IN_FLIGHT_PER_SANDBOX }, () => worker(lease))));
+    await Promise.all(
+      leases.flatMap((lease) => Array.from({ length: IN_FLIGHT_PER_SANDBOX }, () => worker(lease))),
+    );
     elapsedMs = performance.now() - startedAt;
   } finally {
     await Promise.all(leases.map((lease) => lease.release()));

@@ -1,6 +1,6 @@
 import { dockerSandbox } from "@pai/sandbox";
-import type { BenchRow } from "./bench-row.ts";
 import { benchDriver, benchImage, benchLabels, benchPoolId } from "./bench-containers.ts";
+import type { BenchRow } from "./bench-row.ts";
 import { createFirstCommandRuntime } from "./sandbox-runtime.ts";
 import { summarize } from "./stats.ts";
 

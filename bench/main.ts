@@ -1,9 +1,16 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { arch, cpus, totalmem } from "node:os";
 import { join } from "node:path";
+import { removeBenchContainers } from "./bench-containers.ts";
 import type { BenchRow } from "./bench-row.ts";
+import { benchCommandRoundTrip } from "./command-round-trip.ts";
+import { benchCommandsPerSecond } from "./commands-per-second.ts";
+import { benchConversationBurst } from "./conversation-burst.ts";
+import { benchFileTransfer } from "./file-transfer.ts";
+import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
 import { benchRuntimeOverhead } from "./runtime-overhead.ts";
 import { fmt } from "./stats.ts";
+import { benchTimeToFirstCommand } from "./time-to-first-command.ts";
 
 const quick = process.argv.includes("--quick");
 const rows: BenchRow[] = [];
@@ -11,7 +18,33 @@ const rows: BenchRow[] = [];
 console.log(
   `PAI benchmark — ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, ${arch()}`,
 );
-rows.push(...(await benchRuntimeOverhead({ rounds: quick ? 60 : 300 })));
+const benches: Array<[string, () => Promise<BenchRow[]>]> = [
+  ["runtime overhead", () => benchRuntimeOverhead({ rounds: quick ? 60 : 300 })],
+  ["time to first command", () => benchTimeToFirstCommand({ rounds: quick ? 20 : 60 })],
+  ["round trip", () => benchCommandRoundTrip({ rounds: quick ? 20 : 60 })],
+  ["commands/s", () => benchCommandsPerSecond({ seconds: quick ? 2 : 5 })],
+  ["burst", () => benchConversationBurst({ conversations: 100, min: 10, maxConcurrentCreates: 4 })],
+  ["file transfer", () => benchFileTransfer({ rounds: quick ? 1 : 3, megabytes: 100 })],
+  ["idle memory", () => benchIdleSandboxMemory({ count: quick ? 4 : 8 })],
+];
+try {
+  for (const [name, bench] of benches) {
+    const startedAt = performance.now();
+    try {
+      rows.push(...(await bench()));
+    } catch (error) {
+      rows.push({
+        name,
+        met: false,
+        note: `failed: ${error instanceof Error ? error.message : String(error)}`,
+      });
+    }
+    console.log(`  ${name}: ${((performance.now() - startedAt) / 1000).toFixed(1)} s`);
+  }
+} finally {
+  const left = await removeBenchContainers();
+  if (left > 0) console.log(`  removed ${left} containers a benchmark left behind`);
+}
 
 printTable(rows);
 const dir = join(import.meta.dirname, "results");
@@ -33,10 +66,11 @@ function printTable(list: BenchRow[]) {
         : "-",
     row.baseline ? `${fmt(row.baseline.p50)} / ${fmt(row.baseline.p95)} / ${fmt(row.baseline.p99)}` : "-",
     row.ratio !== undefined ? row.ratio.toFixed(3) : "-",
+    row.value !== undefined && row.subject ? `${row.value.toFixed(2)} ${row.unit ?? ""}` : "",
     row.target ?? "",
     row.met === undefined ? "" : row.met ? "met" : "MISSED",
   ]);
-  const header = ["benchmark", "PAI p50/p95/p99", "baseline p50/p95/p99", "ratio", "target", ""];
+  const header = ["benchmark", "PAI p50/p95/p99", "baseline p50/p95/p99", "ratio", "value", "target", ""];
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((line) => (line[i] ?? "").length)));
   const render = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  ");
   console.log(`\n${render(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}`);

@@ -1,6 +1,6 @@
 import { dockerSandbox } from "@pai/sandbox";
-import { type BenchRow, ratioRow } from "./bench-row.ts";
 import { benchDriver, benchImage, benchLabels, benchPoolId } from "./bench-containers.ts";
+import { type BenchRow, ratioRow } from "./bench-row.ts";
 import { createFirstCommandRuntime } from "./sandbox-runtime.ts";
 import { summarize } from "./stats.ts";
 
@@ -56,7 +56,11 @@ export async function benchTimeToFirstCommand(options: { rounds: number }): Prom
   const met = subject.p50 <= 5 && subject.p99 <= 25;
   return [
     {
-      ...ratioRow({ name: "time to first command: warm (runtime) vs cold create+start+exec", subject, baseline }),
+      ...ratioRow({
+        name: "time to first command: warm (runtime) vs cold create+start+exec",
+        subject,
+        baseline,
+      }),
       target: "p50 ≤ 5 ms, p99 ≤ 25 ms",
       met,
     },

@@ -10,6 +10,7 @@ import type {
   ExecutorSpawnOptions,
 } from "./command-executor.ts";
 import { createDockerExecExecutor } from "./docker-exec-executor.ts";
+import type { SandboxSignal } from "./sandbox-facade.ts";
 
 /** Where `dockerSandbox` copies the agent binary (a per-container volume, populated before start). */
 export const AGENT_DIRECTORY = "/opt/pai";
@@ -91,7 +92,8 @@ function refusedSpawn(error: SandboxAgentError, startedAt: number): ExecutorProc
   let exitCode: number | undefined;
   if (chdir) exitCode = 2;
   else if (exec && (errnoName === "ENOENT" || errnoName === "ENOTDIR")) exitCode = 127;
-  else if (exec && (errnoName === "EACCES" || errnoName === "ENOEXEC" || errnoName === "EISDIR")) exitCode = 126;
+  else if (exec && (errnoName === "EACCES" || errnoName === "ENOEXEC" || errnoName === "EISDIR"))
+    exitCode = 126;
   if (exitCode === undefined) return undefined;
   return {
     exitCode,
@@ -105,20 +107,37 @@ function refusedSpawn(error: SandboxAgentError, startedAt: number): ExecutorProc
   };
 }
 
-function fromAgentProcess(process: AgentProcess, startedAt: number): ExecutorProcess {
+function fromAgentProcess(
+  process: AgentProcess,
+  startedAt: number,
+  signalGroupAfterExit: (signal: SandboxSignal, pgid: number) => void,
+): ExecutorProcess {
+  let exited = false;
   const result = process.wait().catch((error: unknown) => {
     if (SandboxAgentError.hasCode(error, "SANDBOX_SPAWN_FAILED")) {
       const refused = refusedSpawn(error, startedAt);
       if (refused) return refused;
-      throw new PaiError("SANDBOX_SPAWN_FAILED", error.message, { cause: error, details: error.details ?? {} });
+      throw new PaiError("SANDBOX_SPAWN_FAILED", error.message, {
+        cause: error,
+        details: error.details ?? {},
+      });
     }
     throw error;
   });
-  result.catch(() => {});
+  result.then(
+    () => {
+      exited = true;
+    },
+    () => {},
+  );
   return {
     pid: process.pid,
     wait: () => result,
-    kill: (signal, options) => process.kill(signal, options),
+    kill(signal = "SIGTERM", options) {
+      if (!exited) return process.kill(signal, options);
+      // The command is gone; what it left in its group still gets the signal.
+      void process.pid.then((pgid) => signalGroupAfterExit(signal, pgid)).catch(() => {});
+    },
     writeStdin: (data) => process.writeStdin(data),
     closeStdin: () => process.closeStdin(),
   };
@@ -142,6 +161,7 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
   let connection: Connection | undefined;
   let connecting: Promise<void> | undefined;
   let lastAttemptAt = Number.NEGATIVE_INFINITY;
+  let restartTimer: ReturnType<typeof setTimeout> | undefined;
   let fallback: CommandExecutor | undefined;
   let closed = false;
 
@@ -156,9 +176,15 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     let current: Connection | undefined;
     const client = createAgentClient({
       stream: { readable: session.stdout, writable: session.stdin },
+      // Bulk stdin (uploads through tar) needs more than the default 256 KiB in flight to keep the pipe full.
+      stdinWindowBytes: 4 * 1024 * 1024,
       onClose: () => {
         session.close();
-        if (current && connection === current) connection = undefined;
+        if (current && connection === current) {
+          // Lost (killed, or its session broke): commands go through docker exec while a fresh agent starts.
+          connection = undefined;
+          if (!closed) setTimeout(() => agent(), 0).unref();
+        }
       },
     });
     try {
@@ -178,7 +204,8 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
   }
 
   function restart(restartOptions: { signal?: AbortSignal | undefined } = {}): Promise<void> {
-    if (closed) return Promise.reject(new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox executor is closed"));
+    if (closed)
+      return Promise.reject(new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox executor is closed"));
     if (connection && !connection.client.closed) return Promise.resolve();
     connecting ??= (async () => {
       lastAttemptAt = performance.now();
@@ -200,8 +227,17 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
   function agent(): AgentClient | undefined {
     if (connection && !connection.client.closed) return connection.client;
     connection = undefined;
-    if (!closed && !connecting && performance.now() - lastAttemptAt >= restartIntervalMs) {
+    if (closed || connecting || restartTimer) return undefined;
+    const wait = lastAttemptAt + restartIntervalMs - performance.now();
+    if (wait <= 0) {
       restart().catch(() => {});
+    } else {
+      // Paced: try again once the interval has passed, whether or not another command comes.
+      restartTimer = setTimeout(() => {
+        restartTimer = undefined;
+        agent();
+      }, wait);
+      restartTimer.unref();
     }
     return undefined;
   }
@@ -259,6 +295,11 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
         killGroupOnExit: spawnOptions.killGroupOnExit,
       }),
       startedAt,
+      (signal, pgid) => {
+        void spawn({ argv: ["sh", "-c", 'kill -s "$1" -- "-$2"', "sh", signal.slice(3), String(pgid)] })
+          .wait()
+          .catch(() => {});
+      },
     );
   }
 
@@ -288,7 +329,8 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     async writeFile(path, content, writeOptions = {}) {
       const client = agent();
       const size = typeof content === "string" ? Buffer.byteLength(content) : content.length;
-      if (!client || size > MAX_AGENT_FILE_BYTES - 4096) return viaFallback().writeFile(path, content, writeOptions);
+      if (!client || size > MAX_AGENT_FILE_BYTES - 4096)
+        return viaFallback().writeFile(path, content, writeOptions);
       try {
         await client.writeFile(path, content, { mode: writeOptions.mode, signal: writeOptions.signal });
       } catch (error) {
@@ -298,19 +340,22 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     restart,
     ping(pingOptions = {}) {
       const client = agent();
-      if (!client) return Promise.reject(new PaiError("SANDBOX_PROTOCOL", "the sandbox agent is not connected"));
+      if (!client)
+        return Promise.reject(new PaiError("SANDBOX_PROTOCOL", "the sandbox agent is not connected"));
       return client.ping(pingOptions);
     },
     async close() {
       if (closed) return;
       closed = true;
+      if (restartTimer) clearTimeout(restartTimer);
       const live = connection;
       connection = undefined;
       await Promise.all([
         live
-          ? Promise.race([live.client.close(), new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS))]).then(
-              () => live.session.close(),
-            )
+          ? Promise.race([
+              live.client.close(),
+              new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS)),
+            ]).then(() => live.session.close())
           : undefined,
         fallback?.close(),
       ]);

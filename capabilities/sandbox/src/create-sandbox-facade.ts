@@ -25,7 +25,7 @@ import {
   removeScript,
   scriptExit,
   statScript,
-  uploadScript,
+  uploadTargetScript,
   writeScript,
 } from "./sandbox-scripts.ts";
 import { transformTar } from "./transform-tar.ts";
@@ -442,20 +442,30 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
 
     async uploadDirectory(source, targetDirectory = ".", uploadOptions = {}): Promise<UploadResult> {
       const target = within(targetDirectory);
+      // Resolve (symlinks checked inside the container) and create the directory as the sandbox user, then
+      // stream the sanitized archive through the engine's archive API: bulk bytes never cross the agent.
+      const prepared = await script(uploadTargetScript, [target], { signal: uploadOptions.signal });
+      const resolved = decode(prepared.stdout);
       const input = typeof source === "string" ? packDirectory(source, uploadOptions) : source;
       const sanitized = transformTar(
         input,
         createUploadHeaderSanitizer({ uid: options.uid ?? 1000, gid: options.gid ?? 1000 }),
       );
-      await script(uploadScript, [target], {
-        signal: uploadOptions.signal,
-        stdin: "pipe",
-        feed: async (process) => {
-          for await (const chunk of sanitized.stream) await process.writeStdin(chunk as Uint8Array);
-          await process.closeStdin();
-        },
-      });
-      const stats = await sanitized.done;
+      const done = sanitized.done;
+      done.catch(() => {});
+      try {
+        await driver.putArchive(
+          containerId,
+          resolved,
+          sanitized.stream,
+          uploadOptions.signal ? { signal: uploadOptions.signal } : {},
+        );
+      } catch (error) {
+        // The sanitizer's verdict (an entry escaping the target) explains a broken upload best.
+        await done;
+        throw error;
+      }
+      const stats = await done;
       return { entries: stats.entries, bytes: stats.bytes };
     },
 

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import type {
   CapabilityBinding,
   CapabilityLifetime,
@@ -17,7 +18,6 @@ import {
   type Lease,
   specHash,
 } from "@pai/pool";
-import { readFile } from "node:fs/promises";
 import tar from "tar-stream";
 import { agentBinaryPath, buildAgentBinary } from "./agent/agent-binary.ts";
 import { AGENT_DIRECTORY, AGENT_PATH, createAgentExecutor } from "./agent-executor.ts";

@@ -62,6 +62,12 @@ if [ -e "$r" ] && [ ! -d "$r" ]; then exit ${scriptExit.notADirectory}; fi
 mkdir -p -- "$r" || exit 1
 exec tar -x -p -f - -C "$r" --no-same-owner --no-overwrite-dir`;
 
+/** `upload-target <dir>`: creates the directory (as the sandbox user) and prints its resolved path. */
+export const uploadTargetScript = `${prelude}resolve "$1"
+if [ -e "$r" ] && [ ! -d "$r" ]; then exit ${scriptExit.notADirectory}; fi
+mkdir -p -- "$r" || exit 1
+printf '%s' "$r"`;
+
 /** `directory <dir>`: prints the resolved path of an existing directory. */
 export const directoryScript = `${prelude}resolve "$1"
 [ -e "$r" ] || exit ${scriptExit.missing}

@@ -35,11 +35,22 @@ const quote = defineTool({
 });
 
 it("runs nested tools in the same call with their own schemas, and lists them in the manifest", async () => {
-  const model = createScriptedModel({ steps: [{ toolCalls: [{ toolName: "quote", input: { skus: ["a", "b"] }, toolCallId: "c1" }] }, { text: "" }] });
-  const pai = createPai({ agents: { shop: defineAgent({ runtimeContext: async () => ({ prices: { a: 150, b: 275 } }), tools: { quote } }) } });
+  const model = createScriptedModel({
+    steps: [
+      { toolCalls: [{ toolName: "quote", input: { skus: ["a", "b"] }, toolCallId: "c1" }] },
+      { text: "" },
+    ],
+  });
+  const pai = createPai({
+    agents: {
+      shop: defineAgent({ runtimeContext: async () => ({ prices: { a: 150, b: 275 } }), tools: { quote } }),
+    },
+  });
   const runtime = createAgentRuntime({ pai, store: createMemoryThreadStore(), model });
   const result = await (await runtime.run({ agentId: "shop", message: "quote a and b" })).done;
-  const part = result.messages.flatMap((m) => m.parts).find((p) => p.type === "tool-quote") as { output: { total: number; refused: string } };
+  const part = result.messages.flatMap((m) => m.parts).find((p) => p.type === "tool-quote") as {
+    output: { total: number; refused: string };
+  };
   expect(part.output.total).toBe(425);
   expect(part.output.refused).toContain('nested tool "quote.lookupPrice"');
   expect(pai.manifest().agents[0]?.tools[0]?.nestedTools).toEqual({ lookupPrice: "lookupPrice" });

@@ -1,0 +1,268 @@
+import type {
+  CapabilityBinding,
+  CapabilityLifetime,
+  LeaseRecord,
+  ProvisionedResource,
+  ProvisionRequest,
+} from "@pai/core";
+import { PaiError } from "@pai/core";
+import {
+  type ContainerDriver,
+  type ContainerLimits,
+  type ContainerPool,
+  type ContainerPoolMetrics,
+  type ContainerSpec,
+  createContainerPool,
+  createDockerDriver,
+  type Lease,
+  specHash,
+} from "@pai/pool";
+import { bindBrowserFacade } from "./bind-browser-facade.ts";
+import type { BrowserFacade } from "./browser-facade.ts";
+import { chromiumCommand } from "./chromium-command.ts";
+import { type ChromiumConnection, connectChromium } from "./connect-chromium.ts";
+import { createBrowserFacade } from "./create-browser-facade.ts";
+import { resolveDefaultBrowserImage } from "./default-browser-image.ts";
+
+/** Options of {@link dockerBrowser}. */
+export interface DockerBrowserOptions {
+  /**
+   * Image of the browser containers (it must exist locally; nothing is pulled). It must have `/usr/bin/chromium`
+   * and a non-root user 1000.
+   * @default the tag `images/build --print-tag browser` prints when that image exists, else `pai/browser:latest`
+   */
+  image?: string;
+  /** The warm pool: its idle containers run a Chromium that is already listening. */
+  pool?: {
+    /** Started browsers kept ready. @default 1 */
+    min?: number;
+    /** Browsers in total, leased ones included. @default 10 */
+    max?: number;
+    /** How long provisioning waits for a browser before failing with `POOL_EXHAUSTED`. @default 30000 */
+    acquireTimeoutMs?: number;
+  };
+  /**
+   * Per-container limits (merged over the defaults).
+   * @default 1 GiB memory (no swap), 1 CPU, 512 pids, 1 GiB largest file
+   */
+  limits?: ContainerLimits;
+  /** Size of `/dev/shm`; at least 256 MiB. @default 268435456 */
+  shmSizeBytes?: number;
+  /** Overrides the capability's default lifetime (`user`). */
+  lifetime?: CapabilityLifetime;
+  /** Idle time after which `thread`/`user` browsers are removed. @default 30 minutes (the runtime's) */
+  idleTtlMs?: number;
+  /** The engine. @default createDockerDriver() (DOCKER_HOST or the default socket) */
+  driver?: ContainerDriver;
+  /**
+   * The pool's `pai.pool` label: a restarted process finds its containers (to reattach or reap) by it. Two live
+   * processes (or two bindings) on one engine must not share it, as each reaps what it does not own.
+   * @default `pai-browser-<hash of the container spec>`
+   */
+  poolId?: string;
+  /** Deadline of a facade operation that sets none. @default 30000 */
+  timeoutMs?: number;
+  /** The browser window (and screenshot viewport). @default { width: 1280, height: 800 } */
+  windowSize?: { width: number; height: number };
+  /** Extra Chromium flags, after the ones this binding sets. */
+  chromiumArgs?: readonly string[];
+  /**
+   * Which URLs `goto` may open (after the scheme check). The browser shares the host's network namespace (its
+   * DevTools endpoint is on the host's loopback), so a deployment that lets a model pick URLs should refuse the
+   * host's own services and private ranges here.
+   * @default every http(s) URL
+   */
+  allowUrl?: (url: URL) => boolean;
+  /** The pool's tuning under load (see `createContainerPool`). */
+  poolTuning?: {
+    /** @default 2 */
+    maxConcurrentCreates?: number;
+    /** @default 60000 */
+    softIdleTimeoutMs?: number;
+    /** @default 250 ms doubling to 10 s */
+    createBackoff?: { initialMs?: number; maxMs?: number };
+  };
+}
+
+/** A provisioned browser; `bind({ signal })` is the facade with every operation also aborted by `signal`. */
+export interface ProvisionedBrowser extends ProvisionedResource<BrowserFacade> {
+  bind(scope: { signal: AbortSignal }): BrowserFacade;
+}
+
+/** The binding `dockerBrowser()` returns, with a view of its pool. */
+export interface DockerBrowserBinding extends CapabilityBinding<BrowserFacade> {
+  provision(request: ProvisionRequest): Promise<ProvisionedBrowser>;
+  reattach(lease: LeaseRecord, signal: AbortSignal): Promise<ProvisionedBrowser | undefined>;
+  /** The pool id, once started. */
+  readonly poolId: string | undefined;
+  /** The image, once started. */
+  readonly image: string | undefined;
+  /** The pool's metrics, once started. */
+  metrics(): ContainerPoolMetrics | undefined;
+}
+
+const MIN_SHM_BYTES = 256 * 1024 * 1024;
+const DEFAULT_LIMITS = { memoryBytes: 1024 ** 3, nanoCpus: 1_000_000_000, pidsLimit: 512 };
+
+/**
+ * The Docker binding of the `browser` capability: one fresh container per lease (a browser per user by default)
+ * from a warm pool whose idle containers already run a listening, connected Chromium; the container is removed
+ * when the lease ends and never reused for another key. A restarted process reconnects to the browsers its
+ * recorded leases name (their cookies and open page intact) and reaps the rest.
+ *
+ * Containers run as user 1000 with all capabilities dropped, `no-new-privileges`, a read-only root with a
+ * writable `/tmp` volume (the profile lives there), memory/CPU/pids limits and a 256 MiB `/dev/shm`. They share
+ * the host's network namespace (`network: "host"`): Chromium listens for DevTools on `127.0.0.1` only.
+ *
+ * @example
+ * const runtime = createAgentRuntime({
+ *   pai,
+ *   capabilities: { browser: dockerBrowser({ pool: { min: 1, max: 4, acquireTimeoutMs: 30_000 } }) },
+ * });
+ */
+export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowserBinding {
+  const driver = options.driver ?? createDockerDriver();
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  let pool: ContainerPool<ChromiumConnection> | undefined;
+  let image: string | undefined;
+  let poolId: string | undefined;
+  let starting: Promise<void> | undefined;
+  let closed = false;
+
+  function start(): Promise<void> {
+    if (closed)
+      return Promise.reject(new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"));
+    starting ??= (async () => {
+      const resolvedImage = options.image ?? (await resolveDefaultBrowserImage());
+      const spec: ContainerSpec = {
+        image: resolvedImage,
+        cmd: chromiumCommand({
+          ...(options.windowSize ? { windowSize: options.windowSize } : {}),
+          ...(options.chromiumArgs ? { extraArgs: options.chromiumArgs } : {}),
+        }),
+        user: "1000:1000",
+        env: { HOME: "/tmp", XDG_CONFIG_HOME: "/tmp/.config", XDG_CACHE_HOME: "/tmp/.cache" },
+        workingDir: "/tmp",
+        network: "host",
+        readOnlyRootfs: true,
+        writablePaths: ["/tmp"],
+        shmSizeBytes: Math.max(MIN_SHM_BYTES, options.shmSizeBytes ?? MIN_SHM_BYTES),
+        limits: { ...DEFAULT_LIMITS, ...(options.limits ?? {}) },
+      };
+      const tuning = options.poolTuning ?? {};
+      const id = options.poolId ?? `pai-browser-${specHash(spec)}`;
+      const created = createContainerPool<ChromiumConnection>({
+        driver,
+        spec,
+        poolId: id,
+        ...(options.pool?.min !== undefined ? { min: options.pool.min } : {}),
+        ...(options.pool?.max !== undefined ? { max: options.pool.max } : {}),
+        ...(options.pool?.acquireTimeoutMs !== undefined
+          ? { acquireTimeoutMs: options.pool.acquireTimeoutMs }
+          : {}),
+        ...(tuning.maxConcurrentCreates !== undefined
+          ? { maxConcurrentCreates: tuning.maxConcurrentCreates }
+          : {}),
+        ...(tuning.softIdleTimeoutMs !== undefined ? { softIdleTimeoutMs: tuning.softIdleTimeoutMs } : {}),
+        ...(tuning.createBackoff !== undefined ? { createBackoff: tuning.createBackoff } : {}),
+        // A container counts as warm once its Chromium listens and Playwright is attached.
+        setup: ({ containerId, signal }) =>
+          connectChromium({ driver, containerId, signal, timeoutMs: 30_000 }),
+        teardown: ({ state }) => state?.close(),
+      });
+      if (closed) {
+        await created.close();
+        throw new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed");
+      }
+      try {
+        await created.warm({ timeoutMs: options.pool?.acquireTimeoutMs ?? 30_000 });
+      } catch (error) {
+        await created.close();
+        throw error;
+      }
+      pool = created;
+      image = resolvedImage;
+      poolId = id;
+    })();
+    starting.catch(() => {
+      starting = undefined;
+    });
+    return starting;
+  }
+
+  function resourceOf(lease: Lease<ChromiumConnection>): ProvisionedBrowser {
+    const facade = createBrowserFacade({
+      connection: lease.state,
+      image: image ?? "",
+      timeoutMs,
+      ...(options.allowUrl ? { allowUrl: options.allowUrl } : {}),
+    });
+    return {
+      facade,
+      resourceId: lease.containerId,
+      meta: { poolId, image },
+      release: () => lease.release(),
+      bind: ({ signal }) => bindBrowserFacade(facade, signal),
+    };
+  }
+
+  async function ready(): Promise<ContainerPool<ChromiumConnection>> {
+    await start();
+    if (!pool || closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed");
+    return pool;
+  }
+
+  return {
+    kind: "pai.capability-binding",
+    capability: "browser",
+    lifetime: options.lifetime,
+    idleTtlMs: options.idleTtlMs,
+    get poolId() {
+      return poolId;
+    },
+    get image() {
+      return image;
+    },
+    metrics: () => pool?.metrics(),
+    start,
+
+    async provision(request: ProvisionRequest) {
+      const current = await ready();
+      request.signal.throwIfAborted();
+      const lease = await current.acquire({
+        leaseKey: `browser:${request.leaseKey}`,
+        signal: request.signal,
+      });
+      if (request.signal.aborted) {
+        await lease.release();
+        request.signal.throwIfAborted();
+      }
+      return resourceOf(lease);
+    },
+
+    async reattach(record: LeaseRecord, signal: AbortSignal) {
+      const current = await ready();
+      if (typeof record.meta.poolId === "string" && record.meta.poolId !== poolId) return undefined;
+      try {
+        const lease = await current.adopt(record.resourceId, {
+          leaseKey: `browser:${record.lifetime}:${record.key}`,
+          signal,
+        });
+        return resourceOf(lease);
+      } catch {
+        return undefined;
+      }
+    },
+
+    async reapUnowned(keepResourceIds: string[]) {
+      const current = await ready();
+      await current.reapStrays({ keep: keepResourceIds });
+    },
+
+    async close() {
+      closed = true;
+      await starting?.catch(() => undefined);
+      await pool?.close();
+    },
+  };
+}
