@@ -13,6 +13,12 @@ import { fmt } from "./stats.ts";
 import { benchTimeToFirstCommand } from "./time-to-first-command.ts";
 
 const quick = process.argv.includes("--quick");
+/** `--only "time to first command,burst"` runs just those benchmarks. */
+const onlyIndex = process.argv.indexOf("--only");
+const only =
+  onlyIndex >= 0
+    ? new Set((process.argv[onlyIndex + 1] ?? "").split(",").map((name) => name.trim()))
+    : undefined;
 const rows: BenchRow[] = [];
 
 console.log(
@@ -29,6 +35,7 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
 ];
 try {
   for (const [name, bench] of benches) {
+    if (only && !only.has(name)) continue;
     const startedAt = performance.now();
     try {
       rows.push(...(await bench()));

@@ -84,6 +84,12 @@ export interface ContainerPoolOptions<STATE = undefined> {
    * (e.g. a connection to an in-container agent). A throw fails the create, which is retried with backoff.
    */
   setup?: (context: ContainerHookContext & { adopted: boolean }) => Promise<STATE> | STATE;
+  /**
+   * Checks a warm container on borrow without a Docker round trip (e.g. "its in-container agent is still
+   * connected"). Without it the pool asks the engine (`inspect`). Containers that die or hit OOM are
+   * evicted from Docker's events either way.
+   */
+  healthCheck?: (context: { containerId: string; state: STATE | undefined }) => boolean | Promise<boolean>;
   /** Runs before a container is removed, with the state `setup` returned. Errors are reported, not thrown. */
   teardown?: (context: {
     containerId: string;
@@ -320,7 +326,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function createContainerPool<STATE = undefined>(
   options: ContainerPoolOptions<STATE>,
 ): ContainerPool<STATE> {
-  const { driver } = options;
+  const { driver, healthCheck } = options;
   const spec = resolveContainerSpec(options.spec);
   const hash = specHash(spec);
   const poolId = options.poolId ?? `pool-${randomBytes(4).toString("hex")}`;
@@ -447,11 +453,19 @@ export function createContainerPool<STATE = undefined>(
         let id: string | undefined;
         let state: STATE | undefined;
         let setupDone = false;
+        // The cap is on the engine's heavy work (create + start); `setup` mostly waits, so it runs outside it.
+        let holdsCreateSlot = true;
+        const releaseCreateSlot = () => {
+          if (!holdsCreateSlot) return;
+          holdsCreateSlot = false;
+          createLimiter.release();
+        };
         try {
           ({ id } = await driver.create(spec, labels, { signal }));
           knownIds.add(id);
           if (options.beforeStart) await options.beforeStart({ containerId: id, driver, signal });
           await driver.start(id, { signal });
+          releaseCreateSlot();
           state = options.setup
             ? await options.setup({ containerId: id, driver, signal, adopted: false })
             : (undefined as STATE);
@@ -490,7 +504,7 @@ export function createContainerPool<STATE = undefined>(
           });
         } finally {
           creating--;
-          createLimiter.release();
+          releaseCreateSlot();
         }
       }
     } finally {
@@ -513,8 +527,12 @@ export function createContainerPool<STATE = undefined>(
         return false;
       }
       try {
-        const inspection = await driver.inspect(resource.id, { signal: closeController.signal });
-        if (inspection.running) return true;
+        if (healthCheck) {
+          if (await healthCheck({ containerId: resource.id, state: resource.state })) return true;
+        } else {
+          const inspection = await driver.inspect(resource.id, { signal: closeController.signal });
+          if (inspection.running) return true;
+        }
       } catch (error) {
         events.emit("error", { operation: "validate", error, containerId: resource.id });
       }

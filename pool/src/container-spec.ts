@@ -66,6 +66,11 @@ export interface ContainerSpec {
   writablePaths?: readonly string[];
   /** Size of `/dev/shm` in bytes (Chromium wants more than Docker's 64 MiB default). */
   shmSizeBytes?: number;
+  /**
+   * Named volumes (e.g. an in-container agent copied onto the engine once), read-only unless `readOnly: false`.
+   * They outlive the containers; whoever fills them owns them.
+   */
+  sharedVolumes?: readonly { name: string; target: string; readOnly?: boolean }[];
   /** Extra labels. Keys starting with `pai.` are reserved for the pool. */
   labels?: Readonly<Record<string, string>>;
 }
@@ -83,6 +88,7 @@ export interface ResolvedContainerSpec {
   readOnlyRootfs: boolean;
   writablePaths: readonly string[];
   shmSizeBytes: number | null;
+  sharedVolumes: readonly { name: string; target: string; readOnly: boolean }[];
   labels: Readonly<Record<string, string>>;
 }
 
@@ -149,6 +155,14 @@ export function resolveContainerSpec(spec: ContainerSpec | ResolvedContainerSpec
       spec.shmSizeBytes === undefined || spec.shmSizeBytes === null
         ? null
         : positiveInteger("shmSizeBytes", spec.shmSizeBytes),
+    sharedVolumes: (spec.sharedVolumes ?? []).map((volume) => {
+      if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/.test(volume.name) || !volume.target.startsWith("/")) {
+        throw new TypeError(
+          `ContainerSpec: shared volume ${volume.name} → ${volume.target} is not a volume name and an absolute path`,
+        );
+      }
+      return { name: volume.name, target: volume.target, readOnly: volume.readOnly ?? true };
+    }),
     labels,
   };
 }

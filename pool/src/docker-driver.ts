@@ -137,10 +137,15 @@ export function toCreateBody(
       NetworkMode: resolved.network,
       ReadonlyRootfs: resolved.readOnlyRootfs,
       // Anonymous volumes (no Source): created with the container, removed by `remove({ v: true })`.
-      Mounts: resolved.writablePaths.map((target) => ({
-        Type: "volume",
-        Target: target,
-      })) as unknown as Docker.MountConfig,
+      Mounts: [
+        ...resolved.writablePaths.map((target) => ({ Type: "volume", Target: target })),
+        ...resolved.sharedVolumes.map((volume) => ({
+          Type: "volume",
+          Source: volume.name,
+          Target: volume.target,
+          ReadOnly: volume.readOnly,
+        })),
+      ] as unknown as Docker.MountConfig,
       CapDrop: ["ALL"],
       SecurityOpt: ["no-new-privileges"],
       LogConfig: { Type: "none", Config: {} },

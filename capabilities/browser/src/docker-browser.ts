@@ -91,6 +91,8 @@ export interface ProvisionedBrowser extends ProvisionedResource<BrowserFacade> {
 
 /** The binding `dockerBrowser()` returns, with a view of its pool. */
 export interface DockerBrowserBinding extends CapabilityBinding<BrowserFacade> {
+  /** Warms the pool: resolves once `pool.min` browsers are running and connected. */
+  start(): Promise<void>;
   provision(request: ProvisionRequest): Promise<ProvisionedBrowser>;
   reattach(lease: LeaseRecord, signal: AbortSignal): Promise<ProvisionedBrowser | undefined>;
   /** The pool id, once started. */

@@ -82,6 +82,15 @@ export class CapabilityManager {
    */
   facade(capability: string, scope: LeaseScope): unknown {
     const methods = new Map<PropertyKey, unknown>();
+    let bound: { resource: ProvisionedResource; facade: Record<PropertyKey, unknown> } | undefined;
+    /** The facade bound to this scope's signal, made once per resource. */
+    const facadeOf = (resource: ProvisionedResource) => {
+      if (bound?.resource !== resource) {
+        const facade = resource.bind ? resource.bind({ signal: scope.signal }) : resource.facade;
+        bound = { resource, facade: facade as Record<PropertyKey, unknown> };
+      }
+      return bound.facade;
+    };
     return new Proxy(
       {},
       {
@@ -90,10 +99,7 @@ export class CapabilityManager {
           let method = methods.get(property);
           if (!method) {
             method = async (...args: unknown[]) => {
-              const resource = await this.acquire(capability, scope);
-              const facade = (
-                resource.bind ? resource.bind({ signal: scope.signal }) : resource.facade
-              ) as Record<PropertyKey, unknown>;
+              const facade = facadeOf(await this.acquire(capability, scope));
               const member = facade[property];
               if (typeof member !== "function") return member;
               return member.apply(facade, args);
