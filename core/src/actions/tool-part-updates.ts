@@ -46,6 +46,18 @@ export function applyToolPartUpdate(messages: UIMessage[], update: ToolPartUpdat
   }
 }
 
+/** Puts the parts of calls waiting for an answer back to `input-available` (the SDK saw a placeholder result). */
+export function awaitAnswers(messages: UIMessage[], toolCallIds: ReadonlySet<string>): void {
+  for (const message of messages) {
+    const parts = message.parts as MutableToolPart[];
+    parts.forEach((part, index) => {
+      if (typeof part.toolCallId !== "string" || !toolCallIds.has(part.toolCallId)) return;
+      const { output: _output, errorText: _errorText, ...rest } = part;
+      parts[index] = { ...rest, state: "input-available" };
+    });
+  }
+}
+
 /** The UI stream chunks that show `update` to a client following the run (the same part state as stored). */
 export function toolPartUpdateChunks(update: ToolPartUpdate): Array<Record<string, unknown>> {
   const { outcome } = update;

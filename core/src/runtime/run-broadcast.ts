@@ -1,6 +1,7 @@
 /**
  * Reads a stream to its end on its own (so a run progresses whether or not anyone listens) and lets any
- * number of subscribers read it from the start: what was already read is replayed, the rest follows live.
+ * number of subscribers read it from the start: what was already read is replayed, the rest is pushed live.
+ * `keep` filters chunks on the way (one pass, no extra stream stage).
  */
 export interface RunBroadcast<CHUNK> {
   /** A new reader of the whole stream, from its first chunk. */
@@ -9,14 +10,14 @@ export interface RunBroadcast<CHUNK> {
   readonly finished: Promise<void>;
 }
 
-export function createRunBroadcast<CHUNK>(source: ReadableStream<CHUNK>): RunBroadcast<CHUNK> {
+export function createRunBroadcast<CHUNK>(
+  source: ReadableStream<CHUNK>,
+  keep: (chunk: CHUNK) => boolean = () => true,
+): RunBroadcast<CHUNK> {
   const chunks: CHUNK[] = [];
-  const listeners = new Set<() => void>();
+  const live = new Set<ReadableStreamDefaultController<CHUNK>>();
   let ended = false;
   let failure: unknown;
-  const notify = () => {
-    for (const listener of listeners) listener();
-  };
 
   const finished = (async () => {
     const reader = source.getReader();
@@ -24,44 +25,39 @@ export function createRunBroadcast<CHUNK>(source: ReadableStream<CHUNK>): RunBro
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
+        if (!keep(value)) continue;
         chunks.push(value);
-        notify();
+        for (const controller of live) controller.enqueue(value);
       }
     } catch (error) {
       failure = error;
     } finally {
       ended = true;
-      notify();
+      for (const controller of live) {
+        if (failure !== undefined) controller.error(failure);
+        else controller.close();
+      }
+      live.clear();
     }
   })();
 
   return {
     finished,
     subscribe() {
-      let index = 0;
-      let wake: (() => void) | undefined;
-      const listener = () => wake?.();
+      let own: ReadableStreamDefaultController<CHUNK> | undefined;
       return new ReadableStream<CHUNK>({
-        start() {
-          listeners.add(listener);
-        },
-        async pull(controller) {
-          while (index >= chunks.length && !ended) {
-            await new Promise<void>((resolve) => {
-              wake = resolve;
-            });
-            wake = undefined;
-          }
-          if (index < chunks.length) {
-            while (index < chunks.length) controller.enqueue(chunks[index++] as CHUNK);
+        start(controller) {
+          for (const chunk of chunks) controller.enqueue(chunk);
+          if (ended) {
+            if (failure !== undefined) controller.error(failure);
+            else controller.close();
             return;
           }
-          listeners.delete(listener);
-          if (failure !== undefined) controller.error(failure);
-          else controller.close();
+          own = controller;
+          live.add(controller);
         },
         cancel() {
-          listeners.delete(listener);
+          if (own) live.delete(own);
         },
       });
     },

@@ -4,6 +4,7 @@ import {
   generateId,
   isStepCount,
   type LanguageModel,
+  type ModelMessage,
   streamText,
   type Tool,
   type UIMessage,
@@ -13,6 +14,7 @@ import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import { publicAction } from "../actions/public-action.ts";
 import {
   applyToolPartUpdate,
+  awaitAnswers,
   type ToolPartUpdate,
   toolPartUpdateChunks,
   waitingToolCallIds,
@@ -204,6 +206,7 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
       ? await definition.instructions(resolverArgs)
       : definition.instructions;
 
+  const gated = [...agent.registrations.values()].some((registration) => registration.enabled !== undefined);
   const source = createUIMessageStream<UIMessage>({
     originalMessages: inputMessages,
     generateId,
@@ -225,22 +228,33 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
         tools,
         stopWhen: [isStepCount(definition.maxSteps), () => state.pendingActions.length > 0],
         abortSignal: controller.signal,
-        prepareStep: async ({ stepNumber, messages }) => {
-          const activeTools = await resolveActiveTools(agent.registrations.values(), resolverArgs);
-          const extra = (await definition.prepareStep?.({ stepNumber, messages })) ?? {};
-          return { activeTools, ...extra };
-        },
+        // Only agents with `enabled` gates (or their own prepareStep) pay for a per-step hook.
+        ...(gated || definition.prepareStep
+          ? {
+              prepareStep: async ({
+                stepNumber,
+                messages,
+              }: {
+                stepNumber: number;
+                messages: ModelMessage[];
+              }) => {
+                const activeTools = gated
+                  ? await resolveActiveTools(agent.registrations.values(), resolverArgs)
+                  : undefined;
+                const extra = (await definition.prepareStep?.({ stepNumber, messages })) ?? {};
+                return { ...(activeTools ? { activeTools } : {}), ...extra };
+              },
+            }
+          : {}),
         onError: ({ error }) => {
           modelError ??= error;
         },
       });
       writer.merge(
-        result
-          .toUIMessageStream({
-            messageMetadata: ({ part }) => (part.type === "start" ? { runId, agentId: agent.id } : undefined),
-            onError: redactedMessage,
-          })
-          .pipeThrough(dropPendingOutputs(state.pendingToolCallIds)),
+        result.toUIMessageStream({
+          messageMetadata: ({ part }) => (part.type === "start" ? { runId, agentId: agent.id } : undefined),
+          onError: redactedMessage,
+        }),
       );
     },
     onFinish: ({ messages }) => {
@@ -248,11 +262,16 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
     },
   });
 
-  const broadcast = createRunBroadcast(source);
+  // Calls now waiting for an answer got a placeholder result from the SDK: clients never see it.
+  const broadcast = createRunBroadcast(
+    source,
+    (chunk) => !(chunk.type === "tool-output-available" && state.pendingToolCallIds.has(chunk.toolCallId)),
+  );
   const done = (async (): Promise<RunResult> => {
     try {
       await broadcast.finished;
       for (const update of updates) applyToolPartUpdate(finalMessages, update);
+      if (state.pendingToolCallIds.size > 0) awaitAnswers(finalMessages, state.pendingToolCallIds);
       const cancelled = controller.signal.aborted && state.stopReason?.type !== "failed";
       if (modelError !== undefined && !cancelled) await reportError(modelError, { phase: "model" });
       const status: RunResult["status"] =
@@ -306,16 +325,6 @@ function latestAction(actions: PendingActionRecord[], toolCallId: string): Pendi
       latest = action;
   }
   return latest;
-}
-
-/** Drops the placeholder results of calls that now wait for an answer; their parts stay `input-available`. */
-function dropPendingOutputs(pending: ReadonlySet<string>): TransformStream<UIMessageChunk, UIMessageChunk> {
-  return new TransformStream({
-    transform(chunk, controller) {
-      if (chunk.type === "tool-output-available" && pending.has(chunk.toolCallId)) return;
-      controller.enqueue(chunk);
-    },
-  });
 }
 
 function lastAssistantText(messages: UIMessage[]): string {
