@@ -33,4 +33,12 @@ export { poolLabels } from "./labels.ts";
 export type { PoolErrorCode } from "./pool-error.ts";
 export { PoolError } from "./pool-error.ts";
 export type { ContainerPoolEventMap, DestroyReason, PoolEvents } from "./pool-events.ts";
+export {
+  createPooledBinding,
+  type PooledBinding,
+  type PooledBindingOptions,
+  type PooledBindingPoolOptions,
+  type PooledBindingTuning,
+  type RecordedLease,
+} from "./pooled-binding.ts";
 export { specHash } from "./spec-hash.ts";

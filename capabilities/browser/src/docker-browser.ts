@@ -9,13 +9,10 @@ import { PaiError } from "@pai/core";
 import {
   type ContainerDriver,
   type ContainerLimits,
-  type ContainerPool,
   type ContainerPoolMetrics,
   type ContainerSpec,
-  createContainerPool,
   createDockerDriver,
-  type Lease,
-  specHash,
+  createPooledBinding,
 } from "@pai/pool";
 import { bindBrowserFacade } from "./bind-browser-facade.ts";
 import type { BrowserFacade } from "./browser-facade.ts";
@@ -125,19 +122,16 @@ const DEFAULT_LIMITS = { memoryBytes: 1024 ** 3, nanoCpus: 1_000_000_000, pidsLi
 export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowserBinding {
   const driver = options.driver ?? createDockerDriver();
   const timeoutMs = options.timeoutMs ?? 30_000;
-  let pool: ContainerPool<ChromiumConnection> | undefined;
-  let image: string | undefined;
-  let poolId: string | undefined;
-  let starting: Promise<void> | undefined;
-  let closed = false;
-
-  function start(): Promise<void> {
-    if (closed)
-      return Promise.reject(new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"));
-    starting ??= (async () => {
-      const resolvedImage = options.image ?? (await resolveDefaultBrowserImage());
+  const pooled = createPooledBinding<ChromiumConnection, ProvisionedBrowser>({
+    name: "browser",
+    ...(options.pool ? { pool: options.pool } : {}),
+    ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
+    ...(options.poolId ? { poolId: options.poolId } : {}),
+    closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
+    async preparePool() {
+      const image = options.image ?? (await resolveDefaultBrowserImage());
       const spec: ContainerSpec = {
-        image: resolvedImage,
+        image,
         cmd: chromiumCommand({
           ...(options.windowSize ? { windowSize: options.windowSize } : {}),
           ...(options.chromiumArgs ? { extraArgs: options.chromiumArgs } : {}),
@@ -151,120 +145,48 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         shmSizeBytes: Math.max(MIN_SHM_BYTES, options.shmSizeBytes ?? MIN_SHM_BYTES),
         limits: { ...DEFAULT_LIMITS, ...(options.limits ?? {}) },
       };
-      const tuning = options.poolTuning ?? {};
-      const id = options.poolId ?? `pai-browser-${specHash(spec)}`;
-      const created = createContainerPool<ChromiumConnection>({
+      return {
+        image,
         driver,
         spec,
-        poolId: id,
-        ...(options.pool?.min !== undefined ? { min: options.pool.min } : {}),
-        ...(options.pool?.max !== undefined ? { max: options.pool.max } : {}),
-        ...(options.pool?.acquireTimeoutMs !== undefined
-          ? { acquireTimeoutMs: options.pool.acquireTimeoutMs }
-          : {}),
-        ...(tuning.maxConcurrentCreates !== undefined
-          ? { maxConcurrentCreates: tuning.maxConcurrentCreates }
-          : {}),
-        ...(tuning.softIdleTimeoutMs !== undefined ? { softIdleTimeoutMs: tuning.softIdleTimeoutMs } : {}),
-        ...(tuning.createBackoff !== undefined ? { createBackoff: tuning.createBackoff } : {}),
         // A container counts as warm once its Chromium listens and Playwright is attached.
         setup: ({ containerId, signal }) =>
           connectChromium({ driver, containerId, signal, timeoutMs: 30_000 }),
         teardown: ({ state }) => state?.close(),
+      };
+    },
+    resourceOf(lease, pool) {
+      const facade = createBrowserFacade({
+        connection: lease.state,
+        image: pool.image,
+        timeoutMs,
+        ...(options.allowUrl ? { allowUrl: options.allowUrl } : {}),
       });
-      if (closed) {
-        await created.close();
-        throw new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed");
-      }
-      try {
-        await created.warm({ timeoutMs: options.pool?.acquireTimeoutMs ?? 30_000 });
-      } catch (error) {
-        await created.close();
-        throw error;
-      }
-      pool = created;
-      image = resolvedImage;
-      poolId = id;
-    })();
-    starting.catch(() => {
-      starting = undefined;
-    });
-    return starting;
-  }
-
-  function resourceOf(lease: Lease<ChromiumConnection>): ProvisionedBrowser {
-    const facade = createBrowserFacade({
-      connection: lease.state,
-      image: image ?? "",
-      timeoutMs,
-      ...(options.allowUrl ? { allowUrl: options.allowUrl } : {}),
-    });
-    return {
-      facade,
-      resourceId: lease.containerId,
-      meta: { poolId, image },
-      release: () => lease.release(),
-      bind: ({ signal }) => bindBrowserFacade(facade, signal),
-    };
-  }
-
-  async function ready(): Promise<ContainerPool<ChromiumConnection>> {
-    await start();
-    if (!pool || closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed");
-    return pool;
-  }
-
+      return {
+        facade,
+        resourceId: lease.containerId,
+        meta: { poolId: pool.poolId, image: pool.image },
+        release: () => lease.release(),
+        bind: ({ signal }) => bindBrowserFacade(facade, signal),
+      };
+    },
+  });
   return {
     kind: "pai.capability-binding",
     capability: "browser",
     lifetime: options.lifetime,
     idleTtlMs: options.idleTtlMs,
+    start: () => pooled.start(),
+    provision: (request) => pooled.provision(request),
+    reattach: (lease, signal) => pooled.reattach(lease, signal),
+    reapUnowned: (keep) => pooled.reapUnowned(keep),
+    close: () => pooled.close(),
     get poolId() {
-      return poolId;
+      return pooled.poolId;
     },
     get image() {
-      return image;
+      return pooled.image;
     },
-    metrics: () => pool?.metrics(),
-    start,
-
-    async provision(request: ProvisionRequest) {
-      const current = await ready();
-      request.signal.throwIfAborted();
-      const lease = await current.acquire({
-        leaseKey: `browser:${request.leaseKey}`,
-        signal: request.signal,
-      });
-      if (request.signal.aborted) {
-        await lease.release();
-        request.signal.throwIfAborted();
-      }
-      return resourceOf(lease);
-    },
-
-    async reattach(record: LeaseRecord, signal: AbortSignal) {
-      const current = await ready();
-      if (typeof record.meta.poolId === "string" && record.meta.poolId !== poolId) return undefined;
-      try {
-        const lease = await current.adopt(record.resourceId, {
-          leaseKey: `browser:${record.lifetime}:${record.key}`,
-          signal,
-        });
-        return resourceOf(lease);
-      } catch {
-        return undefined;
-      }
-    },
-
-    async reapUnowned(keepResourceIds: string[]) {
-      const current = await ready();
-      await current.reapStrays({ keep: keepResourceIds });
-    },
-
-    async close() {
-      closed = true;
-      await starting?.catch(() => undefined);
-      await pool?.close();
-    },
+    metrics: () => pooled.metrics(),
   };
 }

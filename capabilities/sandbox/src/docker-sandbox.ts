@@ -11,14 +11,11 @@ import { PaiError } from "@pai/core";
 import {
   type ContainerDriver,
   type ContainerLimits,
-  type ContainerPool,
   type ContainerPoolMetrics,
   type ContainerSpec,
-  createContainerPool,
   createDockerDriver,
-  type Lease,
+  createPooledBinding,
   poolLabels,
-  specHash,
 } from "@pai/pool";
 import tar from "tar-stream";
 import { agentBinaryPath, buildAgentBinary } from "./agent/agent-binary.ts";
@@ -180,22 +177,20 @@ function loadAgentArchive(): Promise<Buffer> {
  */
 export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandboxBinding {
   const driver = options.driver ?? createDockerDriver();
-  let pool: ContainerPool<CommandExecutor> | undefined;
-  let image: string | undefined;
-  let poolId: string | undefined;
-  let starting: Promise<void> | undefined;
-  let closed = false;
-
-  function start(): Promise<void> {
-    if (closed)
-      return Promise.reject(new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"));
-    starting ??= (async () => {
-      const resolvedImage = options.image ?? (await resolveDefaultSandboxImage());
+  const pooled = createPooledBinding<CommandExecutor, ProvisionedSandbox>({
+    name: "sandbox",
+    ...(options.pool ? { pool: options.pool } : {}),
+    ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
+    ...(options.poolId ? { poolId: options.poolId } : {}),
+    closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
+    async preparePool() {
+      const image = options.image ?? (await resolveDefaultSandboxImage());
       const useAgent = (options.executor ?? "agent") === "agent";
-      const archive = useAgent ? await loadAgentArchive() : undefined;
-      const agentVolume = archive ? await ensureAgentVolume(driver, resolvedImage, archive) : undefined;
+      const agentVolume = useAgent
+        ? await ensureAgentVolume(driver, image, await loadAgentArchive())
+        : undefined;
       const spec: ContainerSpec = {
-        image: resolvedImage,
+        image,
         env: { HOME: WORKSPACE, ...(options.env ?? {}) },
         workingDir: WORKSPACE,
         network: options.network ?? "none",
@@ -205,22 +200,11 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         ...(agentVolume ? { sharedVolumes: [{ name: agentVolume, target: AGENT_DIRECTORY }] } : {}),
         ...(options.limits ? { limits: options.limits } : {}),
       };
-      const tuning = options.poolTuning ?? {};
-      const id = options.poolId ?? `pai-sandbox-${specHash(spec)}`;
-      const created = createContainerPool<CommandExecutor>({
+      return {
+        image,
         driver,
         spec,
-        poolId: id,
-        ...(options.pool?.min !== undefined ? { min: options.pool.min } : {}),
-        ...(options.pool?.max !== undefined ? { max: options.pool.max } : {}),
-        ...(options.pool?.acquireTimeoutMs !== undefined
-          ? { acquireTimeoutMs: options.pool.acquireTimeoutMs }
-          : {}),
-        ...(tuning.maxConcurrentCreates !== undefined
-          ? { maxConcurrentCreates: tuning.maxConcurrentCreates }
-          : {}),
-        ...(tuning.softIdleTimeoutMs !== undefined ? { softIdleTimeoutMs: tuning.softIdleTimeoutMs } : {}),
-        ...(tuning.createBackoff !== undefined ? { createBackoff: tuning.createBackoff } : {}),
+        teardown: ({ state }) => state?.close(),
         ...(agentVolume
           ? {
               setup: ({ containerId, signal, adopted }) =>
@@ -237,104 +221,43 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
               healthCheck: ({ state }) => (state as { connected?: boolean } | undefined)?.connected === true,
             }
           : { setup: ({ containerId }) => createDockerExecExecutor({ driver, containerId }) }),
-        teardown: ({ state }) => state?.close(),
+      };
+    },
+    resourceOf(lease, pool) {
+      const facade = createSandboxFacade({
+        executor: lease.state,
+        driver,
+        containerId: lease.containerId,
+        image: pool.image,
+        workspace: WORKSPACE,
+        ...(options.shell ? { shell: options.shell } : {}),
+        ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
       });
-      if (closed) {
-        await created.close();
-        throw new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed");
-      }
-      try {
-        await created.warm({ timeoutMs: options.pool?.acquireTimeoutMs ?? 30_000 });
-      } catch (error) {
-        await created.close();
-        throw error;
-      }
-      pool = created;
-      image = resolvedImage;
-      poolId = id;
-    })();
-    starting.catch(() => {
-      starting = undefined;
-    });
-    return starting;
-  }
-
-  function resourceOf(lease: Lease<CommandExecutor>): ProvisionedSandbox {
-    const facade = createSandboxFacade({
-      executor: lease.state,
-      driver,
-      containerId: lease.containerId,
-      image: image ?? "",
-      workspace: WORKSPACE,
-      ...(options.shell ? { shell: options.shell } : {}),
-      ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
-    });
-    return {
-      facade,
-      resourceId: lease.containerId,
-      meta: { poolId, image },
-      release: () => lease.release(),
-      bind: ({ signal }) => bindSandboxFacade(facade, signal),
-    };
-  }
-
-  async function ready(): Promise<ContainerPool<CommandExecutor>> {
-    await start();
-    if (!pool || closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed");
-    return pool;
-  }
-
+      return {
+        facade,
+        resourceId: lease.containerId,
+        meta: { poolId: pool.poolId, image: pool.image },
+        release: () => lease.release(),
+        bind: ({ signal }) => bindSandboxFacade(facade, signal),
+      };
+    },
+  });
   return {
     kind: "pai.capability-binding",
     capability: "sandbox",
     lifetime: options.lifetime,
     idleTtlMs: options.idleTtlMs,
+    start: () => pooled.start(),
+    provision: (request) => pooled.provision(request),
+    reattach: (lease, signal) => pooled.reattach(lease, signal),
+    reapUnowned: (keep) => pooled.reapUnowned(keep),
+    close: () => pooled.close(),
     get poolId() {
-      return poolId;
+      return pooled.poolId;
     },
     get image() {
-      return image;
+      return pooled.image;
     },
-    metrics: () => pool?.metrics(),
-    start,
-
-    async provision(request: ProvisionRequest) {
-      const current = await ready();
-      request.signal.throwIfAborted();
-      const lease = await current.acquire({
-        leaseKey: `sandbox:${request.leaseKey}`,
-        signal: request.signal,
-      });
-      if (request.signal.aborted) {
-        await lease.release();
-        request.signal.throwIfAborted();
-      }
-      return resourceOf(lease);
-    },
-
-    async reattach(record: LeaseRecord, signal: AbortSignal) {
-      const current = await ready();
-      if (typeof record.meta.poolId === "string" && record.meta.poolId !== poolId) return undefined;
-      try {
-        const lease = await current.adopt(record.resourceId, {
-          leaseKey: `sandbox:${record.lifetime}:${record.key}`,
-          signal,
-        });
-        return resourceOf(lease);
-      } catch {
-        return undefined;
-      }
-    },
-
-    async reapUnowned(keepResourceIds: string[]) {
-      const current = await ready();
-      await current.reapStrays({ keep: keepResourceIds });
-    },
-
-    async close() {
-      closed = true;
-      await starting?.catch(() => undefined);
-      await pool?.close();
-    },
+    metrics: () => pooled.metrics(),
   };
 }

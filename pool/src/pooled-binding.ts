@@ -1,0 +1,182 @@
+import type { Lease } from "./container-pool.ts";
+import {
+  type ContainerPool,
+  type ContainerPoolMetrics,
+  type ContainerPoolOptions,
+  createContainerPool,
+} from "./container-pool.ts";
+import { specHash } from "./spec-hash.ts";
+
+/** How a capability binding sizes and tunes its pool (the user-facing part of `createContainerPool`'s options). */
+export interface PooledBindingPoolOptions {
+  /** Started containers kept ready. @default 1 */
+  min?: number;
+  /** Containers in total, leased ones included. @default 10 */
+  max?: number;
+  /** How long provisioning waits for a container before failing with `POOL_EXHAUSTED`. @default 30000 */
+  acquireTimeoutMs?: number;
+}
+
+/** The pool's tuning under load: creates at once, backoff on failing creates, trimming idle containers above `min`. */
+export interface PooledBindingTuning {
+  /** @default 2 */
+  maxConcurrentCreates?: number;
+  /** @default 60000 */
+  softIdleTimeoutMs?: number;
+  /** @default 250 ms doubling to 10 s */
+  createBackoff?: { initialMs?: number; maxMs?: number };
+}
+
+/** What {@link createPooledBinding} needs to know about one kind of pooled resource. */
+export interface PooledBindingOptions<STATE, RESOURCE> {
+  /** The capability's name: prefixes lease keys and names the binding in errors. */
+  name: string;
+  pool?: PooledBindingPoolOptions;
+  tuning?: PooledBindingTuning;
+  /** The pool id; by default `pai-<name>-<spec hash>`, so a restarted process finds its own containers. */
+  poolId?: string;
+  /**
+   * Called once, on the first start: the image and the pool's container options (spec, driver, hooks).
+   * Image resolution and one-time engine set-up belong here.
+   */
+  preparePool(): Promise<
+    { image: string } & Pick<ContainerPoolOptions<STATE>, "driver" | "spec"> &
+      Partial<Pick<ContainerPoolOptions<STATE>, "setup" | "teardown" | "beforeStart" | "healthCheck">>
+  >;
+  /** Turns a lease into the resource the binding hands out. */
+  resourceOf(lease: Lease<STATE>, pool: { image: string; poolId: string }): RESOURCE;
+  /** The error for calls on a closed binding. */
+  closedError(): Error;
+}
+
+/** A lease as recorded by whoever provisioned it (structurally PAI's `LeaseRecord`). */
+export interface RecordedLease {
+  resourceId: string;
+  lifetime: string;
+  key: string;
+  meta: Record<string, unknown>;
+}
+
+/** The lifecycle a capability binding needs from a warm pool: start, provision, reattach, reap, close. */
+export interface PooledBinding<RESOURCE> {
+  start(): Promise<void>;
+  provision(request: { leaseKey: string; signal: AbortSignal }): Promise<RESOURCE>;
+  /** Adopts the container recorded on `lease` (after a restart); `undefined` when it is gone or not this pool's. */
+  reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
+  /** Removes this pool's containers that `keepResourceIds` does not name. */
+  reapUnowned(keepResourceIds: string[]): Promise<void>;
+  close(): Promise<void>;
+  readonly poolId: string | undefined;
+  readonly image: string | undefined;
+  metrics(): ContainerPoolMetrics | undefined;
+}
+
+/**
+ * The shared lifecycle of pool-backed capability bindings (`dockerSandbox`, `dockerBrowser`): the pool is made
+ * and warmed once on first use, each provisioning takes a fresh container (an abort leaves none behind), a
+ * restarted process adopts the containers its leases recorded, and closing removes the rest.
+ */
+export function createPooledBinding<STATE, RESOURCE>(
+  options: PooledBindingOptions<STATE, RESOURCE>,
+): PooledBinding<RESOURCE> {
+  let pool: ContainerPool<STATE> | undefined;
+  let image: string | undefined;
+  let poolId: string | undefined;
+  let starting: Promise<void> | undefined;
+  let closed = false;
+  const tuning = options.tuning ?? {};
+
+  function start(): Promise<void> {
+    if (closed) return Promise.reject(options.closedError());
+    starting ??= (async () => {
+      const prepared = await options.preparePool();
+      const id = options.poolId ?? `pai-${options.name}-${specHash(prepared.spec)}`;
+      const created = createContainerPool<STATE>({
+        ...prepared,
+        poolId: id,
+        ...(options.pool?.min !== undefined ? { min: options.pool.min } : {}),
+        ...(options.pool?.max !== undefined ? { max: options.pool.max } : {}),
+        ...(options.pool?.acquireTimeoutMs !== undefined
+          ? { acquireTimeoutMs: options.pool.acquireTimeoutMs }
+          : {}),
+        ...(tuning.maxConcurrentCreates !== undefined
+          ? { maxConcurrentCreates: tuning.maxConcurrentCreates }
+          : {}),
+        ...(tuning.softIdleTimeoutMs !== undefined ? { softIdleTimeoutMs: tuning.softIdleTimeoutMs } : {}),
+        ...(tuning.createBackoff !== undefined ? { createBackoff: tuning.createBackoff } : {}),
+      });
+      if (closed) {
+        await created.close();
+        throw options.closedError();
+      }
+      try {
+        await created.warm({ timeoutMs: options.pool?.acquireTimeoutMs ?? 30_000 });
+      } catch (error) {
+        await created.close();
+        throw error;
+      }
+      pool = created;
+      image = prepared.image;
+      poolId = id;
+    })();
+    starting.catch(() => {
+      starting = undefined;
+    });
+    return starting;
+  }
+
+  async function ready(): Promise<ContainerPool<STATE>> {
+    await start();
+    if (!pool || closed) throw options.closedError();
+    return pool;
+  }
+
+  const resourceOf = (lease: Lease<STATE>) =>
+    options.resourceOf(lease, { image: image ?? "", poolId: poolId ?? "" });
+
+  return {
+    start,
+    async provision(request) {
+      const current = await ready();
+      request.signal.throwIfAborted();
+      const lease = await current.acquire({
+        leaseKey: `${options.name}:${request.leaseKey}`,
+        signal: request.signal,
+      });
+      if (request.signal.aborted) {
+        await lease.release();
+        request.signal.throwIfAborted();
+      }
+      return resourceOf(lease);
+    },
+    async reattach(record, signal) {
+      const current = await ready();
+      if (typeof record.meta.poolId === "string" && record.meta.poolId !== poolId) return undefined;
+      try {
+        const lease = await current.adopt(record.resourceId, {
+          leaseKey: `${options.name}:${record.lifetime}:${record.key}`,
+          signal,
+        });
+        return resourceOf(lease);
+      } catch {
+        return undefined;
+      }
+    },
+    async reapUnowned(keepResourceIds) {
+      const current = await ready();
+      await current.reapStrays({ keep: keepResourceIds });
+    },
+    async close() {
+      closed = true;
+      await starting?.catch(() => undefined);
+      await pool?.close();
+    },
+    get poolId() {
+      return poolId;
+    },
+    get image() {
+      return image;
+    },
+    metrics: () => pool?.metrics(),
+  };
+}
