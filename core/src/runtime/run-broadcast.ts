@@ -1,48 +1,55 @@
 /**
- * Reads a stream to its end on its own (so a run progresses whether or not anyone listens) and lets any
- * number of subscribers read it from the start: what was already read is replayed, the rest is pushed live.
- * `keep` filters chunks on the way (one pass, no extra stream stage).
+ * The chunks of one run, fanned out: pushed one by one (PAI's own chunks) or piped from a stream (the
+ * model's), each kept for replay, so any number of subscribers can read the run from its start — what was
+ * already sent is replayed, the rest is pushed live. `keep` filters chunks on the way, in the same pass.
  */
 export interface RunBroadcast<CHUNK> {
-  /** A new reader of the whole stream, from its first chunk. */
+  /** Sends one chunk to every subscriber (ignored once ended). */
+  push(chunk: CHUNK): void;
+  /** Pushes every chunk of `source` until it ends; rejects with the source's error. */
+  pipe(source: ReadableStream<CHUNK>): Promise<void>;
+  /** Ends every subscriber's stream (with `error`, when given). */
+  end(error?: unknown): void;
+  /** A new reader of the whole run, from its first chunk. */
   subscribe(): ReadableStream<CHUNK>;
-  /** Settles when the source has ended (or failed). */
-  readonly finished: Promise<void>;
 }
 
-export function createRunBroadcast<CHUNK>(
-  source: ReadableStream<CHUNK>,
-  keep: (chunk: CHUNK) => boolean = () => true,
-): RunBroadcast<CHUNK> {
+export function createRunBroadcast<CHUNK>(keep: (chunk: CHUNK) => boolean = () => true): RunBroadcast<CHUNK> {
   const chunks: CHUNK[] = [];
   const live = new Set<ReadableStreamDefaultController<CHUNK>>();
   let ended = false;
   let failure: unknown;
 
-  const finished = (async () => {
-    const reader = source.getReader();
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        if (!keep(value)) continue;
-        chunks.push(value);
-        for (const controller of live) controller.enqueue(value);
+  const push = (chunk: CHUNK) => {
+    if (ended || !keep(chunk)) return;
+    chunks.push(chunk);
+    for (const controller of live) controller.enqueue(chunk);
+  };
+
+  return {
+    push,
+    async pipe(source) {
+      const reader = source.getReader();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return;
+          push(value);
+        }
+      } finally {
+        reader.releaseLock();
       }
-    } catch (error) {
-      failure = error;
-    } finally {
+    },
+    end(error) {
+      if (ended) return;
       ended = true;
+      failure = error;
       for (const controller of live) {
-        if (failure !== undefined) controller.error(failure);
+        if (error !== undefined) controller.error(error);
         else controller.close();
       }
       live.clear();
-    }
-  })();
-
-  return {
-    finished,
+    },
     subscribe() {
       let own: ReadableStreamDefaultController<CHUNK> | undefined;
       return new ReadableStream<CHUNK>({

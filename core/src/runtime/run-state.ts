@@ -1,4 +1,4 @@
-import type { UIMessageStreamWriter } from "ai";
+import type { UIMessageChunk } from "ai";
 import type { RegisteredAgent } from "../agents/create-pai.ts";
 import type { AgentResolverArgs } from "../agents/define-agent.ts";
 import type { PendingActionRecord, ThreadStore } from "../threads/thread-store.ts";
@@ -25,8 +25,8 @@ export interface RunState {
   /** Pending actions created during this run, and their tool calls (whose SDK result is a placeholder). */
   pendingActions: PendingActionRecord[];
   pendingToolCallIds: Set<string>;
-  /** The UI stream writer, for `data-*` parts. */
-  writer: UIMessageStreamWriter | undefined;
+  /** Sends PAI's own chunks (`data-*` parts, tool updates, errors) to the run's stream. */
+  writer: { write(chunk: UIMessageChunk): void } | undefined;
   /** Reports an unplanned error to `onRuntimeError` (never throws). */
   reportError(
     error: unknown,

@@ -1,6 +1,5 @@
 import {
   convertToModelMessages,
-  createUIMessageStream,
   generateId,
   isStepCount,
   type LanguageModel,
@@ -29,7 +28,7 @@ import type { AgentRun, RunResult } from "./agent-run.ts";
 import { redactedMessage } from "./redaction.ts";
 import { resolveActiveTools } from "./resolve-enabled.ts";
 import { createRunBroadcast } from "./run-broadcast.ts";
-import type { RunState } from "./run-state.ts";
+import { type RunState, stopRun } from "./run-state.ts";
 import { createThreadFiles } from "./thread-files.ts";
 import { createToolRunner, type ToolRunner } from "./tool-executor.ts";
 
@@ -207,69 +206,85 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
       : definition.instructions;
 
   const gated = [...agent.registrations.values()].some((registration) => registration.enabled !== undefined);
-  const source = createUIMessageStream<UIMessage>({
-    originalMessages: inputMessages,
-    generateId,
-    onError: redactedMessage,
-    execute: async ({ writer }) => {
-      state.writer = writer;
-      if (!userMessage) {
-        await settleAnswered(false);
-        if (state.pendingActions.length > 0 || controller.signal.aborted) return;
-      }
-      const modelMessages = await convertToModelMessages(inputMessages, {
-        tools,
-        ignoreIncompleteToolCalls: true,
-      });
-      const result = streamText({
-        model,
-        ...(instructions !== undefined ? { instructions } : {}),
-        messages: modelMessages,
-        tools,
-        stopWhen: [isStepCount(definition.maxSteps), () => state.pendingActions.length > 0],
-        abortSignal: controller.signal,
-        // Only agents with `enabled` gates (or their own prepareStep) pay for a per-step hook.
-        ...(gated || definition.prepareStep
-          ? {
-              prepareStep: async ({
-                stepNumber,
-                messages,
-              }: {
-                stepNumber: number;
-                messages: ModelMessage[];
-              }) => {
-                const activeTools = gated
-                  ? await resolveActiveTools(agent.registrations.values(), resolverArgs)
-                  : undefined;
-                const extra = (await definition.prepareStep?.({ stepNumber, messages })) ?? {};
-                return { ...(activeTools ? { activeTools } : {}), ...extra };
-              },
-            }
-          : {}),
-        onError: ({ error }) => {
-          modelError ??= error;
-        },
-      });
-      writer.merge(
-        result.toUIMessageStream({
-          messageMetadata: ({ part }) => (part.type === "start" ? { runId, agentId: agent.id } : undefined),
-          onError: redactedMessage,
-        }),
-      );
-    },
-    onFinish: ({ messages }) => {
-      finalMessages = messages;
-    },
-  });
-
   // Calls now waiting for an answer got a placeholder result from the SDK: clients never see it.
-  const broadcast = createRunBroadcast(
-    source,
+  const broadcast = createRunBroadcast<UIMessageChunk>(
     (chunk) => !(chunk.type === "tool-output-available" && state.pendingToolCallIds.has(chunk.toolCallId)),
   );
+  /** PAI's own data parts (tool data, pending actions, capability status), stored on the reply at the end. */
+  const dataParts: Array<{ type: string; id?: string; data: unknown; transient?: boolean }> = [];
+  state.writer = {
+    write(chunk) {
+      broadcast.push(chunk);
+      if (chunk.type.startsWith("data-")) dataParts.push(chunk as (typeof dataParts)[number]);
+    },
+  };
+
+  /** Settles answered actions (a continuation), then streams the model loop into the broadcast. */
+  const drive = async () => {
+    if (!userMessage) {
+      await settleAnswered(false);
+      if (state.pendingActions.length > 0 || controller.signal.aborted) return;
+    }
+    const modelMessages = await convertToModelMessages(inputMessages, {
+      tools,
+      ignoreIncompleteToolCalls: true,
+    });
+    const result = streamText({
+      model,
+      ...(instructions !== undefined ? { instructions } : {}),
+      messages: modelMessages,
+      tools,
+      stopWhen: [isStepCount(definition.maxSteps), () => state.pendingActions.length > 0],
+      abortSignal: controller.signal,
+      // Only agents with `enabled` gates (or their own prepareStep) pay for a per-step hook.
+      ...(gated || definition.prepareStep
+        ? {
+            prepareStep: async ({
+              stepNumber,
+              messages,
+            }: {
+              stepNumber: number;
+              messages: ModelMessage[];
+            }) => {
+              const activeTools = gated
+                ? await resolveActiveTools(agent.registrations.values(), resolverArgs)
+                : undefined;
+              const extra = (await definition.prepareStep?.({ stepNumber, messages })) ?? {};
+              return { ...(activeTools ? { activeTools } : {}), ...extra };
+            },
+          }
+        : {}),
+      onError: ({ error }) => {
+        modelError ??= error;
+      },
+    });
+    await broadcast.pipe(
+      result.toUIMessageStream({
+        originalMessages: inputMessages,
+        generateMessageId: generateId,
+        messageMetadata: ({ part }) => (part.type === "start" ? { runId, agentId: agent.id } : undefined),
+        onError: redactedMessage,
+        onFinish: ({ messages }) => {
+          finalMessages = messages;
+        },
+      }),
+    );
+  };
+
+  const stream = broadcast.subscribe();
   const done = (async (): Promise<RunResult> => {
     try {
-      await broadcast.finished;
+      try {
+        await drive();
+      } catch (error) {
+        if (!controller.signal.aborted) {
+          await reportError(error, { phase: "run" });
+          stopRun(state, { type: "failed", error });
+        }
+      } finally {
+        broadcast.end();
+      }
+      storeDataParts(finalMessages, dataParts);
       for (const update of updates) applyToolPartUpdate(finalMessages, update);
       if (state.pendingToolCallIds.size > 0) awaitAnswers(finalMessages, state.pendingToolCallIds);
       const cancelled = controller.signal.aborted && state.stopReason?.type !== "failed";
@@ -310,7 +325,7 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
   return {
     runId,
     threadId,
-    stream: broadcast.subscribe(),
+    stream,
     subscribe: () => broadcast.subscribe(),
     done,
     controller,
@@ -325,6 +340,28 @@ function latestAction(actions: PendingActionRecord[], toolCallId: string): Pendi
       latest = action;
   }
   return latest;
+}
+
+/** Stores PAI's data parts on the run's reply (the last assistant message), replacing earlier parts by id. */
+function storeDataParts(
+  messages: UIMessage[],
+  chunks: Array<{ type: string; id?: string; data: unknown; transient?: boolean }>,
+): void {
+  const kept = chunks.filter((chunk) => chunk.transient !== true);
+  if (kept.length === 0) return;
+  let reply = messages.at(-1);
+  if (reply?.role !== "assistant") {
+    reply = { id: generateId(), role: "assistant", parts: [] };
+    messages.push(reply);
+  }
+  const parts = reply.parts as Array<{ type: string; id?: string; data?: unknown }>;
+  for (const chunk of kept) {
+    const part = { type: chunk.type, ...(chunk.id !== undefined ? { id: chunk.id } : {}), data: chunk.data };
+    const index =
+      chunk.id === undefined ? -1 : parts.findIndex((p) => p.type === chunk.type && p.id === chunk.id);
+    if (index >= 0) parts[index] = part;
+    else parts.push(part);
+  }
 }
 
 function lastAssistantText(messages: UIMessage[]): string {
