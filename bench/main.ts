@@ -5,7 +5,7 @@ import { removeBenchContainers } from "./bench-containers.ts";
 import type { BenchRow } from "./bench-row.ts";
 import { benchCommandRoundTrip } from "./command-round-trip.ts";
 import { benchCommandsPerSecond } from "./commands-per-second.ts";
-import { benchConversationBurst } from "./conversation-burst.ts";
+import { benchConversationBursts } from "./conversation-burst.ts";
 import { benchFileTransfer } from "./file-transfer.ts";
 import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
 import { benchRuntimeOverhead } from "./runtime-overhead.ts";
@@ -29,7 +29,16 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["time to first command", () => benchTimeToFirstCommand({ rounds: quick ? 20 : 60 })],
   ["round trip", () => benchCommandRoundTrip({ rounds: quick ? 20 : 60 })],
   ["commands/s", () => benchCommandsPerSecond({ seconds: quick ? 2 : 5 })],
-  ["burst", () => benchConversationBurst({ conversations: 100, min: 10, maxConcurrentCreates: 4 })],
+  [
+    "burst",
+    () =>
+      benchConversationBursts({
+        repeats: quick ? 1 : 3,
+        conversations: 100,
+        min: 10,
+        maxConcurrentCreates: 4,
+      }),
+  ],
   ["file transfer", () => benchFileTransfer({ rounds: quick ? 1 : 3, megabytes: 100 })],
   ["idle memory", () => benchIdleSandboxMemory({ count: quick ? 4 : 8 })],
 ];
