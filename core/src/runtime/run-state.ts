@@ -37,7 +37,7 @@ export interface RunState {
   /** `ctx.agents`: subagent runs on behalf of this run. */
   agents: ToolAgents;
   /** Capability facades for a tool call, provisioned lazily by the capability layer. */
-  capabilitiesFor(toolName: string, capabilityNames: Record<string, string>): Record<string, unknown>;
+  capabilitiesFor(capabilityNames: Record<string, string>): Record<string, unknown>;
 }
 
 /** Stops the run with `reason` unless it already stopped. */

@@ -135,7 +135,7 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
     reportError,
     files: createThreadFiles(() => inputMessages, controller.signal),
     agents: deps.subagents({ identity, clientData, signal: controller.signal }),
-    capabilitiesFor: (_toolName, names) =>
+    capabilitiesFor: (names) =>
       Object.fromEntries(
         Object.entries(names).map(([key, name]) => [key, deps.capabilities.facade(name, leaseScope)]),
       ),

@@ -417,7 +417,7 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
         },
       },
       files: state.files,
-      capabilities: state.capabilitiesFor(name, capabilityNames) as never,
+      capabilities: state.capabilitiesFor(capabilityNames) as never,
       tools: nestedTools(definition, toolName, context, toolCallId, signal) as never,
       agents: state.agents,
     };
