@@ -249,6 +249,13 @@ describe.skipIf(dockerOptedOut)("sandbox facade (through the in-container agent)
       expect(await codeOf(box.writeFiles([{ path: "leakdir/x", content: "x" }]))).toBe(
         "PATH_OUTSIDE_WORKSPACE",
       );
+      // one escaping path among many refuses the whole batch, and writes nothing
+      const batch = Array.from({ length: 50 }, (_, i) => ({ path: `batch/f${i}.txt`, content: `${i}` }));
+      expect(await codeOf(box.writeFiles([...batch, { path: "leakdir/y", content: "y" }]))).toBe(
+        "PATH_OUTSIDE_WORKSPACE",
+      );
+      expect(await box.stat("batch")).toBeNull();
+      expect(await codeOf(box.writeFiles([{ path: "two\nlines", content: "x" }]))).toBe("INVALID_ARGUMENT");
       expect(await codeOf(box.listFiles("leakdir"))).toBe("PATH_OUTSIDE_WORKSPACE");
       expect(await codeOf(box.stat("leak"))).toBe("PATH_OUTSIDE_WORKSPACE");
       expect(await codeOf(box.uploadDirectory(Readable.from([]), "leakdir"))).toBe("PATH_OUTSIDE_WORKSPACE");

@@ -339,6 +339,9 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
     async writeFiles(files, fileOptions = {}) {
       if (!Array.isArray(files)) throw new PaiError("INVALID_ARGUMENT", "writeFiles needs an array of files");
       if (files.length === 0) return;
+      if (files.some((file) => typeof file.path === "string" && file.path.includes("\n"))) {
+        throw new PaiError("INVALID_ARGUMENT", "a file path cannot contain a newline");
+      }
       const targets = files.map((file) => within(file.path));
       for (const target of targets) {
         if (target === workspace) {

@@ -25,9 +25,16 @@ export const readScript = `${prelude}resolve "$1"
 [ -f "$r" ] || exit ${scriptExit.notAFile}
 exec cat -- "$r"`;
 
-/** `write <path>...`: checks every target, then extracts the tar on stdin (names relative to the workspace). */
-export const writeScript = `${prelude}for p; do
-  resolve "$p"
+/**
+ * `write <path>...`: checks every target (one `realpath` for all of them; paths never hold a newline), then
+ * extracts the tar on stdin (names relative to the workspace).
+ */
+export const writeScript = `${prelude}set -f
+resolved=$(realpath -m -- "$@") || exit ${scriptExit.realpathFailed}
+IFS='
+'
+for r in $resolved; do
+  inside "$r" || { printf '%s\\n' "$r" >&2; exit ${scriptExit.outside}; }
   [ -d "$r" ] && exit ${scriptExit.isADirectory}
 done
 exec tar -x -p -f - -C "$ws" --no-same-owner --no-overwrite-dir`;
