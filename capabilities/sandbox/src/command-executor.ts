@@ -1,4 +1,5 @@
-import type { SandboxSignal, TerminationReason } from "./sandbox-facade.ts";
+import type { AgentProcessResult } from "./agent/agent-client.ts";
+import type { SandboxSignal } from "./sandbox-facade.ts";
 
 /**
  * Options of {@link CommandExecutor.spawn}. The same shape as the in-container agent client's `spawn`
@@ -38,19 +39,11 @@ export interface ExecutorSpawnOptions {
   killGroupOnExit?: boolean | undefined;
 }
 
-/** How an executor's command ended. */
-export interface ExecutorProcessResult {
-  /** Exit code, or `null` when a signal ended it and the executor knows (`docker exec` reports 128 + n). */
-  exitCode: number | null;
-  /** Signal number that ended it, when known. */
-  signal: number | null;
-  stdout: Uint8Array;
-  stderr: Uint8Array;
-  truncated: { stdout: boolean; stderr: boolean };
-  omittedBytes: { stdout: number; stderr: number };
-  durationMs: number;
-  terminationReason: TerminationReason;
-}
+/**
+ * How an executor's command ended: the agent's result shape, which the `docker exec` executor reproduces
+ * (`exitCode` is `null` when a signal ended it and the executor knows; `docker exec` reports 128 + n).
+ */
+export type ExecutorProcessResult = AgentProcessResult;
 
 /** A running command of an executor. */
 export interface ExecutorProcess {
