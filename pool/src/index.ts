@@ -34,6 +34,7 @@ export type { PoolErrorCode } from "./pool-error.ts";
 export { PoolError } from "./pool-error.ts";
 export type { ContainerPoolEventMap, DestroyReason, PoolEvents } from "./pool-events.ts";
 export {
+  asCapabilityBinding,
   createPooledBinding,
   type PooledBinding,
   type PooledBindingOptions,

@@ -72,6 +72,22 @@ export interface PooledBinding<RESOURCE> {
 }
 
 /**
+ * Makes `pooled` a capability binding in place (its `poolId`/`image` getters stay live): what `dockerSandbox`
+ * and `dockerBrowser` return. Structural, so the pool needs nothing from `@pai/core`.
+ */
+export function asCapabilityBinding<RESOURCE, NAME extends string>(
+  pooled: PooledBinding<RESOURCE>,
+  binding: { capability: NAME; lifetime: string | undefined; idleTtlMs: number | undefined },
+): PooledBinding<RESOURCE> & {
+  kind: "pai.capability-binding";
+  capability: NAME;
+  lifetime: string | undefined;
+  idleTtlMs: number | undefined;
+} {
+  return Object.assign(pooled, { kind: "pai.capability-binding" as const, ...binding });
+}
+
+/**
  * The shared lifecycle of pool-backed capability bindings (`dockerSandbox`, `dockerBrowser`): the pool is made
  * and warmed once on first use, each provisioning takes a fresh container (an abort leaves none behind), a
  * restarted process adopts the containers its leases recorded, and closing removes the rest.

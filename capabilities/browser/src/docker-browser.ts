@@ -7,6 +7,7 @@ import type {
 } from "@pai/core";
 import { PaiError } from "@pai/core";
 import {
+  asCapabilityBinding,
   type ContainerDriver,
   type ContainerLimits,
   type ContainerPoolMetrics,
@@ -171,22 +172,9 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
       };
     },
   });
-  return {
-    kind: "pai.capability-binding",
+  return asCapabilityBinding(pooled, {
     capability: "browser",
     lifetime: options.lifetime,
     idleTtlMs: options.idleTtlMs,
-    start: () => pooled.start(),
-    provision: (request) => pooled.provision(request),
-    reattach: (lease, signal) => pooled.reattach(lease, signal),
-    reapUnowned: (keep) => pooled.reapUnowned(keep),
-    close: () => pooled.close(),
-    get poolId() {
-      return pooled.poolId;
-    },
-    get image() {
-      return pooled.image;
-    },
-    metrics: () => pooled.metrics(),
-  };
+  }) as DockerBrowserBinding;
 }

@@ -1,43 +1,11 @@
-import type { AgentProcessResult } from "./agent/agent-client.ts";
+import type { AgentProcessResult, AgentSpawnOptions } from "./agent/agent-client.ts";
 import type { SandboxSignal } from "./sandbox-facade.ts";
 
 /**
- * Options of {@link CommandExecutor.spawn}. The same shape as the in-container agent client's `spawn`
- * (`createAgentClient` in `./agent/`), so an agent-backed executor is a thin pass-through.
+ * Options of {@link CommandExecutor.spawn}: the in-container agent client's `spawn` options, less what only
+ * the agent decides (user, group, environment inheritance), so an agent-backed executor is a pass-through.
  */
-export interface ExecutorSpawnOptions {
-  /** Program and arguments; the program is looked up in `PATH`. No shell unless argv runs one. */
-  argv: readonly string[];
-  /** Absolute working directory. @default the container's working directory */
-  cwd?: string | undefined;
-  /** Environment variables over the container's own. */
-  env?: Readonly<Record<string, string | undefined>> | undefined;
-  /**
-   * Bytes or text to send and then close, or `'pipe'` to keep stdin open for `writeStdin`.
-   * @default nothing (the command reads EOF)
-   */
-  stdin?: Uint8Array | string | "pipe" | undefined;
-  /** Every stdout chunk as it arrives, uncapped. */
-  onStdout?: ((chunk: Uint8Array) => void) | undefined;
-  /** Every stderr chunk as it arrives, uncapped. */
-  onStderr?: ((chunk: Uint8Array) => void) | undefined;
-  /** Aborting kills the command's process group (TERM, then KILL); the result says `abort`. */
-  signal?: AbortSignal | undefined;
-  /** Kill the process group after this long (TERM, then KILL); the result says `timeout`. */
-  timeoutMs?: number | undefined;
-  /** Bytes kept per stream: head and tail halves, the middle dropped. @default 1048576 */
-  maxOutputBytes?: number | undefined;
-  /** Outgrowing `maxOutputBytes`: keep running (`'truncate'`) or kill and report `output-limit`. @default "truncate" */
-  onOutputLimit?: "truncate" | "kill" | undefined;
-  /** Grace between TERM and KILL. @default 2000 */
-  forceKillAfterMs?: number | undefined;
-  /**
-   * SIGKILL what is left of the command's process group once the command itself has exited (processes it put
-   * in the background), so nothing outlives it. Processes that made their own session escape.
-   * @default false
-   */
-  killGroupOnExit?: boolean | undefined;
-}
+export type ExecutorSpawnOptions = Omit<AgentSpawnOptions, "uid" | "gid" | "inheritEnv">;
 
 /**
  * How an executor's command ended: the agent's result shape, which the `docker exec` executor reproduces

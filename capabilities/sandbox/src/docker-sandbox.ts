@@ -9,6 +9,7 @@ import type {
 } from "@pai/core";
 import { PaiError } from "@pai/core";
 import {
+  asCapabilityBinding,
   type ContainerDriver,
   type ContainerLimits,
   type ContainerPoolMetrics,
@@ -242,22 +243,9 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       };
     },
   });
-  return {
-    kind: "pai.capability-binding",
+  return asCapabilityBinding(pooled, {
     capability: "sandbox",
     lifetime: options.lifetime,
     idleTtlMs: options.idleTtlMs,
-    start: () => pooled.start(),
-    provision: (request) => pooled.provision(request),
-    reattach: (lease, signal) => pooled.reattach(lease, signal),
-    reapUnowned: (keep) => pooled.reapUnowned(keep),
-    close: () => pooled.close(),
-    get poolId() {
-      return pooled.poolId;
-    },
-    get image() {
-      return pooled.image;
-    },
-    metrics: () => pooled.metrics(),
-  };
+  }) as DockerSandboxBinding;
 }
