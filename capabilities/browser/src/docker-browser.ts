@@ -14,6 +14,8 @@ import {
   type ContainerSpec,
   createDockerDriver,
   createPooledBinding,
+  type PooledBindingPoolOptions,
+  type PooledBindingTuning,
 } from "@pai/pool";
 import { bindBrowserFacade } from "./bind-browser-facade.ts";
 import type { BrowserFacade } from "./browser-facade.ts";
@@ -31,14 +33,7 @@ export interface DockerBrowserOptions {
    */
   image?: string;
   /** The warm pool: its idle containers run a Chromium that is already listening. */
-  pool?: {
-    /** Started browsers kept ready. @default 1 */
-    min?: number;
-    /** Browsers in total, leased ones included. @default 10 */
-    max?: number;
-    /** How long provisioning waits for a browser before failing with `POOL_EXHAUSTED`. @default 30000 */
-    acquireTimeoutMs?: number;
-  };
+  pool?: PooledBindingPoolOptions;
   /**
    * Per-container limits (merged over the defaults).
    * @default 1 GiB memory (no swap), 1 CPU, 512 pids, 1 GiB largest file
@@ -72,14 +67,7 @@ export interface DockerBrowserOptions {
    */
   allowUrl?: (url: URL) => boolean;
   /** The pool's tuning under load (see `createContainerPool`). */
-  poolTuning?: {
-    /** @default 2 */
-    maxConcurrentCreates?: number;
-    /** @default 60000 */
-    softIdleTimeoutMs?: number;
-    /** @default 250 ms doubling to 10 s */
-    createBackoff?: { initialMs?: number; maxMs?: number };
-  };
+  poolTuning?: PooledBindingTuning;
 }
 
 /** A provisioned browser; `bind({ signal })` is the facade with every operation also aborted by `signal`. */

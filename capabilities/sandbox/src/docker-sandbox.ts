@@ -16,6 +16,8 @@ import {
   type ContainerSpec,
   createDockerDriver,
   createPooledBinding,
+  type PooledBindingPoolOptions,
+  type PooledBindingTuning,
   poolLabels,
 } from "@pai/pool";
 import tar from "tar-stream";
@@ -36,14 +38,7 @@ export interface DockerSandboxOptions {
    */
   image?: string;
   /** The warm pool. */
-  pool?: {
-    /** Started containers kept ready. @default 1 */
-    min?: number;
-    /** Containers in total, leased ones included. @default 10 */
-    max?: number;
-    /** How long provisioning waits for a container before failing with `POOL_EXHAUSTED`. @default 30000 */
-    acquireTimeoutMs?: number;
-  };
+  pool?: PooledBindingPoolOptions;
   /**
    * Per-container limits.
    * @default 512 MiB memory (no swap), 1 CPU, 256 pids, 1 GiB largest file
@@ -82,14 +77,7 @@ export interface DockerSandboxOptions {
    * The pool's tuning under load (see `createContainerPool`): creates at once, backoff on failing creates,
    * trimming of idle containers above `min`.
    */
-  poolTuning?: {
-    /** @default 2 */
-    maxConcurrentCreates?: number;
-    /** @default 60000 */
-    softIdleTimeoutMs?: number;
-    /** @default 250 ms doubling to 10 s */
-    createBackoff?: { initialMs?: number; maxMs?: number };
-  };
+  poolTuning?: PooledBindingTuning;
 }
 
 /**
