@@ -32,14 +32,16 @@ if (!task) {
 }
 
 // A signal stops the run and frees the sandboxes (runtime.close in the `finally` below) before the process exits;
-// a second one exits at once, leaving what is left to the reaper of the next start.
+// a second one exits at once, leaving what is left to the next start (it reattaches or reaps it).
 const stop = new AbortController();
 const exitCodes = { SIGINT: 130, SIGTERM: 143 } as const;
 let stoppedBy: keyof typeof exitCodes | undefined;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
     if (stoppedBy) {
-      console.error(yellow(`${signal} again: exiting now; the next start removes what is left`));
+      console.error(
+        yellow(`${signal} again: exiting now; the next start of the demo cleans up what is left`),
+      );
       process.exit(exitCodes[signal]);
     }
     stoppedBy = signal;
