@@ -52,6 +52,7 @@ export {
   type RunOptions,
   type ThreadSnapshot,
 } from "./runtime/create-agent-runtime.ts";
+export type { MessageLimits } from "./runtime/message-limits.ts";
 export type { RequiredCapabilities } from "./runtime/required-capabilities.ts";
 export * from "./threads/index.ts";
 export {

@@ -1,9 +1,11 @@
 // `npm run demo`: a code-execution agent in the terminal. Its tools write files and run commands in a real
 // Docker sandbox from PAI's warm pool (one per conversation); exporting a file out of the sandbox needs your
-// approval at the prompt. Threads persist in .pai/demo.db; `npm run demo -- --thread <id>` continues one.
-import { createInterface } from "node:readline/promises";
+// approval at the prompt (`--yes` approves it; the end of input counts as "no"). Threads persist in
+// .pai/demo.db; `npm run demo -- --thread <id>` continues one. Ctrl-C or SIGTERM stops the run and removes the
+// sandboxes before the process exits.
 import { parseArgs } from "node:util";
 import {
+  type AgentRun,
   createAgentRuntime,
   createPai,
   createSqliteThreadStore,
@@ -11,10 +13,12 @@ import {
   type PublicPendingAction,
 } from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
+import { logRuntimeError } from "@pai/examples-shared/log-runtime-error";
 import { modelFromEnv } from "@pai/examples-shared/model-from-env";
 import { dockerSandbox } from "@pai/sandbox";
+import { type ApprovalAnswer, createApprovalPrompt } from "./approval-prompt.ts";
 import { DEFAULT_TASK, scriptedPlan } from "./scripted-plan.ts";
-import { bold, cyan, dim, green, renderRun, type ViewCounts, yellow } from "./terminal-view.ts";
+import { bold, dim, green, renderRun, type ViewCounts, yellow } from "./terminal-view.ts";
 import { exportFile, runCommand, writeSandboxFile } from "./tools.ts";
 
 const { values, positionals } = parseArgs({
@@ -25,6 +29,25 @@ const task = positionals.join(" ").trim() || (values.thread ? "" : DEFAULT_TASK)
 if (!task) {
   console.error('Give the next message for the thread: npm run demo -- --thread <id> "your message"');
   process.exit(2);
+}
+
+// A signal stops the run and frees the sandboxes (runtime.close in the `finally` below) before the process exits;
+// a second one exits at once, leaving what is left to the next start (it reattaches or reaps it).
+const stop = new AbortController();
+const exitCodes = { SIGINT: 130, SIGTERM: 143 } as const;
+let stoppedBy: keyof typeof exitCodes | undefined;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (stoppedBy) {
+      console.error(
+        yellow(`${signal} again: exiting now; the next start of the demo cleans up what is left`),
+      );
+      process.exit(exitCodes[signal]);
+    }
+    stoppedBy = signal;
+    console.log(yellow(`\n${signal}: stopping the run and removing its sandbox…`));
+    stop.abort();
+  });
 }
 
 const selected = modelFromEnv();
@@ -38,96 +61,117 @@ const agent = defineAgent({
     "Write files, run them, check the results, and report only what the tool results show.",
   tools: { writeFile: writeSandboxFile, runCommand, exportFile },
   maxSteps: 30,
-  onRuntimeError: (error) =>
-    console.error(dim(`[runtime error] ${error instanceof Error ? error.stack : String(error)}`)),
+  onRuntimeError: logRuntimeError("[pai demo]", (line) => console.error(dim(line))),
 });
-const sandboxBinding = dockerSandbox({ pool: { min: 1, max: 4 } });
 const runtime = createAgentRuntime({
   pai: createPai({ agents: { coder: agent } }),
   store: createSqliteThreadStore({ path: ".pai/demo.db" }),
   model,
-  capabilities: { sandbox: sandboxBinding },
+  capabilities: {
+    sandbox: dockerSandbox({
+      pool: { min: 1, max: 4 },
+      ...(process.env.PAI_DEMO_POOL_ID ? { poolId: process.env.PAI_DEMO_POOL_ID } : {}),
+    }),
+  },
 });
+const prompt = createApprovalPrompt({ input: process.stdin, output: process.stdout, signal: stop.signal });
 
 const started = performance.now();
 const counts: ViewCounts = { steps: 0, commands: 0, toolCalls: 0 };
 const identity = { userId: "demo" };
-const stop = new AbortController();
-process.once("SIGINT", () => {
-  console.log(yellow("\nStopping…"));
-  stop.abort();
-});
+let threadId = values.thread;
+let status = "not started";
 
 console.log(
   bold("PAI code agent"),
   dim(`— model: ${selected.description ?? "embedded scripted model (no API key set)"}`),
 );
-console.log(dim("warming the sandbox pool…"));
-const warmStart = performance.now();
-await runtime.startCapabilities();
-console.log(dim(`sandbox pool warm in ${Math.round(performance.now() - warmStart)} ms`));
-console.log(`${bold("task:")} ${task}\n`);
-
-let threadId = values.thread;
-let run = await runtime.run({
-  agentId: "coder",
-  identity,
-  message: task,
-  signal: stop.signal,
-  ...(threadId ? { threadId } : {}),
-});
-threadId = run.threadId;
-let result = await renderAndWait(run);
-const prompt = createInterface({ input: process.stdin, output: process.stdout });
-while (result.status === "suspended") {
-  const [action] = await runtime.listPendingActions({ threadId, identity });
-  if (!action) break;
-  const approved = await ask(action);
-  const answered = await runtime.respond({
-    threadId,
-    actionId: action.actionId,
-    toolCallId: action.toolCallId,
-    toolId: action.toolId,
-    inputHash: action.inputHash,
-    identity,
-    answer: approved
-      ? { type: "resume", resume: { approved: true } }
-      : { type: "deny", reason: "The user declined at the terminal." },
-  });
-  if (answered.status !== "accepted" || !answered.run) break;
-  run = answered.run;
-  result = await renderAndWait(run);
+try {
+  console.log(dim("warming the sandbox pool…"));
+  const warmStart = performance.now();
+  await runtime.startCapabilities();
+  console.log(dim(`sandbox pool warm in ${Math.round(performance.now() - warmStart)} ms`));
+  if (!stop.signal.aborted) {
+    console.log(`${bold("task:")} ${task}\n`);
+    let run = await runtime.run({
+      agentId: "coder",
+      identity,
+      message: task,
+      signal: stop.signal,
+      ...(threadId ? { threadId } : {}),
+    });
+    threadId = run.threadId;
+    status = await renderAndWait(run);
+    while (status === "suspended" && !stop.signal.aborted) {
+      const [action] = await runtime.listPendingActions({ threadId, identity });
+      if (!action) break;
+      const answer = await ask(action);
+      if (answer === "stopped") {
+        console.log(yellow("  not answered: the approval stays pending in .pai/demo.db"));
+        break;
+      }
+      const answered = await runtime.respond({
+        threadId,
+        actionId: action.actionId,
+        toolCallId: action.toolCallId,
+        toolId: action.toolId,
+        inputHash: action.inputHash,
+        identity,
+        answer:
+          answer === "yes"
+            ? { type: "resume", resume: { approved: true } }
+            : {
+                type: "deny",
+                reason:
+                  answer === "end-of-input"
+                    ? "No answer: the terminal's input ended, which counts as no."
+                    : "The user declined at the terminal.",
+              },
+        signal: stop.signal,
+      });
+      if (answered.status !== "accepted" || !answered.run) break;
+      run = answered.run;
+      status = await renderAndWait(run);
+    }
+  }
+} finally {
+  prompt.close();
+  if (stoppedBy) console.log(dim("removing the sandboxes…"));
+  await runtime.close();
 }
-prompt.close();
 
 const seconds = ((performance.now() - started) / 1000).toFixed(1);
 console.log(
-  `\n${bold("summary:")} ${result.status}; ${counts.steps} model steps, ${counts.commands} commands, ${counts.toolCalls} tool calls, ${seconds} s`,
+  `\n${bold("summary:")} ${stoppedBy ? `stopped by ${stoppedBy}` : status}; ${counts.steps} model steps, ${counts.commands} commands, ${counts.toolCalls} tool calls, ${seconds} s`,
 );
-console.log(
-  dim(
-    `thread ${threadId} is saved in .pai/demo.db — continue it with: npm run demo -- --thread ${threadId} "…"`,
-  ),
-);
-await runtime.close();
+if (threadId) {
+  console.log(
+    dim(
+      `thread ${threadId} is saved in .pai/demo.db — continue it with: npm run demo -- --thread ${threadId} "…"`,
+    ),
+  );
+}
+if (stoppedBy) process.exitCode = exitCodes[stoppedBy];
 
-async function renderAndWait(current: typeof run) {
+async function renderAndWait(current: AgentRun): Promise<string> {
   await renderRun(current.stream, counts);
   const done = await current.done;
   if (done.status === "failed") console.log(yellow(`run failed: ${done.error}`));
   if (done.status === "cancelled") console.log(yellow("run cancelled"));
-  return done;
+  return done.status;
 }
 
-async function ask(action: PublicPendingAction): Promise<boolean> {
+async function ask(action: PublicPendingAction): Promise<ApprovalAnswer> {
   const question = (action.payload as { question?: string }).question ?? `Allow ${action.toolName}?`;
   console.log(`\n${yellow("⏸ approval needed:")} ${question}`);
   if (values.yes) {
     console.log(green("  approved (--yes)"));
-    return true;
+    return "yes";
   }
-  const answer = await prompt.question(cyan("  approve? [y/N] ")).catch(() => "");
-  const approved = /^y(es)?$/i.test(answer.trim());
-  console.log(approved ? green("  approved") : yellow("  denied — the model will be told"));
-  return approved;
+  const answer = await prompt.ask("  approve? [y/N] ");
+  if (answer === "yes") console.log(green("  approved"));
+  if (answer === "no") console.log(yellow("  denied — the model will be told"));
+  if (answer === "end-of-input")
+    console.log(yellow("\n  no answer: the input ended, which counts as no — the model will be told"));
+  return answer;
 }

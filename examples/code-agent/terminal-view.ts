@@ -83,7 +83,13 @@ export async function renderRun(stream: ReadableStream<UIMessageChunk>, counts: 
           }
         } else if (chunk.type === "data-pai-capability") {
           const { data } = chunk as {
-            data: { capability: string; status: string; durationMs?: number; resourceId?: string };
+            data: {
+              capability: string;
+              status: string;
+              durationMs?: number;
+              resourceId?: string;
+              error?: string;
+            };
           };
           if (data.status === "provisioning")
             line(dim(`  … provisioning a ${data.capability} for this conversation`));
@@ -94,7 +100,8 @@ export async function renderRun(stream: ReadableStream<UIMessageChunk>, counts: 
               ),
             );
           }
-          if (data.status === "failed") line(red(`  … ${data.capability} could not be provisioned`));
+          if (data.status === "failed")
+            line(red(`  … ${data.capability} could not be provisioned: ${data.error ?? "no reason given"}`));
         }
     }
   }

@@ -33,7 +33,12 @@ export type PaiErrorCode =
   | "SANDBOX_FILE_FAILED"
   | "NOT_FOUND"
   | "FORBIDDEN"
-  | "BAD_REQUEST";
+  | "BAD_REQUEST"
+  | "BODY_TOO_LARGE"
+  | "MESSAGE_TOO_LARGE"
+  | "TOO_MANY_PARTS"
+  | "ANSWER_TOO_LARGE"
+  | "CLIENT_DATA_TOO_LARGE";
 
 /**
  * The one error type PAI throws on purpose. `code` says what went wrong; `cause` holds the original error.

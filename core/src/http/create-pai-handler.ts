@@ -3,6 +3,7 @@ import { z } from "zod";
 import { pendingActionAnswerSchema } from "../actions/pending-action-answer.ts";
 import { PaiError, type PaiErrorCode } from "../errors/pai-error.ts";
 import type { AgentRuntime } from "../runtime/create-agent-runtime.ts";
+import { readLimitedBody } from "./read-limited-body.ts";
 
 /** What `createPaiHandler` accepts. */
 export interface PaiHandlerOptions {
@@ -18,7 +19,15 @@ export interface PaiHandlerOptions {
   defaultAgentId?: string;
   /** Called with every unexpected error (the response says only "internal error"). */
   onError?: (error: unknown) => void;
+  /**
+   * The largest request body accepted, in bytes. A bigger one is refused with 413 (`BODY_TOO_LARGE`) as soon as
+   * its `Content-Length` or its streamed bytes pass the limit; it is never buffered whole.
+   * @default 1048576 (1 MiB)
+   */
+  maxBodyBytes?: number;
 }
+
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 const chatBody = z.object({
   id: z.string().min(1).optional(),
@@ -38,6 +47,7 @@ const answerBody = z.object({
 
 const statusOf: Partial<Record<PaiErrorCode, number>> = {
   BAD_REQUEST: 400,
+  TOO_MANY_PARTS: 400,
   INVALID_ARGUMENT: 400,
   INVALID_INPUT: 400,
   INVALID_OUTPUT: 400,
@@ -51,6 +61,10 @@ const statusOf: Partial<Record<PaiErrorCode, number>> = {
   UNKNOWN_ACTION: 404,
   STALE_ANSWER: 409,
   THREAD_BUSY: 409,
+  BODY_TOO_LARGE: 413,
+  MESSAGE_TOO_LARGE: 413,
+  ANSWER_TOO_LARGE: 413,
+  CLIENT_DATA_TOO_LARGE: 413,
 };
 
 type Route = (request: Request, identity: unknown, params: string[]) => Promise<Response>;
@@ -72,6 +86,12 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
   const basePath = (options.basePath ?? "/api").replace(/\/$/, "");
   const agentIds = Object.keys(runtime.pai.agents);
   const defaultAgentId = options.defaultAgentId ?? (agentIds.length === 1 ? agentIds[0] : undefined);
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 0)
+    throw new PaiError(
+      "INVALID_ARGUMENT",
+      `maxBodyBytes must be a whole number of bytes, not ${maxBodyBytes}`,
+    );
 
   const routes: Array<{ method: string; pattern: RegExp; route: Route }> = [
     { method: "POST", pattern: /^\/chat$/, route: sendMessage },
@@ -86,7 +106,7 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
   ];
 
   async function sendMessage(request: Request, identity: unknown): Promise<Response> {
-    const body = await parseBody(request, chatBody);
+    const body = await parseBody(request, chatBody, maxBodyBytes);
     const agentId = body.agentId ?? defaultAgentId;
     if (!agentId)
       throw new PaiError("BAD_REQUEST", "the body names no agentId and the handler has no default agent");
@@ -142,7 +162,7 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
     identity: unknown,
     [threadId, actionId]: string[],
   ): Promise<Response> {
-    const body = await parseBody(request, answerBody);
+    const body = await parseBody(request, answerBody, maxBodyBytes);
     await requireThread(threadId!, identity);
     const result = await runtime.respond({
       threadId: threadId!,
@@ -231,10 +251,12 @@ function wantsStream(request: Request): boolean {
 async function parseBody<SCHEMA extends z.ZodType>(
   request: Request,
   schema: SCHEMA,
+  maxBytes: number,
 ): Promise<z.output<SCHEMA>> {
+  const text = await readLimitedBody(request, { maxBytes });
   let raw: unknown;
   try {
-    raw = await request.json();
+    raw = JSON.parse(text);
   } catch {
     throw new PaiError("BAD_REQUEST", "the body is not valid JSON");
   }

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Readable } from "node:stream";
 
 /**
  * Adapts a fetch-style handler to `node:http`: `http.createServer(toNodeListener(handler))`.
- * Streams both ways; a client that goes away cancels the response body.
+ * Streams both ways; a client that goes away cancels the response body. The request body is read only as fast
+ * as the handler reads it, and a body the handler leaves unread closes the connection after the response.
  */
 export function toNodeListener(
   handler: (request: Request) => Promise<Response>,
@@ -23,7 +23,7 @@ export function toNodeListener(
             : [[name, value] as [string, string]],
       ),
       signal: controller.signal,
-      ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: "half" } : {}),
+      ...(hasBody ? { body: requestBody(req), duplex: "half" } : {}),
     } as RequestInit);
     let response: Response;
     try {
@@ -34,6 +34,9 @@ export function toNodeListener(
         { status: 500 },
       );
     }
+    // A body the handler left unread (refused as too large, or not needed) is not drained: the connection
+    // closes once the response is out, so the client stops sending.
+    if (hasBody && !req.complete) res.setHeader("connection", "close");
     res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
     if (!response.body) {
       res.end();
@@ -55,4 +58,50 @@ export function toNodeListener(
       res.end();
     }
   };
+}
+
+/**
+ * The request body as a web stream that pulls from `req` only on demand (at most one chunk ahead). Cancelling it
+ * stops reading without destroying the socket, so the handler's response (a 413) still reaches the client.
+ */
+function requestBody(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let detach = () => {};
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        const onData = (chunk: Buffer) => {
+          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          if ((controller.desiredSize ?? 0) <= 0) req.pause();
+        };
+        const onEnd = () => {
+          detach();
+          controller.close();
+        };
+        const onError = (error: Error) => {
+          detach();
+          controller.error(error);
+        };
+        const onClose = () => onError(new Error("the client went away before the body ended"));
+        detach = () => {
+          req.off("data", onData);
+          req.off("end", onEnd);
+          req.off("error", onError);
+          req.off("close", onClose);
+        };
+        req.on("data", onData);
+        req.once("end", onEnd);
+        req.once("error", onError);
+        req.once("close", onClose);
+        req.pause();
+      },
+      pull() {
+        req.resume();
+      },
+      cancel() {
+        detach();
+        req.pause();
+      },
+    },
+    { highWaterMark: 1 },
+  );
 }

@@ -17,6 +17,7 @@ import type { RunRecord, ThreadRecord, ThreadStore, ToolDataRecord } from "../th
 import type { AnyToolDefinition } from "../tools/define-tool.ts";
 import type { AgentRun } from "./agent-run.ts";
 import { defaultIdentityKey } from "./identity-key.ts";
+import { type MessageLimits, messageLimits } from "./message-limits.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
 import { type StartedRun, startRun } from "./start-run.ts";
@@ -33,6 +34,8 @@ export type AgentRuntimeOptions<PAI extends Pai> = {
   overrideModel?: LanguageModel;
   /** Maps a parsed identity to the key that owns threads and keys `user` capabilities. */
   identityKey?: (identity: unknown) => string;
+  /** Caps on a new user message (bytes, parts), an answer and `clientData`, checked before anything is stored. */
+  limits?: MessageLimits;
 } & CapabilityBindingsOf<PAI>;
 
 /** What `runtime.run` accepts. */
@@ -139,6 +142,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   const store = options.store ?? createSqliteThreadStore({ path: ".pai/threads.db" });
   const capabilities = new CapabilityManager({ bindings, declarations, store });
   const identityKeyOf = options.identityKey ?? defaultIdentityKey;
+  const limits = messageLimits(options.limits);
   const active = new Map<string, StartedRun>();
   const busyThreads = new Set<string>();
   let closed = false;
@@ -196,6 +200,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
 
   async function run(runOptions: RunOptions): Promise<AgentRun> {
     assertOpen();
+    limits.checkRun(runOptions);
     const agent = pai.agent(runOptions.agentId);
     const identity = await parseIdentity(agent, runOptions.identity);
     const identityKey = identityKeyOf(identity);
@@ -237,6 +242,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
 
   async function respond(respondOptions: RespondOptions): Promise<RespondResult> {
     assertOpen();
+    limits.checkAnswer(respondOptions);
     const parsedAnswer = pendingActionAnswerSchema.safeParse(respondOptions.answer);
     if (!parsedAnswer.success) {
       throw new PaiError("BAD_REQUEST", `not an answer: ${z.prettifyError(parsedAnswer.error)}`);

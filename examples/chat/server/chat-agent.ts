@@ -1,4 +1,5 @@
 import { defineAgent } from "@pai/core";
+import { logRuntimeError } from "@pai/examples-shared/log-runtime-error";
 import { z } from "zod";
 import { commitWork } from "./tools/commit-work.ts";
 import { runScript } from "./tools/run-script.ts";
@@ -16,4 +17,6 @@ export const chatAgent = defineAgent({
     "If a commit is denied, say so and do not retry it.",
   maxSteps: 8,
   tools: { runScript, commitWork },
+  // The client is told "reported to the operators": this is that report, on the server's stderr.
+  onRuntimeError: logRuntimeError("[pai chat]"),
 });

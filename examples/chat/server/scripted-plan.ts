@@ -45,6 +45,10 @@ function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
     return { text: `The commit did not happen (${describe(outcome)}). End of the scripted plan.` };
   }
   if (run) {
+    const outcome = run.output as { type?: string } | undefined;
+    if (outcome?.type !== "json") {
+      return { text: `The script did not run: ${describe(outcome)}. End of the scripted plan.` };
+    }
     return {
       text: "The script ran in the sandbox; its output is above. Committing it needs your approval.",
       toolCalls: [
