@@ -433,8 +433,9 @@ function statements(s: string) {
     loadMessages: `SELECT coalesce(json_agg(message ORDER BY position), '[]') AS messages
       FROM ${s}.messages WHERE thread_id = $1`,
     /**
-     * One statement: the thread, the run, and the messages (rewritten in place, the surplus deleted; the two
-     * touch different rows) are stored together or not at all.
+     * One statement: the thread, the run, and the messages are stored together or not at all. Messages are
+     * rewritten in place where they changed (a run's commit leaves the thread's earlier messages as they
+     * were) and the surplus deleted; the two touch different rows.
      */
     commitRun: `WITH
         thread AS (INSERT INTO ${s}.threads (${threadColumns}) VALUES ($1, $2, $3, $4, $5, $6)
@@ -444,7 +445,8 @@ function statements(s: string) {
           ON CONFLICT (id) DO UPDATE SET ${runUpdate}),
         written AS (INSERT INTO ${s}.messages (thread_id, position, message)
           SELECT $1, (ordinality - 1)::integer, value FROM json_array_elements($13::json) WITH ORDINALITY
-          ON CONFLICT (thread_id, position) DO UPDATE SET message = excluded.message)
+          ON CONFLICT (thread_id, position) DO UPDATE SET message = excluded.message
+            WHERE messages.message::text <> excluded.message::text)
       DELETE FROM ${s}.messages WHERE thread_id = $1 AND position >= json_array_length($13::json)`,
 
     getRun: `SELECT ${runColumns} FROM ${s}.runs WHERE id = $1`,
