@@ -57,7 +57,9 @@ const opened: ThreadStore[] = [];
 const children: ChildProcess[] = [];
 
 /** Opens a store on the test's schema that the test's cleanup closes. */
-async function open(options: Partial<{ lockTimeoutMs: number }> = {}): Promise<ThreadStore> {
+async function open(
+  options: Partial<{ lockTimeoutMs: number; statementTimeoutMs: number }> = {},
+): Promise<ThreadStore> {
   const store = await createPostgresThreadStore({
     connectionString: schema.connectionString,
     schema: schema.name,
@@ -290,6 +292,21 @@ describe("createPostgresThreadStore", () => {
     }
 
     expect((await store.settlePendingAction("a1", "pending", { status: "cancelled" })).changed).toBe(true);
+  });
+
+  it("cancels a statement that runs past statementTimeoutMs with STORE_UNWRITABLE and writes nothing", async () => {
+    const store = await open({ statementTimeoutMs: 200 });
+    await schema.sql(`CREATE FUNCTION "${schema.name}".stall() RETURNS trigger LANGUAGE plpgsql AS
+      $$ BEGIN PERFORM pg_sleep(5); RETURN NEW; END $$`);
+    await schema.sql(`CREATE TRIGGER stall_thread BEFORE INSERT ON "${schema.name}".threads
+      FOR EACH ROW EXECUTE FUNCTION "${schema.name}".stall()`);
+
+    const error = await rejection(store.ensureThread(thread));
+
+    expect(error.code).toBe("STORE_UNWRITABLE");
+    expect(error.message).toContain("statement timeout");
+    await schema.sql(`DROP TRIGGER stall_thread ON "${schema.name}".threads`);
+    expect(await store.getThread("t1")).toBeUndefined();
   });
 
   it("refuses a NUL character in a text field with INVALID_ARGUMENT and writes nothing", async () => {

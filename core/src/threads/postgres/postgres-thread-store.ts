@@ -55,10 +55,16 @@ export interface PostgresThreadStoreConnectionOptions extends PostgresThreadStor
   connectionTimeoutMs?: number;
   /**
    * How long a write waits for a row another connection holds locked before it fails with
-   * `STORE_UNWRITABLE`, as `busyTimeoutMs` does for SQLite.
+   * `STORE_UNWRITABLE`, as `busyTimeoutMs` does for SQLite; 0 waits without limit.
    * @default 5000
    */
   lockTimeoutMs?: number;
+  /**
+   * How long one statement may run before the server cancels it and the call fails with `STORE_UNWRITABLE`
+   * (nothing is changed): a deadline for a server that stalls; 0 sets none.
+   * @default 30000
+   */
+  statementTimeoutMs?: number;
 }
 
 /** The store borrows connections from the app's `pg` pool and never ends it. */
@@ -81,6 +87,7 @@ const optionsSchema = z.union([
     maxConnections: z.number().int().positive().optional(),
     connectionTimeoutMs: z.number().int().positive().optional(),
     lockTimeoutMs: z.number().int().nonnegative().optional(),
+    statementTimeoutMs: z.number().int().nonnegative().optional(),
   }),
   z.object({
     pool: z.custom<Pool>(
@@ -147,6 +154,7 @@ export async function createPostgresThreadStore(
       max: parsed.maxConnections ?? 10,
       connectionTimeoutMillis: parsed.connectionTimeoutMs ?? 5000,
       lock_timeout: parsed.lockTimeoutMs ?? 5000,
+      statement_timeout: parsed.statementTimeoutMs ?? 30_000,
       application_name: "pai-thread-store",
     });
   // An idle connection the server closes is dropped by the pool and the next call opens another; without a
