@@ -129,7 +129,9 @@ const storedTypes: CustomTypesConfig = {
  *
  * Every method rejects with `STORE_CLOSED` after `close()`, with `STORE_UNWRITABLE` when the server fails a
  * write (nothing is changed) and with `STORE_CORRUPT` when the store's tables are gone. `close()` waits for
- * calls in flight, then ends the store's own connections (never a `pool` the app passed).
+ * calls in flight, then ends the store's own connections (never a `pool` the app passed). One difference
+ * from SQLite: PostgreSQL text holds no NUL character, so a plain text field (an id, a title) with one is
+ * refused with `INVALID_ARGUMENT`; JSON values (messages, tool data, payloads, answers) hold any string.
  *
  * Import it from `@pai/core/postgres`; it needs the `pg` package (`npm install pg`).
  *
