@@ -116,6 +116,8 @@ export interface MigratePostgresSchemaOptions {
   schema: string;
   /** The store as error messages name it (no password). */
   target: string;
+  /** Checked once the lock is held and between steps: an aborted migration rolls back. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -130,7 +132,7 @@ export interface MigratePostgresSchemaOptions {
 export async function migratePostgresSchema(
   options: MigratePostgresSchemaOptions,
 ): Promise<{ from: number; to: number }> {
-  const { pool, schema, target } = options;
+  const { pool, schema, target, signal } = options;
   const quoted = quoteIdentifier(schema);
   const current = await appliedVersion(pool, schema, quoted, target);
   if (current === POSTGRES_SCHEMA_VERSION) return { from: current, to: current };
@@ -142,6 +144,7 @@ export async function migratePostgresSchema(
     try {
       await client.query(`SET LOCAL lock_timeout = '${MIGRATION_LOCK_TIMEOUT}'`);
       await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_CLASS, schema]);
+      signal?.throwIfAborted();
       // Read again under the lock: another process may have migrated meanwhile.
       const version = await appliedVersion(client, schema, quoted, target);
       if (version === 0) {
@@ -158,6 +161,7 @@ export async function migratePostgresSchema(
       }
       for (const step of postgresMigrations) {
         if (step.version <= version) continue;
+        signal?.throwIfAborted();
         await client.query(step.sql(quoted));
         await client.query(`INSERT INTO ${quoted}.schema_migrations (version, name) VALUES ($1, $2)`, [
           step.version,

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestSchema, type TestSchema } from "../../../../tests/fixtures/test-postgres.ts";
 import { PaiError } from "../../errors/pai-error.ts";
 import type { PendingActionRecord, RunRecord, ThreadRecord, ThreadStore } from "../thread-store.ts";
+import { POSTGRES_SCHEMA_VERSION } from "./postgres-migrations.ts";
 import { createPostgresThreadStore, type PostgresThreadStoreOptions } from "./postgres-thread-store.ts";
 
 const thread: ThreadRecord = {
@@ -95,14 +96,14 @@ async function transaction(): Promise<{ client: pg.Client; end(): Promise<void> 
   };
 }
 
-/** Waits until `count` backends wait for a lock while running a statement on the test's schema. */
-async function lockWaiters(count: number): Promise<void> {
+/** Waits until `count` backends wait for a lock while running a statement that names `text` (the test's schema). */
+async function lockWaiters(count: number, text = schema.name): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     const [row] = await schema.sql<{ waiting: number }>(
       `SELECT count(*)::integer AS waiting FROM pg_stat_activity
         WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`,
-      [schema.name],
+      [text],
     );
     if (row!.waiting >= count) return;
     if (Date.now() > deadline)
@@ -355,6 +356,32 @@ describe("createPostgresThreadStore", () => {
 
     expect(error.code).toBe("STORE_CORRUPT");
     expect(error.message).toContain(`schema "${schema.name}"`);
+  });
+
+  it("stops opening when its signal aborts while another process holds the migration lock", async () => {
+    const holder = await transaction();
+    try {
+      await holder.client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [0x50414931, schema.name]);
+      const controller = new AbortController();
+      const opening = createPostgresThreadStore({
+        connectionString: schema.connectionString,
+        schema: schema.name,
+        signal: controller.signal,
+      });
+      await lockWaiters(1, "pg_advisory_xact_lock");
+      const reason = new Error("the app is shutting down");
+
+      controller.abort(reason);
+
+      await expect(opening).rejects.toBe(reason);
+    } finally {
+      await holder.end();
+    }
+    // The aborted open rolls back once it gets the lock; the next store migrates the schema itself, once.
+    const store = await open();
+    expect(await store.getThread("t1")).toBeUndefined();
+    const applied = await schema.sql(`SELECT version FROM "${schema.name}".schema_migrations`);
+    expect(applied).toHaveLength(POSTGRES_SCHEMA_VERSION);
   });
 
   it("reports an unreachable server as STORE_UNWRITABLE naming where it looked", async () => {

@@ -32,6 +32,12 @@ interface PostgresThreadStoreCommonOptions {
    * @default "pai"
    */
   schema?: string;
+  /**
+   * Aborts opening (connecting, migrating): the promise rejects with the signal's reason at once; a
+   * migration waiting for another process's rolls back once it gets its turn, and the store's own connections
+   * close.
+   */
+  signal?: AbortSignal;
 }
 
 /** The store opens and owns its connections. */
@@ -88,6 +94,7 @@ const optionsSchema = z.union([
     connectionTimeoutMs: z.number().int().positive().optional(),
     lockTimeoutMs: z.number().int().nonnegative().optional(),
     statementTimeoutMs: z.number().int().nonnegative().optional(),
+    signal: z.instanceof(AbortSignal).optional(),
   }),
   z.object({
     pool: z.custom<Pool>(
@@ -98,6 +105,7 @@ const optionsSchema = z.union([
     ),
     connectionString: z.undefined().optional(),
     schema: z.string().optional(),
+    signal: z.instanceof(AbortSignal).optional(),
   }),
 ]);
 
@@ -148,6 +156,7 @@ export async function createPostgresThreadStore(
 ): Promise<ThreadStore & AsyncDisposable> {
   const parsed = parseStoreInput(optionsSchema, options, "Postgres store options");
   const schema = parseStoreInput(schemaName, parsed.schema ?? "pai", "schema");
+  parsed.signal?.throwIfAborted();
   const ownPool = parsed.pool === undefined;
   const pool: Pool =
     parsed.pool ??
@@ -164,9 +173,12 @@ export async function createPostgresThreadStore(
   if (ownPool) pool.on("error", () => {});
   const target = describeTarget(pool, schema);
   try {
-    await migratePostgresSchema({ pool, schema, target });
+    await untilAborted(migratePostgresSchema({ pool, schema, target, signal: parsed.signal }), parsed.signal);
   } catch (error) {
-    if (ownPool) await pool.end().catch(() => {});
+    // pool.end() closes idle connections at once and a busy one (a migration still running) when released.
+    const ending = ownPool ? pool.end().catch(() => {}) : undefined;
+    if (parsed.signal?.aborted) throw parsed.signal.reason;
+    await ending;
     throw toPostgresStoreError(error, target, "open");
   }
 
@@ -403,6 +415,16 @@ export async function createPostgresThreadStore(
     },
   };
   return store;
+}
+
+/** `promise`, or a rejection with the signal's reason as soon as it aborts. */
+function untilAborted<VALUE>(promise: Promise<VALUE>, signal: AbortSignal | undefined): Promise<VALUE> {
+  if (!signal) return promise;
+  return new Promise<VALUE>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** `user@host:port/database (schema "pai")`: the server as pg resolves it, without the password. */
