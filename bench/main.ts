@@ -8,6 +8,7 @@ import { benchCommandsPerSecond } from "./commands-per-second.ts";
 import { benchConversationBursts } from "./conversation-burst.ts";
 import { benchFileTransfer } from "./file-transfer.ts";
 import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
+import { benchPostgresStore } from "./postgres-store.ts";
 import { benchRuntimeOverhead } from "./runtime-overhead.ts";
 import { fmt } from "./stats.ts";
 import { benchTimeToFirstCommand } from "./time-to-first-command.ts";
@@ -26,6 +27,7 @@ console.log(
 );
 const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["runtime overhead", () => benchRuntimeOverhead({ rounds: quick ? 60 : 300 })],
+  ["postgres store", () => benchPostgresStore({ rounds: quick ? 60 : 300 })],
   ["time to first command", () => benchTimeToFirstCommand({ rounds: quick ? 20 : 60 })],
   ["round trip", () => benchCommandRoundTrip({ rounds: quick ? 20 : 60 })],
   ["commands/s", () => benchCommandsPerSecond({ seconds: quick ? 2 : 5 })],

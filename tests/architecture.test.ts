@@ -46,6 +46,17 @@ describe("dependencies point one way", () => {
     ).toEqual([]);
   });
 
+  it("keeps pg behind @pai/core/postgres, so only apps that import it need the pg package", () => {
+    const outsidePostgres = (violation: string) => !violation.startsWith("core/src/threads/postgres/");
+    const shipped = (violation: string) => !/\.test\.ts /.test(violation);
+    expect(violations("core", [/^pg$/, /^pg\//]).filter(outsidePostgres)).toEqual([]);
+    expect(
+      violations("core", [/\/postgres\//])
+        .filter(outsidePostgres)
+        .filter(shipped),
+    ).toEqual([]);
+  });
+
   it("keeps agents out of the pool", () => {
     expect(violations("pool", [/^@pai\//, /^ai$/, /^ai\//, /^@ai-sdk\//])).toEqual([]);
   });

@@ -3,8 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { UIMessage } from "ai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTestSchema } from "../../../tests/fixtures/test-postgres.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import { createMemoryThreadStore } from "./memory-thread-store.ts";
+import { createPostgresThreadStore } from "./postgres/postgres-thread-store.ts";
 import { createSqliteThreadStore } from "./sqlite-thread-store.ts";
 import type {
   LeaseRecord,
@@ -17,18 +19,32 @@ import type {
 
 interface StoreFixture {
   store: ThreadStore;
-  cleanup(): void;
+  cleanup(): Promise<void>;
 }
 
-const implementations: Array<{ name: string; create(): StoreFixture }> = [
-  { name: "memory", create: () => ({ store: createMemoryThreadStore(), cleanup: () => {} }) },
+const implementations: Array<{ name: string; create(): Promise<StoreFixture> }> = [
+  { name: "memory", create: async () => ({ store: createMemoryThreadStore(), cleanup: async () => {} }) },
   {
     name: "sqlite",
-    create: () => {
+    create: async () => {
       const directory = mkdtempSync(join(tmpdir(), "pai-thread-store-"));
       return {
         store: createSqliteThreadStore({ path: join(directory, "threads.db") }),
-        cleanup: () => rmSync(directory, { recursive: true, force: true }),
+        cleanup: async () => rmSync(directory, { recursive: true, force: true }),
+      };
+    },
+  },
+  {
+    // A real PostgreSQL server (scripts/postgres starts one when none answers), a new schema per test.
+    name: "postgres",
+    create: async () => {
+      const schema = createTestSchema();
+      return {
+        store: await createPostgresThreadStore({
+          connectionString: schema.connectionString,
+          schema: schema.name,
+        }),
+        cleanup: schema.drop,
       };
     },
   },
@@ -120,15 +136,18 @@ async function expectCode(promise: Promise<unknown>, code: PaiError["code"]): Pr
 
 describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
   let store: ThreadStore;
-  let cleanup: () => void;
+  let cleanup: () => Promise<void>;
 
-  beforeEach(() => {
-    ({ store, cleanup } = create());
+  beforeEach(async () => {
+    ({ store, cleanup } = await create());
   });
 
   afterEach(async () => {
-    await store.close();
-    cleanup();
+    try {
+      await store.close();
+    } finally {
+      await cleanup();
+    }
   });
 
   describe("threads", () => {

@@ -1,0 +1,6 @@
+export {
+  createPostgresThreadStore,
+  type PostgresThreadStoreConnectionOptions,
+  type PostgresThreadStoreOptions,
+  type PostgresThreadStorePoolOptions,
+} from "./postgres-thread-store.ts";

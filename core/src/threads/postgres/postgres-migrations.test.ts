@@ -1,0 +1,166 @@
+import pg from "pg";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTestSchema, type TestSchema } from "../../../../tests/fixtures/test-postgres.ts";
+import { PaiError } from "../../errors/pai-error.ts";
+import type { ThreadRecord } from "../thread-store.ts";
+import { migratePostgresSchema, POSTGRES_SCHEMA_VERSION, postgresMigrations } from "./postgres-migrations.ts";
+import { createPostgresThreadStore } from "./postgres-thread-store.ts";
+
+const thread: ThreadRecord = {
+  id: "t1",
+  agentId: "coder",
+  ownerKey: "user:1",
+  createdAt: 1000,
+  updatedAt: 1000,
+};
+const storeTables = [
+  "leases",
+  "messages",
+  "pending_actions",
+  "runs",
+  "schema_migrations",
+  "threads",
+  "tool_data",
+];
+
+let schema: TestSchema;
+let pool: pg.Pool;
+
+function migrate() {
+  return migratePostgresSchema({ pool, schema: schema.name, target: "the test server" });
+}
+
+async function tables(): Promise<string[]> {
+  const rows = await schema.sql<{ name: string }>(
+    "SELECT tablename AS name FROM pg_catalog.pg_tables WHERE schemaname = $1 ORDER BY tablename",
+    [schema.name],
+  );
+  return rows.map((row) => row.name);
+}
+
+async function applied() {
+  return schema.sql<{ version: number; name: string; applied_at: Date }>(
+    `SELECT version, name, applied_at FROM "${schema.name}".schema_migrations ORDER BY version`,
+  );
+}
+
+async function rejection(promise: Promise<unknown>): Promise<PaiError> {
+  const error = await promise.then(
+    () => expect.fail("expected the promise to reject"),
+    (caught: unknown) => caught,
+  );
+  expect(PaiError.isInstance(error), `expected a PaiError, got ${String(error)}`).toBe(true);
+  return error as PaiError;
+}
+
+beforeEach(() => {
+  schema = createTestSchema();
+  pool = new pg.Pool({ connectionString: schema.connectionString, max: 4 });
+});
+
+afterEach(async () => {
+  try {
+    await pool.end();
+  } finally {
+    await schema.drop();
+  }
+});
+
+describe("Postgres thread store migrations", () => {
+  it("numbers its steps from 1 without gaps", () => {
+    expect(postgresMigrations.map((step) => step.version)).toEqual(
+      Array.from({ length: postgresMigrations.length }, (_, index) => index + 1),
+    );
+    expect(POSTGRES_SCHEMA_VERSION).toBe(postgresMigrations.length);
+  });
+
+  it("creates the schema and its tables and records each step applied", async () => {
+    expect(await migrate()).toEqual({ from: 0, to: POSTGRES_SCHEMA_VERSION });
+
+    expect(await tables()).toEqual(storeTables);
+    expect((await applied()).map(({ version, name }) => ({ version, name }))).toEqual(
+      postgresMigrations.map(({ version, name }) => ({ version, name })),
+    );
+  });
+
+  it("applies nothing the second time and keeps what the store holds", async () => {
+    const store = await createPostgresThreadStore({ pool, schema: schema.name });
+    await store.ensureThread(thread);
+    await store.close();
+    const before = await applied();
+
+    expect(await migrate()).toEqual({ from: POSTGRES_SCHEMA_VERSION, to: POSTGRES_SCHEMA_VERSION });
+    const reopened = await createPostgresThreadStore({ pool, schema: schema.name });
+
+    expect(await applied()).toEqual(before);
+    expect(await reopened.getThread("t1")).toEqual(thread);
+    await reopened.close();
+  });
+
+  it("migrates once when several stores open a new schema at the same time", async () => {
+    const stores = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        createPostgresThreadStore({ connectionString: schema.connectionString, schema: schema.name }),
+      ),
+    );
+    try {
+      expect(await applied()).toHaveLength(POSTGRES_SCHEMA_VERSION);
+      await Promise.all(stores.map((store, index) => store.ensureThread({ ...thread, id: `t${index}` })));
+      const listed = await stores[0]!.listThreads({ ownerKey: "user:1" });
+      expect(listed.map((found) => found.id).sort()).toEqual(["t0", "t1", "t2", "t3", "t4"]);
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
+  });
+
+  it("adopts an existing empty schema", async () => {
+    await schema.sql(`CREATE SCHEMA "${schema.name}"`);
+
+    expect(await migrate()).toEqual({ from: 0, to: POSTGRES_SCHEMA_VERSION });
+    expect(await tables()).toEqual(storeTables);
+  });
+
+  it("rolls a failed step back entirely", async () => {
+    // A schema that looks like a new PAI store, but where the step's last table cannot be created.
+    await schema.sql(`CREATE SCHEMA "${schema.name}"`);
+    await schema.sql(`CREATE TABLE "${schema.name}".schema_migrations
+      (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    await schema.sql(`CREATE TYPE "${schema.name}".leases AS (blocked integer)`);
+
+    const error = await rejection(createPostgresThreadStore({ pool, schema: schema.name }));
+
+    expect(error.code).toBe("STORE_UNWRITABLE");
+    expect(error.message).toContain('"leases" already exists');
+    expect(await tables()).toEqual(["schema_migrations"]);
+    expect(await applied()).toEqual([]);
+  });
+
+  it("refuses a schema migrated by a newer PAI and leaves it untouched", async () => {
+    await migrate();
+    await schema.sql(
+      `INSERT INTO "${schema.name}".schema_migrations (version, name) VALUES (99, 'from the future')`,
+    );
+    const before = await applied();
+
+    const error = await rejection(createPostgresThreadStore({ pool, schema: schema.name }));
+
+    expect(error.code).toBe("STORE_CORRUPT");
+    expect(error.message).toMatch(/schema version 99, written by a newer PAI/);
+    expect(error.details).toMatchObject({
+      schemaVersion: 99,
+      supportedSchemaVersion: POSTGRES_SCHEMA_VERSION,
+    });
+    expect(await applied()).toEqual(before);
+  });
+
+  it("refuses a schema holding another application's tables and leaves it untouched", async () => {
+    await schema.sql(`CREATE SCHEMA "${schema.name}"`);
+    await schema.sql(`CREATE TABLE "${schema.name}".invoices (id integer PRIMARY KEY, total numeric)`);
+
+    const error = await rejection(createPostgresThreadStore({ pool, schema: schema.name }));
+
+    expect(error.code).toBe("STORE_CORRUPT");
+    expect(error.message).toContain("is not a PAI thread store");
+    expect(await tables()).toEqual(["invoices"]);
+  });
+});

@@ -1,0 +1,656 @@
+import type { UIMessage } from "ai";
+import { type CustomTypesConfig, Client as PgClient, Pool as PgPool, type Pool, types as pgTypes } from "pg";
+import { z } from "zod";
+import { PaiError } from "../../errors/pai-error.ts";
+import {
+  fromStoredJson,
+  parseStoreInput,
+  storeInputSchemas as schemas,
+  storeClosedError,
+  toStoredJson,
+  withoutUndefined,
+} from "../parse-store-input.ts";
+import type {
+  CapabilityLifetime,
+  LeaseRecord,
+  PendingActionRecord,
+  PendingActionStatus,
+  RunRecord,
+  RunStatus,
+  ThreadRecord,
+  ThreadStore,
+  ToolDataRecord,
+} from "../thread-store.ts";
+import { migratePostgresSchema, quoteIdentifier } from "./postgres-migrations.ts";
+import { toPostgresStoreError } from "./postgres-store-error.ts";
+
+interface PostgresThreadStoreCommonOptions {
+  /**
+   * The schema the store's tables live in, created (with its tables) when missing. A lowercase identifier.
+   * Several stores — in one process or many — may share a schema; a schema that holds another application's
+   * tables is refused.
+   * @default "pai"
+   */
+  schema?: string;
+  /**
+   * Aborts opening (connecting, migrating): the promise rejects with the signal's reason at once; a
+   * migration waiting for another process's rolls back once it gets its turn, and the store's own connections
+   * close.
+   */
+  signal?: AbortSignal;
+}
+
+/** The store opens and owns its connections. */
+export interface PostgresThreadStoreConnectionOptions extends PostgresThreadStoreCommonOptions {
+  /**
+   * Where the server is: `postgresql://user:password@host:5432/database`, or a unix socket's directory as
+   * `postgresql://user@localhost/database?host=/run/postgresql`. pg's `PG*` environment variables fill in
+   * what it leaves out.
+   */
+  connectionString: string;
+  pool?: never;
+  /**
+   * Connections the store opens at most.
+   * @default 10
+   */
+  maxConnections?: number;
+  /**
+   * How long a call waits to connect (or for a free connection) before it fails with `STORE_UNWRITABLE`.
+   * @default 5000
+   */
+  connectionTimeoutMs?: number;
+  /**
+   * How long a write waits for a row another connection holds locked before it fails with
+   * `STORE_UNWRITABLE`, as `busyTimeoutMs` does for SQLite; 0 waits without limit.
+   * @default 5000
+   */
+  lockTimeoutMs?: number;
+  /**
+   * How long one statement may run before the server cancels it and the call fails with `STORE_UNWRITABLE`
+   * (nothing is changed): a deadline for a server that stalls; 0 sets none.
+   * @default 30000
+   */
+  statementTimeoutMs?: number;
+}
+
+/** The store borrows connections from the app's `pg` pool and never ends it. */
+export interface PostgresThreadStorePoolOptions extends PostgresThreadStoreCommonOptions {
+  /** A `pg` `Pool` the app owns (its timeouts apply); `close()` leaves it open. */
+  pool: Pool;
+  connectionString?: never;
+}
+
+/** Options of {@link createPostgresThreadStore}: a connection string, or a `pg` pool. */
+export type PostgresThreadStoreOptions =
+  | PostgresThreadStoreConnectionOptions
+  | PostgresThreadStorePoolOptions;
+
+const optionsSchema = z.union([
+  z.object({
+    connectionString: z.string().min(1),
+    pool: z.undefined().optional(),
+    schema: z.string().optional(),
+    maxConnections: z.number().int().positive().optional(),
+    connectionTimeoutMs: z.number().int().positive().optional(),
+    lockTimeoutMs: z.number().int().nonnegative().optional(),
+    statementTimeoutMs: z.number().int().nonnegative().optional(),
+    signal: z.instanceof(AbortSignal).optional(),
+  }),
+  z.object({
+    pool: z.custom<Pool>(
+      (value) =>
+        typeof (value as Partial<Pool> | null)?.query === "function" &&
+        typeof (value as Partial<Pool>).connect === "function",
+      { message: "pool must be a pg Pool" },
+    ),
+    connectionString: z.undefined().optional(),
+    schema: z.string().optional(),
+    signal: z.instanceof(AbortSignal).optional(),
+  }),
+]);
+
+const schemaName = z
+  .string()
+  .regex(/^[a-z_][a-z0-9_]{0,62}$/, "a lowercase identifier: a-z, 0-9 and _, at most 63 characters");
+
+/** pg's type parsers, except that `json` stays text (parsed here, so SQL NULL and JSON `null` differ) and `bigint` is a number. */
+const storedTypes: CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") => {
+    if (oid === pgTypes.builtins.JSON) return (text: string) => text;
+    if (oid === pgTypes.builtins.INT8) return (text: string) => Number(text);
+    return pgTypes.getTypeParser(oid, format);
+  }) as CustomTypesConfig["getTypeParser"],
+};
+
+/**
+ * Creates the {@link ThreadStore} for several processes that share threads: PostgreSQL through `pg`
+ * (node-postgres). It has the SQLite store's semantics — the same input checks, ordering and JSON values;
+ * `commitRun` and `deleteThread` are each one statement, so a failure leaves nothing half-written; and
+ * `settlePendingAction` is a conditional `UPDATE`, so of two processes settling one action exactly one
+ * changes it.
+ *
+ * On creation it connects and brings its schema to the current version (numbered migrations in one
+ * transaction under an advisory lock, so processes starting at once migrate once). It rejects with `PaiError`:
+ * - `STORE_UNWRITABLE` when the server cannot be reached or refuses (the message names host, port, database);
+ * - `STORE_CORRUPT` when the schema holds another application's tables or was migrated by a newer PAI;
+ *   nothing is changed then.
+ *
+ * Every method rejects with `STORE_CLOSED` after `close()`, with `STORE_UNWRITABLE` when the server fails a
+ * write (nothing is changed) and with `STORE_CORRUPT` when the store's tables are gone. `close()` waits for
+ * calls in flight, then ends the store's own connections (never a `pool` the app passed). One difference
+ * from SQLite: PostgreSQL text holds no NUL character, so a plain text field (an id, a title) with one is
+ * refused with `INVALID_ARGUMENT`; JSON values (messages, tool data, payloads, answers) hold any string.
+ *
+ * Import it from `@pai/core/postgres`; it needs the `pg` package (`npm install pg`).
+ *
+ * @example
+ * ```ts
+ * import { createPostgresThreadStore } from "@pai/core/postgres";
+ *
+ * const store = await createPostgresThreadStore({ connectionString: process.env.DATABASE_URL! });
+ * const runtime = createAgentRuntime({ pai, store });
+ * ```
+ */
+export async function createPostgresThreadStore(
+  options: PostgresThreadStoreOptions,
+): Promise<ThreadStore & AsyncDisposable> {
+  const parsed = parseStoreInput(optionsSchema, options, "Postgres store options");
+  const schema = parseStoreInput(schemaName, parsed.schema ?? "pai", "schema");
+  parsed.signal?.throwIfAborted();
+  const ownPool = parsed.pool === undefined;
+  const pool: Pool =
+    parsed.pool ??
+    new PgPool({
+      connectionString: parsed.connectionString,
+      max: parsed.maxConnections ?? 10,
+      connectionTimeoutMillis: parsed.connectionTimeoutMs ?? 5000,
+      lock_timeout: parsed.lockTimeoutMs ?? 5000,
+      statement_timeout: parsed.statementTimeoutMs ?? 30_000,
+      application_name: "pai-thread-store",
+    });
+  // An idle connection the server closes is dropped by the pool and the next call opens another; without a
+  // listener, pg's 'error' event would end the process.
+  if (ownPool) pool.on("error", () => {});
+  const target = describeTarget(pool, schema);
+  try {
+    await untilAborted(migratePostgresSchema({ pool, schema, target, signal: parsed.signal }), parsed.signal);
+  } catch (error) {
+    // pool.end() closes idle connections at once and a busy one (a migration still running) when released.
+    const ending = ownPool ? pool.end().catch(() => {}) : undefined;
+    if (parsed.signal?.aborted) throw parsed.signal.reason;
+    await ending;
+    throw toPostgresStoreError(error, target, "open");
+  }
+
+  const sql = statements(quoteIdentifier(schema));
+  /** Statement names are per connection; the schema is in them, as stores of two schemas may share a pool. */
+  const namePrefix = `pai:${schema}:`;
+
+  async function query<ROW extends Row>(statement: keyof typeof sql, values: unknown[]): Promise<ROW[]> {
+    const result = await pool.query<ROW>({
+      name: namePrefix + statement,
+      text: sql[statement],
+      values,
+      types: storedTypes,
+    });
+    return result.rows;
+  }
+
+  let closed = false;
+  let closing: Promise<void> | undefined;
+  const inFlight = new Set<Promise<void>>();
+
+  /** Runs `body` while the store is open, mapping failures to `PaiError`; `close()` waits for it. */
+  function use<RESULT>(action: string, body: () => Promise<RESULT>): Promise<RESULT> {
+    if (closed) return Promise.reject(storeClosedError());
+    const running = (async () => {
+      try {
+        return await body();
+      } catch (error) {
+        throw toPostgresStoreError(error, target, action);
+      }
+    })();
+    const settled = running.then(
+      () => {},
+      () => {},
+    );
+    inFlight.add(settled);
+    void settled.then(() => inFlight.delete(settled));
+    return running;
+  }
+
+  const store: ThreadStore & AsyncDisposable = {
+    getThread: (threadId) => use("read", async () => toThread((await query("getThread", [threadId]))[0])),
+
+    ensureThread: (input) =>
+      use("write", async () => {
+        const thread = parseStoreInput(schemas.thread, input, "thread");
+        const [inserted] = await query("insertThreadIfMissing", threadValues(thread));
+        // Read in a second statement when it existed: it sees a row another connection committed meanwhile.
+        return toThread(inserted ?? (await query("getThread", [thread.id]))[0])!;
+      }),
+
+    listThreads: (input) =>
+      use("read", async () => {
+        const filter = parseStoreInput(schemas.threadQuery, input, "thread query");
+        const rows = await query("listThreads", [
+          filter.ownerKey,
+          filter.agentId ?? null,
+          filter.limit ?? null,
+        ]);
+        return rows.map((row) => toThread(row)!);
+      }),
+
+    deleteThread: (threadId) =>
+      use("write", async () => {
+        await query("deleteThread", [threadId]);
+      }),
+
+    loadMessages: (threadId) =>
+      use("read", async () => {
+        const [row] = await query("loadMessages", [threadId]);
+        return fromStoredJson(row?.messages as string) as UIMessage[];
+      }),
+
+    createRun: (input) =>
+      use("write", async () => {
+        const run = parseStoreInput(schemas.run, input, "run");
+        if ((await query("insertRunIfMissing", runValues(run))).length === 0) {
+          throw new PaiError("INVALID_ARGUMENT", `Run ${run.id} already exists`);
+        }
+      }),
+
+    getRun: (runId) => use("read", async () => toRun((await query("getRun", [runId]))[0])),
+
+    listRuns: (threadId) =>
+      use("read", async () => (await query("listRuns", [threadId])).map((row) => toRun(row)!)),
+
+    updateRun: (runId, input) =>
+      use("write", async () => {
+        const patch = parseStoreInput(schemas.runPatch, input, "run patch");
+        const updated = await query("updateRun", [
+          runId,
+          patch.agentId ?? null,
+          patch.status ?? null,
+          patch.startedAt ?? null,
+          "endedAt" in input,
+          patch.endedAt ?? null,
+          "error" in input,
+          patch.error ?? null,
+        ]);
+        if (updated.length === 0) {
+          throw new PaiError("UNKNOWN_RUN", `Run ${runId} does not exist`, { details: { runId } });
+        }
+      }),
+
+    commitRun: (input) =>
+      use("commit", async () => {
+        const { thread, messages, run } = parseStoreInput(schemas.runCommit, input, "run commit");
+        // Serialized before the statement: a message JSON cannot hold must not get as far as the server.
+        const text = toStoredJson(messages, "messages") ?? "[]";
+        await query("commitRun", [
+          ...threadValues(thread),
+          run.id,
+          run.agentId,
+          run.status,
+          run.startedAt,
+          run.endedAt ?? null,
+          run.error ?? null,
+          text,
+        ]);
+      }),
+
+    appendToolData: (input) =>
+      use("write", async () => {
+        const record = parseStoreInput(schemas.toolData, input, "tool data");
+        const [row] = await query("insertToolData", [
+          record.threadId,
+          record.runId,
+          record.toolCallId,
+          record.toolId,
+          record.channel,
+          toStoredJson(record.data, "tool data"),
+          record.createdAt,
+        ]);
+        return toToolData(row)!;
+      }),
+
+    listToolData: (input) =>
+      use("read", async () => {
+        const filter = parseStoreInput(schemas.toolDataQuery, input, "tool data query");
+        const rows = await query("listToolData", [
+          filter.threadId,
+          filter.toolCallId ?? null,
+          filter.channel ?? null,
+        ]);
+        return rows.map((row) => toToolData(row)!);
+      }),
+
+    putPendingAction: (input) =>
+      use("write", async () => {
+        const action = parseStoreInput(schemas.pendingAction, input, "pending action");
+        await query("upsertAction", actionValues(action as PendingActionRecord));
+      }),
+
+    getPendingAction: (actionId) =>
+      use("read", async () => toAction((await query("getAction", [actionId]))[0])),
+
+    listPendingActions: (input) =>
+      use("read", async () => {
+        const filter = parseStoreInput(schemas.pendingActionQuery, input, "pending action query");
+        const rows = await query("listActions", [filter.threadId ?? null, filter.status ?? null]);
+        return rows.map((row) => toAction(row)!);
+      }),
+
+    settlePendingAction: (actionId, expectedInput, input) =>
+      use("write", async () => {
+        const expected = parseStoreInput(schemas.actionStatus, expectedInput, "expected status");
+        const patch = parseStoreInput(schemas.settlePatch, input, "settle patch");
+        const [settled] = await query("settleAction", [
+          actionId,
+          expected,
+          patch.status,
+          "answer" in input,
+          toStoredJson(patch.answer, "answer"),
+          "settledAt" in input,
+          patch.settledAt ?? null,
+        ]);
+        if (settled) return { changed: true, action: toAction(settled) };
+        // Lost (or nothing to settle): read in a new statement, which sees what the winner committed.
+        return { changed: false, action: toAction((await query("getAction", [actionId]))[0]) };
+      }),
+
+    putLease: (input) =>
+      use("write", async () => {
+        const lease = parseStoreInput(schemas.lease, input, "lease");
+        await query("upsertLease", [
+          lease.capability,
+          lease.lifetime,
+          lease.key,
+          lease.resourceId,
+          toStoredJson(lease.meta, "lease meta"),
+          lease.createdAt,
+          lease.lastUsedAt,
+        ]);
+      }),
+
+    listLeases: (input = {}) =>
+      use("read", async () => {
+        const filter = parseStoreInput(schemas.leaseQuery, input, "lease query");
+        const rows = await query("listLeases", [
+          filter.capability ?? null,
+          filter.lifetime ?? null,
+          filter.key ?? null,
+        ]);
+        return rows.map((row) => toLease(row)!);
+      }),
+
+    touchLease: (capability, lifetime, key, at) =>
+      use("write", async () => {
+        const lastUsedAt = parseStoreInput(schemas.timestamp, at, "lease time");
+        await query("touchLease", [lastUsedAt, capability, lifetime, key]);
+      }),
+
+    deleteLease: (capability, lifetime, key) =>
+      use("write", async () => {
+        await query("deleteLease", [capability, lifetime, key]);
+      }),
+
+    close() {
+      closing ??= (async () => {
+        closed = true;
+        await Promise.all(inFlight);
+        if (!ownPool) return;
+        try {
+          await pool.end();
+        } catch (error) {
+          throw toPostgresStoreError(error, target, "close");
+        }
+      })();
+      return closing;
+    },
+
+    async [Symbol.asyncDispose]() {
+      await store.close();
+    },
+  };
+  return store;
+}
+
+/** `promise`, or a rejection with the signal's reason as soon as it aborts. */
+function untilAborted<VALUE>(promise: Promise<VALUE>, signal: AbortSignal | undefined): Promise<VALUE> {
+  if (!signal) return promise;
+  return new Promise<VALUE>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** `user@host:port/database (schema "pai")`: the server as pg resolves it, without the password. */
+function describeTarget(pool: Pool, schema: string): string {
+  // A client that never connects: pg resolves the connection string and the PG* variables on construction.
+  const { user, host, port, database } = new PgClient(pool.options);
+  return `${user}@${host}:${port}/${database} (schema "${schema}")`;
+}
+
+/** Every statement of the store, for the quoted schema `s`. */
+function statements(s: string) {
+  const threadColumns = "id, agent_id, owner_key, title, created_at, updated_at";
+  const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error";
+  const actionColumns =
+    "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
+    "suspend_history, status, created_at, settled_at, answer";
+  const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
+  const leaseColumns = "capability, lifetime, key, resource_id, meta, created_at, last_used_at";
+  const runUpdate = `thread_id = excluded.thread_id, agent_id = excluded.agent_id, status = excluded.status,
+    started_at = excluded.started_at, ended_at = excluded.ended_at, error = excluded.error`;
+  return {
+    getThread: `SELECT ${threadColumns} FROM ${s}.threads WHERE id = $1`,
+    insertThreadIfMissing: `INSERT INTO ${s}.threads (${threadColumns}) VALUES ($1, $2, $3, $4, $5, $6)
+      ON CONFLICT (id) DO NOTHING RETURNING ${threadColumns}`,
+    listThreads: `SELECT ${threadColumns} FROM ${s}.threads
+      WHERE owner_key = $1 AND ($2::text IS NULL OR agent_id = $2)
+      ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT $3`,
+    /** One statement: the thread and everything recorded on it go together or not at all. */
+    deleteThread: `WITH
+        leases AS (DELETE FROM ${s}.leases WHERE (lifetime = 'thread' AND key = $1)
+          OR (lifetime = 'run' AND key IN (SELECT id FROM ${s}.runs WHERE thread_id = $1))),
+        runs AS (DELETE FROM ${s}.runs WHERE thread_id = $1),
+        actions AS (DELETE FROM ${s}.pending_actions WHERE thread_id = $1),
+        tool_data AS (DELETE FROM ${s}.tool_data WHERE thread_id = $1),
+        messages AS (DELETE FROM ${s}.messages WHERE thread_id = $1)
+      DELETE FROM ${s}.threads WHERE id = $1`,
+
+    loadMessages: `SELECT coalesce(json_agg(message ORDER BY position), '[]') AS messages
+      FROM ${s}.messages WHERE thread_id = $1`,
+    /**
+     * One statement: the thread, the run, and the messages are stored together or not at all. Messages are
+     * rewritten in place where they changed (a run's commit leaves the thread's earlier messages as they
+     * were) and the surplus deleted; the two touch different rows.
+     */
+    commitRun: `WITH
+        thread AS (INSERT INTO ${s}.threads (${threadColumns}) VALUES ($1, $2, $3, $4, $5, $6)
+          ON CONFLICT (id) DO UPDATE SET agent_id = excluded.agent_id, owner_key = excluded.owner_key,
+            title = excluded.title, updated_at = excluded.updated_at),
+        run AS (INSERT INTO ${s}.runs (${runColumns}) VALUES ($7, $1, $8, $9, $10, $11, $12)
+          ON CONFLICT (id) DO UPDATE SET ${runUpdate}),
+        written AS (INSERT INTO ${s}.messages (thread_id, position, message)
+          SELECT $1, (ordinality - 1)::integer, value FROM json_array_elements($13::json) WITH ORDINALITY
+          ON CONFLICT (thread_id, position) DO UPDATE SET message = excluded.message
+            WHERE messages.message::text <> excluded.message::text)
+      DELETE FROM ${s}.messages WHERE thread_id = $1 AND position >= json_array_length($13::json)`,
+
+    getRun: `SELECT ${runColumns} FROM ${s}.runs WHERE id = $1`,
+    listRuns: `SELECT ${runColumns} FROM ${s}.runs WHERE thread_id = $1 ORDER BY started_at, ordinal`,
+    insertRunIfMissing: `INSERT INTO ${s}.runs (${runColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7)
+      ON CONFLICT (id) DO NOTHING RETURNING id`,
+    /** A patch in one statement: required fields left out keep their value; optional ones given as undefined clear. */
+    updateRun: `UPDATE ${s}.runs SET agent_id = coalesce($2, agent_id), status = coalesce($3, status),
+        started_at = coalesce($4, started_at),
+        ended_at = CASE WHEN $5::boolean THEN $6::double precision ELSE ended_at END,
+        error = CASE WHEN $7::boolean THEN $8::text ELSE error END
+      WHERE id = $1 RETURNING id`,
+
+    insertToolData: `INSERT INTO ${s}.tool_data (thread_id, run_id, tool_call_id, tool_id, channel, data, created_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${toolDataColumns}`,
+    listToolData: `SELECT ${toolDataColumns} FROM ${s}.tool_data WHERE thread_id = $1
+      AND ($2::text IS NULL OR tool_call_id = $2) AND ($3::text IS NULL OR channel = $3) ORDER BY seq`,
+
+    getAction: `SELECT ${actionColumns} FROM ${s}.pending_actions WHERE id = $1`,
+    listActions: `SELECT ${actionColumns} FROM ${s}.pending_actions
+      WHERE ($1::text IS NULL OR thread_id = $1) AND ($2::text IS NULL OR status = $2)
+      ORDER BY created_at, ordinal`,
+    upsertAction: `INSERT INTO ${s}.pending_actions (${actionColumns})
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+      ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, run_id = excluded.run_id,
+        tool_call_id = excluded.tool_call_id, tool_id = excluded.tool_id, tool_name = excluded.tool_name,
+        input_hash = excluded.input_hash, input = excluded.input, kind = excluded.kind, name = excluded.name,
+        payload = excluded.payload, suspend_history = excluded.suspend_history, status = excluded.status,
+        created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer`,
+    /**
+     * The compare-and-set. Of two connections settling one action, the second waits for the first's row lock,
+     * then finds the status changed and updates nothing.
+     */
+    settleAction: `UPDATE ${s}.pending_actions SET status = $3,
+        answer = CASE WHEN $4::boolean THEN $5::json ELSE answer END,
+        settled_at = CASE WHEN $6::boolean THEN $7::double precision ELSE settled_at END
+      WHERE id = $1 AND status = $2 RETURNING ${actionColumns}`,
+
+    upsertLease: `INSERT INTO ${s}.leases (${leaseColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7)
+      ON CONFLICT (capability, lifetime, key) DO UPDATE SET resource_id = excluded.resource_id,
+        meta = excluded.meta, created_at = excluded.created_at, last_used_at = excluded.last_used_at`,
+    listLeases: `SELECT ${leaseColumns} FROM ${s}.leases WHERE ($1::text IS NULL OR capability = $1)
+      AND ($2::text IS NULL OR lifetime = $2) AND ($3::text IS NULL OR key = $3) ORDER BY created_at, ordinal`,
+    touchLease: `UPDATE ${s}.leases SET last_used_at = $1 WHERE capability = $2 AND lifetime = $3 AND key = $4`,
+    deleteLease: `DELETE FROM ${s}.leases WHERE capability = $1 AND lifetime = $2 AND key = $3`,
+  };
+}
+
+type Row = Record<string, unknown>;
+
+function threadValues(thread: ThreadRecord): unknown[] {
+  return [
+    thread.id,
+    thread.agentId,
+    thread.ownerKey,
+    thread.title ?? null,
+    thread.createdAt,
+    thread.updatedAt,
+  ];
+}
+
+function runValues(run: RunRecord): unknown[] {
+  return [
+    run.id,
+    run.threadId,
+    run.agentId,
+    run.status,
+    run.startedAt,
+    run.endedAt ?? null,
+    run.error ?? null,
+  ];
+}
+
+function actionValues(action: PendingActionRecord): unknown[] {
+  return [
+    action.id,
+    action.threadId,
+    action.runId,
+    action.toolCallId,
+    action.toolId,
+    action.toolName,
+    action.inputHash,
+    toStoredJson(action.input, "pending action input"),
+    action.kind,
+    action.name ?? null,
+    toStoredJson(action.payload, "pending action payload"),
+    toStoredJson(action.suspendHistory, "pending action suspendHistory"),
+    action.status,
+    action.createdAt,
+    action.settledAt ?? null,
+    toStoredJson(action.answer, "pending action answer"),
+  ];
+}
+
+function optional<VALUE>(value: unknown): VALUE | undefined {
+  return value === null ? undefined : (value as VALUE);
+}
+
+function json(value: unknown): unknown {
+  return fromStoredJson(value as string | null);
+}
+
+function toThread(row: Row | undefined): ThreadRecord | undefined {
+  if (!row) return undefined;
+  return withoutUndefined({
+    id: row.id as string,
+    agentId: row.agent_id as string,
+    ownerKey: row.owner_key as string,
+    title: optional<string>(row.title),
+    createdAt: row.created_at as number,
+    updatedAt: row.updated_at as number,
+  });
+}
+
+function toRun(row: Row | undefined): RunRecord | undefined {
+  if (!row) return undefined;
+  return withoutUndefined({
+    id: row.id as string,
+    threadId: row.thread_id as string,
+    agentId: row.agent_id as string,
+    status: row.status as RunStatus,
+    startedAt: row.started_at as number,
+    endedAt: optional<number>(row.ended_at),
+    error: optional<string>(row.error),
+  });
+}
+
+function toToolData(row: Row | undefined): ToolDataRecord | undefined {
+  if (!row) return undefined;
+  return withoutUndefined({
+    threadId: row.thread_id as string,
+    runId: row.run_id as string,
+    toolCallId: row.tool_call_id as string,
+    toolId: row.tool_id as string,
+    channel: row.channel as string,
+    seq: row.seq as number,
+    data: json(row.data),
+    createdAt: row.created_at as number,
+  });
+}
+
+function toAction(row: Row | undefined): PendingActionRecord | undefined {
+  if (!row) return undefined;
+  return withoutUndefined({
+    id: row.id as string,
+    threadId: row.thread_id as string,
+    runId: row.run_id as string,
+    toolCallId: row.tool_call_id as string,
+    toolId: row.tool_id as string,
+    toolName: row.tool_name as string,
+    inputHash: row.input_hash as string,
+    input: json(row.input),
+    kind: row.kind as PendingActionRecord["kind"],
+    name: optional<string>(row.name),
+    payload: json(row.payload),
+    suspendHistory: json(row.suspend_history) as unknown[],
+    status: row.status as PendingActionStatus,
+    createdAt: row.created_at as number,
+    settledAt: optional<number>(row.settled_at),
+    answer: json(row.answer),
+  });
+}
+
+function toLease(row: Row | undefined): LeaseRecord | undefined {
+  if (!row) return undefined;
+  return {
+    capability: row.capability as string,
+    lifetime: row.lifetime as CapabilityLifetime,
+    key: row.key as string,
+    resourceId: row.resource_id as string,
+    meta: json(row.meta) as Record<string, unknown>,
+    createdAt: row.created_at as number,
+    lastUsedAt: row.last_used_at as number,
+  };
+}
