@@ -5,6 +5,7 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LabelFilter } from "./container-driver.ts";
 import { type ContainerPool, createContainerPool } from "./container-pool.ts";
 import { createDockerDriver } from "./docker-driver.ts";
 import { poolLabels } from "./labels.ts";
@@ -312,6 +313,84 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     const { removed } = await pool.reapStrays();
     expect(removed).toEqual([stray.id]);
     expect(await dockerPs(poolId)).toEqual(own);
+  });
+
+  it("reaps a dead owner's containers across pool ids and never a live owner's", async () => {
+    // Owner-based reaping looks at every managed container of the engine. This engine is shared with other test
+    // files, so the pools see it through a driver that lists only this test's containers (a label on the spec).
+    const scope = { "pai-test-run": `${testRun}-owners` };
+    const scoped = {
+      ...driver,
+      list: (filter: LabelFilter, options?: { signal?: AbortSignal }) =>
+        driver.list({ labels: { ...filter.labels, ...scope } }, options),
+    };
+    const live = `live-${testRun}`;
+    const dead = `dead-${testRun}`;
+    const livePool = track(
+      createContainerPool({
+        driver: scoped,
+        spec: { image, labels: scope },
+        poolId: newPoolId("owner-live"),
+        ownerId: live,
+        min: 1,
+      }),
+    );
+    // min 0: a killed process creates nothing more; its warm container is one made by hand with its labels.
+    const deadPool = track(
+      createContainerPool({
+        driver: scoped,
+        spec: { image, labels: scope },
+        poolId: newPoolId("owner-dead"),
+        ownerId: dead,
+        min: 0,
+      }),
+    );
+    const deadWarm = await driver.create(
+      { image, labels: scope },
+      {
+        [poolLabels.managed]: "true",
+        [poolLabels.pool]: newPoolId("owner-dead-2"),
+        [poolLabels.owner]: dead,
+      },
+    );
+    await driver.start(deadWarm.id);
+    await livePool.warm({ timeoutMs: 60_000 });
+    const liveLease = await livePool.acquire({ leaseKey: "thread:live" });
+    const deadLease = await deadPool.acquire({ leaseKey: "thread:dead" });
+    const deadKept = await deadPool.acquire({ leaseKey: "thread:taken-over" });
+    await waitFor(() => livePool.metrics().available === 1, 30_000, "refill");
+    const byOwner = async (owner: string) =>
+      (
+        await docker(
+          "ps",
+          "-a",
+          "--no-trunc",
+          "--filter",
+          `label=${poolLabels.owner}=${owner}`,
+          "--format",
+          "{{.ID}}",
+        )
+      )
+        .split("\n")
+        .filter(Boolean)
+        .sort();
+    const liveBefore = await byOwner(live);
+    expect(liveBefore).toHaveLength(2);
+    expect(await byOwner(dead)).toHaveLength(3);
+
+    // The dead owner's pool object stays open here, as a killed process's containers stay on the engine.
+    const { removed, failed } = await livePool.reapStrays({
+      keep: [deadKept.containerId],
+      liveOwners: new Set([live]),
+    });
+
+    expect(failed).toEqual([]);
+    expect(removed.sort()).toEqual([deadLease.containerId, deadWarm.id].sort());
+    expect(await byOwner(live)).toEqual(liveBefore);
+    expect(await byOwner(dead)).toEqual([deadKept.containerId]);
+    const exec = await driver.exec(liveLease.containerId, { cmd: ["true"] });
+    expect(exec.exitCode).toBe(0);
+    await deadKept.release();
   });
 
   it("adopts a running container after a restart with its files intact", async () => {

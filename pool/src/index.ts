@@ -12,6 +12,7 @@ export type {
 export type {
   AcquireOptions,
   AdoptOptions,
+  CloseOptions,
   ContainerHookContext,
   ContainerPool,
   ContainerPoolMetrics,
@@ -35,11 +36,13 @@ export { PoolError } from "./pool-error.ts";
 export type { ContainerPoolEventMap, DestroyReason, PoolEvents } from "./pool-events.ts";
 export {
   asCapabilityBinding,
+  type BindingStartContext,
   createPooledBinding,
   type PooledBinding,
   type PooledBindingOptions,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
+  type ReapContext,
   type RecordedLease,
 } from "./pooled-binding.ts";
 export { specHash } from "./spec-hash.ts";
