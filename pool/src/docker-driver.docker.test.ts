@@ -3,9 +3,11 @@
 // machine without Docker (ignored under CI=true, where scripts/docker-engine brings the engine up).
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { statfs } from "node:fs/promises";
+import { dirname } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LabelFilter } from "./container-driver.ts";
+import type { ExecResult, LabelFilter } from "./container-driver.ts";
 import { type ContainerPool, createContainerPool } from "./container-pool.ts";
 import { createDockerDriver } from "./docker-driver.ts";
 import { poolLabels } from "./labels.ts";
@@ -15,6 +17,7 @@ const run = promisify(execFile);
 const image = process.env.PAI_SANDBOX_IMAGE ?? "pai/sandbox:latest";
 const optedOut = process.env.PAI_DOCKER_TESTS === "0" && process.env.CI !== "true";
 const testRun = randomBytes(3).toString("hex");
+const GiB = 1024 ** 3;
 
 async function docker(...args: string[]): Promise<string> {
   const { stdout } = await run("docker", args, { timeout: 60_000 });
@@ -245,6 +248,53 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     const size = await driver.exec(lease.containerId, { cmd: ["stat", "-c", "%s", "/workspace/b"] });
     expect(Number(size.stdout.trim())).toBeLessThanOrEqual(1024 * 1024);
   });
+
+  it("bounds what /workspace and /tmp hold together at limits.diskBytes: 1 GiB files stop there with ENOSPC", async () => {
+    const poolId = newPoolId("disk");
+    // The defaults: a 2 GiB disk, files up to 1 GiB.
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));
+    await using lease = await pool.acquire({ leaseKey: "disk" });
+    const id = lease.containerId;
+    const [workspace] = JSON.parse(await docker("inspect", id))[0].Mounts.filter(
+      (mount: { Destination: string }) => mount.Destination === "/workspace",
+    );
+    expect(workspace.Driver).toBe("pai-disk");
+    const volume = JSON.parse(await docker("volume", "inspect", workspace.Name))[0];
+    // <state dir>/disks/<disk>/mnt/<dir>: the disk's own directory is on the host's filesystem.
+    const hostDirectory = dirname(dirname(volume.Mountpoint));
+    const free = async () => {
+      const fs = await statfs(hostDirectory);
+      return fs.bavail * fs.bsize;
+    };
+    const freeBefore = await free();
+
+    const writes: ExecResult[] = [];
+    for (let i = 0; i < 5; i++) {
+      const path = `${i % 2 === 0 ? "/workspace" : "/tmp"}/file-${i}`;
+      writes.push(await driver.exec(id, { cmd: ["sh", "-c", `head -c 1G /dev/zero > ${path}`] }));
+    }
+
+    expect(writes[0]).toMatchObject({ exitCode: 0, stderr: "" });
+    const refused = writes.filter((write) => write.exitCode !== 0);
+    expect(refused.length).toBeGreaterThanOrEqual(3);
+    for (const write of refused) expect(write.stderr).toMatch(/No space left on device/);
+    const held = await driver.exec(id, { cmd: ["sh", "-c", "du -scb /workspace /tmp | tail -n1"] });
+    const heldBytes = Number.parseInt(held.stdout, 10);
+    expect(heldBytes).toBeGreaterThan(1.8 * GiB);
+    expect(heldBytes).toBeLessThanOrEqual(2 * GiB);
+    const usage = await driver.diskUsage(id);
+    expect(usage?.sizeBytes).toBe(2 * GiB);
+    expect(usage?.availableBytes).toBeLessThan(1024 * 1024);
+    expect(freeBefore - (await free())).toBeLessThan(2 * GiB + 128 * 1024 * 1024);
+  });
+
+  it("names the missing disk volume plugin when the engine has none", async () => {
+    const missing = createDockerDriver({ diskVolumeDriver: `pai-disk-missing-${testRun}` });
+    const error = await missing.create({ image }, { [poolLabels.pool]: newPoolId("nodisk") }).catch((e) => e);
+    expect(PoolError.hasCode(error, "CONTAINER_FAILED")).toBe(true);
+    expect(error.message).toMatch(/has no "pai-disk-missing-\w+" volume plugin.*limits\.diskBytes/);
+    expect(error.details).toMatchObject({ reason: "disk-driver-missing" });
+  }, 40_000);
 
   it("aborts an exec with the signal's reason, and removal ends a hanging exec", async () => {
     const poolId = newPoolId("execabort");

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { type Duplex, PassThrough, Readable } from "node:stream";
 import Docker from "dockerode";
 import type {
@@ -5,6 +6,7 @@ import type {
   ContainerEvent,
   ContainerInspection,
   ContainerSummary,
+  DiskUsage,
   ExecDuplexOptions,
   ExecOptions,
   ExecResult,
@@ -31,6 +33,20 @@ export interface DockerDriverOptions {
    * @default 60000
    */
   requestTimeoutMs?: number;
+  /**
+   * The engine's volume driver that bounds `limits.diskBytes` (a volume plugin making a small filesystem per
+   * disk; `scripts/docker-engine` runs `pai-disk` on the engine's host).
+   * @default "pai-disk"
+   */
+  diskVolumeDriver?: string;
+}
+
+/** Where a container's writable paths live when `limits.diskBytes` bounds them. */
+export interface DiskPlacement {
+  /** The volume driver (see `DockerDriverOptions.diskVolumeDriver`). */
+  driver: string;
+  /** The disk all writable paths of the container share; unique per container. */
+  diskId: string;
 }
 
 const unavailableCodes = new Set([
@@ -113,10 +129,30 @@ function envList(env: Readonly<Record<string, string>> | undefined): string[] | 
   return env ? Object.entries(env).map(([key, value]) => `${key}=${value}`) : undefined;
 }
 
+/** The mount of writable path number `index`: an anonymous volume, on the container's disk when it has one. */
+function writableMount(target: string, index: number, diskBytes: number | null, disk: DiskPlacement) {
+  if (diskBytes === null) return { Type: "volume", Target: target };
+  return {
+    Type: "volume",
+    Target: target,
+    VolumeOptions: {
+      DriverConfig: {
+        Name: disk.driver,
+        Options: {
+          size: String(diskBytes),
+          disk: disk.diskId,
+          dir: `${index}${target.replaceAll("/", "-")}`,
+        },
+      },
+    },
+  };
+}
+
 /** The Engine API body of `POST /containers/create` for a spec. Exported for tests of the mapping. */
 export function toCreateBody(
   spec: ContainerSpec | ResolvedContainerSpec,
   labels: Readonly<Record<string, string>>,
+  disk: DiskPlacement,
 ): Docker.ContainerCreateOptions {
   const resolved = resolveContainerSpec(spec);
   const { limits } = resolved;
@@ -138,7 +174,9 @@ export function toCreateBody(
       ReadonlyRootfs: resolved.readOnlyRootfs,
       // Anonymous volumes (no Source): created with the container, removed by `remove({ v: true })`.
       Mounts: [
-        ...resolved.writablePaths.map((target) => ({ Type: "volume", Target: target })),
+        ...resolved.writablePaths.map((target, index) =>
+          writableMount(target, index, limits.diskBytes, disk),
+        ),
         ...resolved.sharedVolumes.map((volume) => ({
           Type: "volume",
           Source: volume.name,
@@ -160,6 +198,22 @@ export function toCreateBody(
       AutoRemove: false,
     },
   };
+}
+
+/** A clearer error for a create that failed because the engine lacks the disk volume plugin. */
+function missingDiskDriver(error: unknown, diskVolumeDriver: string): PoolError | undefined {
+  // Docker answers 404 (after ~15 s of looking for the plugin's socket).
+  if (!PoolError.hasCode(error, "NOT_FOUND") && !PoolError.hasCode(error, "CONTAINER_FAILED"))
+    return undefined;
+  if (!error.message.includes(`volume plugin ${diskVolumeDriver}: plugin "${diskVolumeDriver}" not found`)) {
+    return undefined;
+  }
+  return new PoolError(
+    "CONTAINER_FAILED",
+    `The engine has no "${diskVolumeDriver}" volume plugin, which bounds a container's disk (limits.diskBytes): ` +
+      "run scripts/docker-engine on the engine's host, or set limits.diskBytes to null for unbounded volumes",
+    { cause: error, details: { ...error.details, reason: "disk-driver-missing", diskVolumeDriver } },
+  );
 }
 
 async function exitCodeOf(exec: Docker.Exec): Promise<{ running: boolean; exitCode: number | null }> {
@@ -212,21 +266,30 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     return { exec, socket };
   }
 
+  const diskVolumeDriver = options.diskVolumeDriver ?? "pai-disk";
+
   const driver: ContainerDriver = {
-    create(spec, labels, callOptions = {}) {
-      return call(
-        "create container",
-        { image: spec.image },
-        async () => {
-          const body = toCreateBody(spec, labels);
-          const container = await docker.createContainer({
-            ...body,
-            ...(callOptions.signal ? { abortSignal: callOptions.signal } : {}),
-          });
-          return { id: container.id };
-        },
-        callOptions.signal,
-      );
+    async create(spec, labels, callOptions = {}) {
+      const body = toCreateBody(spec, labels, {
+        driver: diskVolumeDriver,
+        diskId: randomBytes(12).toString("hex"),
+      });
+      try {
+        return await call(
+          "create container",
+          { image: spec.image },
+          async () => {
+            const container = await docker.createContainer({
+              ...body,
+              ...(callOptions.signal ? { abortSignal: callOptions.signal } : {}),
+            });
+            return { id: container.id };
+          },
+          callOptions.signal,
+        );
+      } catch (error) {
+        throw missingDiskDriver(error, diskVolumeDriver) ?? error;
+      }
     },
 
     start(id, callOptions = {}) {
@@ -278,6 +341,25 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
             oomKilled: info.State.OOMKilled === true,
             labels: info.Config.Labels ?? {},
           };
+        },
+        callOptions.signal,
+      );
+    },
+
+    diskUsage(id, callOptions = {}) {
+      const abort = callOptions.signal ? { abortSignal: callOptions.signal } : {};
+      return call(
+        "inspect disk",
+        { containerId: id },
+        async (): Promise<DiskUsage | undefined> => {
+          const info = await docker.getContainer(id).inspect(abort as Record<string, unknown>);
+          const mount = info.Mounts.find((m) => m.Type === "volume" && m.Driver === diskVolumeDriver);
+          if (!mount?.Name) return undefined;
+          const volume = await docker.getVolume(mount.Name).inspect(abort as Record<string, unknown>);
+          const status = (volume.Status ?? {}) as Record<string, unknown>;
+          const { sizeBytes, usedBytes, availableBytes } = status;
+          if (typeof usedBytes !== "number" || typeof sizeBytes !== "number") return undefined;
+          return { sizeBytes, usedBytes, availableBytes: Number(availableBytes) };
         },
         callOptions.signal,
       );

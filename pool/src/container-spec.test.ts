@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { resolveContainerSpec } from "./container-spec.ts";
+import { toCreateBody } from "./docker-driver.ts";
+
+const disk = { driver: "pai-disk", diskId: "d1" };
+
+describe("limits.diskBytes", () => {
+  it("defaults to 2 GiB, accepts null for unbounded volumes and refuses a disk too small for a filesystem", () => {
+    expect(resolveContainerSpec({ image: "x" }).limits.diskBytes).toBe(2 * 1024 ** 3);
+    expect(resolveContainerSpec({ image: "x", limits: { diskBytes: null } }).limits.diskBytes).toBeNull();
+    expect(() => resolveContainerSpec({ image: "x", limits: { diskBytes: 1024 } })).toThrow(RangeError);
+    expect(() => resolveContainerSpec({ image: "x", limits: { diskBytes: 1.5 } })).toThrow(RangeError);
+  });
+
+  it("puts every writable path on one disk of the container, each in its own directory", () => {
+    const body = toCreateBody({ image: "x", limits: { diskBytes: 64 * 1024 ** 2 } }, {}, disk);
+    expect(body.HostConfig?.Mounts).toEqual([
+      {
+        Type: "volume",
+        Target: "/workspace",
+        VolumeOptions: {
+          DriverConfig: { Name: "pai-disk", Options: { size: "67108864", disk: "d1", dir: "0-workspace" } },
+        },
+      },
+      {
+        Type: "volume",
+        Target: "/tmp",
+        VolumeOptions: {
+          DriverConfig: { Name: "pai-disk", Options: { size: "67108864", disk: "d1", dir: "1-tmp" } },
+        },
+      },
+    ]);
+  });
+
+  it("keeps plain local volumes without a disk bound", () => {
+    const body = toCreateBody({ image: "x", limits: { diskBytes: null } }, {}, disk);
+    expect(body.HostConfig?.Mounts).toEqual([
+      { Type: "volume", Target: "/workspace" },
+      { Type: "volume", Target: "/tmp" },
+    ]);
+  });
+});
