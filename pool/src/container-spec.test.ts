@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { resolveContainerSpec } from "./container-spec.ts";
 import { toCreateBody } from "./docker-driver.ts";
 
-const disk = { driver: "pai-disk", diskId: "d1" };
+const disk = { diskVolumeDriver: "pai-disk", diskId: "d1" };
 
 describe("limits.diskBytes", () => {
   it("defaults to 2 GiB, accepts null for unbounded volumes and refuses a disk too small for a filesystem", () => {
@@ -38,5 +38,16 @@ describe("limits.diskBytes", () => {
       { Type: "volume", Target: "/workspace" },
       { Type: "volume", Target: "/tmp" },
     ]);
+  });
+});
+
+describe("runtime", () => {
+  it("uses the spec's runtime, else the driver's choice, else none (the engine's default)", () => {
+    const runtimeOf = (spec: { runtime?: string }, runtime?: string) =>
+      toCreateBody({ image: "x", ...spec }, {}, { ...disk, runtime }).HostConfig?.Runtime;
+    expect(runtimeOf({ runtime: "runc" }, "crun")).toBe("runc");
+    expect(runtimeOf({}, "crun")).toBe("crun");
+    expect(runtimeOf({})).toBeUndefined();
+    expect(() => resolveContainerSpec({ image: "x", runtime: "../crun" })).toThrow(TypeError);
   });
 });

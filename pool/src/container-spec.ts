@@ -74,6 +74,11 @@ export interface ContainerSpec {
   /** Size of `/dev/shm` in bytes (Chromium wants more than Docker's 64 MiB default). */
   shmSizeBytes?: number;
   /**
+   * OCI runtime, by the name the engine registered it under (`docker info` → Runtimes), e.g. `crun` or `runc`.
+   * @default the driver's choice: `crun` when the engine has it, else the engine's default runtime (runc)
+   */
+  runtime?: string;
+  /**
    * Named volumes (e.g. an in-container agent copied onto the engine once), read-only unless `readOnly: false`.
    * They outlive the containers; whoever fills them owns them.
    */
@@ -95,6 +100,8 @@ export interface ResolvedContainerSpec {
   readOnlyRootfs: boolean;
   writablePaths: readonly string[];
   shmSizeBytes: number | null;
+  /** `null`: the driver's choice. */
+  runtime: string | null;
   sharedVolumes: readonly { name: string; target: string; readOnly: boolean }[];
   labels: Readonly<Record<string, string>>;
 }
@@ -119,6 +126,13 @@ export const containerSpecDefaults = {
 function positiveInteger(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) {
     throw new RangeError(`ContainerSpec: ${name} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
+
+function runtimeName(value: string | null): string | null {
+  if (value !== null && !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(value)) {
+    throw new TypeError(`ContainerSpec: runtime must be a runtime name, got ${JSON.stringify(value)}`);
   }
   return value;
 }
@@ -180,6 +194,7 @@ export function resolveContainerSpec(spec: ContainerSpec | ResolvedContainerSpec
     network,
     readOnlyRootfs: spec.readOnlyRootfs ?? containerSpecDefaults.readOnlyRootfs,
     writablePaths,
+    runtime: runtimeName(spec.runtime ?? null),
     shmSizeBytes:
       spec.shmSizeBytes === undefined || spec.shmSizeBytes === null
         ? null

@@ -176,6 +176,17 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     expect(await dockerPs(poolId)).not.toContain(lease.containerId);
   });
 
+  it("runs containers on crun when the engine has it, else on the engine's default runtime", async () => {
+    const runtimes = Object.keys(JSON.parse(await docker("info", "--format", "{{json .Runtimes}}")));
+    const pool = track(
+      createContainerPool({ driver, spec: { image }, poolId: newPoolId("runtime"), min: 0 }),
+    );
+    await using lease = await pool.acquire({ leaseKey: "runtime" });
+    const inspected = JSON.parse(await docker("inspect", lease.containerId))[0];
+    expect(inspected.HostConfig.Runtime).toBe(runtimes.includes("crun") ? "crun" : "runc");
+    expect((await driver.exec(lease.containerId, { cmd: ["true"] })).exitCode).toBe(0);
+  });
+
   it("returns exit codes and stderr as values and feeds stdin", async () => {
     const poolId = newPoolId("exec");
     const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));

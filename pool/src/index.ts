@@ -27,7 +27,7 @@ export { createContainerPool } from "./container-pool.ts";
 export type { ContainerLimits, ContainerSpec, ResolvedContainerSpec } from "./container-spec.ts";
 export { containerSpecDefaults, resolveContainerSpec } from "./container-spec.ts";
 export type { CreateBackoffOptions } from "./create-backoff.ts";
-export type { DiskPlacement, DockerDriverOptions } from "./docker-driver.ts";
+export type { DockerDriverOptions, EnginePlacement } from "./docker-driver.ts";
 export { createDockerDriver } from "./docker-driver.ts";
 export type { DockerStreamDemuxer, DockerStreamType } from "./docker-stream-demuxer.ts";
 export { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
