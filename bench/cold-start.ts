@@ -1,10 +1,11 @@
-import type { ContainerSpec } from "@pai/pool";
-import { benchDriver, benchImage, benchLabels } from "./bench-containers.ts";
+import { type ContainerDriver, type ContainerSpec, createDockerDriver } from "@pai/pool";
+import { benchImage, benchLabels } from "./bench-containers.ts";
 import { type BenchRow, ratioRow } from "./bench-row.ts";
 import { type Summary, summarize } from "./stats.ts";
 
 interface Variant {
   name: string;
+  driver: ContainerDriver;
   spec: Partial<ContainerSpec>;
   create: number[];
   remove: number[];
@@ -12,29 +13,43 @@ interface Variant {
 
 /**
  * Cold start — create + start + the first command (`docker exec true`), the container removed untimed — of one
- * container per variant, the variants taking turns in every round so they see the same machine: today's path
- * (runc, plain volumes), crun, the disk bound (`limits.diskBytes` on the `pai-disk` plugin) on each runtime.
+ * container per variant, the variants taking turns in every round so they see the same machine. Each variant adds
+ * one change to the previous one: today's path (runc, the engine's network setup for `none`, plain volumes), crun,
+ * no engine network setup (`skipNoneNetworkSetup`), the 2 GiB disk bound (the `pai-disk` plugin) — the default.
  * Removal is timed too (it is engine work a churning pool pays).
  */
 export async function benchColdStart(options: { rounds: number }): Promise<BenchRow[]> {
   const image = await benchImage();
   const variants: Variant[] = [
-    { name: "runc, plain volumes (today)", spec: { runtime: "runc", limits: { diskBytes: null } } },
-    { name: "crun, plain volumes", spec: { runtime: "crun", limits: { diskBytes: null } } },
-    { name: "runc, 2 GiB disk", spec: { runtime: "runc" } },
-    { name: "crun, 2 GiB disk (default)", spec: { runtime: "crun" } },
+    {
+      name: "today: runc, engine network, plain volumes",
+      driver: createDockerDriver({ preferredRuntime: null, skipNoneNetworkSetup: false }),
+      spec: { limits: { diskBytes: null } },
+    },
+    {
+      name: "+ crun",
+      driver: createDockerDriver({ skipNoneNetworkSetup: false }),
+      spec: { limits: { diskBytes: null } },
+    },
+    {
+      name: "+ no engine network setup",
+      driver: createDockerDriver(),
+      spec: { limits: { diskBytes: null } },
+    },
+    { name: "+ 2 GiB disk (default)", driver: createDockerDriver(), spec: {} },
   ].map((variant) => ({ ...variant, create: [], remove: [] }));
   const once = async (variant: Variant) => {
     const startedAt = performance.now();
-    const { id } = await benchDriver.create({ image, ...variant.spec }, benchLabels);
+    const { driver } = variant;
+    const { id } = await driver.create({ image, ...variant.spec }, benchLabels);
     try {
-      await benchDriver.start(id);
-      const result = await benchDriver.exec(id, { cmd: ["true"] });
+      await driver.start(id);
+      const result = await driver.exec(id, { cmd: ["true"] });
       if (result.exitCode !== 0) throw new Error(`first command exited ${result.exitCode}`);
       variant.create.push(performance.now() - startedAt);
     } finally {
       const removeAt = performance.now();
-      await benchDriver.remove(id);
+      await driver.remove(id);
       variant.remove.push(performance.now() - removeAt);
     }
   };
@@ -44,40 +59,37 @@ export async function benchColdStart(options: { rounds: number }): Promise<Bench
     // Rotate the order so no variant always follows another's removal.
     for (let i = 0; i < variants.length; i++) await once(variants[(round + i) % variants.length]!);
   }
-  const [today, crun, runcDisk, crunDisk] = variants.map((variant) => ({
-    create: summarize(variant.create),
-    remove: summarize(variant.remove),
-  })) as [Timings, Timings, Timings, Timings];
+  const [today, crun, network, disk] = variants.map((variant) => summarize(variant.create)) as [
+    Summary,
+    Summary,
+    Summary,
+    Summary,
+  ];
   const removal = variants
     .map((variant) => `${variant.name} ${summarize(variant.remove).p50.toFixed(0)} ms`)
-    .join(", ");
+    .join("; ");
   return [
     ratioRow({
-      name: "cold start: crun vs runc (create+start+exec, plain volumes)",
-      subject: crun.create,
-      baseline: today.create,
+      name: "cold start (create+start+exec): crun vs runc",
+      subject: crun,
+      baseline: today,
+    }),
+    ratioRow({
+      name: "cold start: no engine network setup for none (crun)",
+      subject: network,
+      baseline: crun,
+    }),
+    ratioRow({
+      name: "cold start: 2 GiB disk bound (pai-disk) vs plain volumes",
+      subject: disk,
+      baseline: network,
       note: `remove p50: ${removal}`,
     }),
     ratioRow({
-      name: "cold start: 2 GiB disk bound (pai-disk) vs plain volumes, on crun",
-      subject: crunDisk.create,
-      baseline: crun.create,
-      note: `the same on runc: ${fmtRatio(runcDisk.create, today.create)}`,
-    }),
-    ratioRow({
-      name: "cold start: default (crun + 2 GiB disk) vs today's runc path",
-      subject: crunDisk.create,
-      baseline: today.create,
+      name: "cold start: default vs today's runc path",
+      subject: disk,
+      baseline: today,
       target: "≤ 0.6 (issue 11)",
     }),
   ];
-}
-
-interface Timings {
-  create: Summary;
-  remove: Summary;
-}
-
-function fmtRatio(subject: Summary, baseline: Summary): string {
-  return `${subject.p50.toFixed(0)} / ${baseline.p50.toFixed(0)} ms p50 = ${(subject.p50 / baseline.p50).toFixed(3)}`;
 }

@@ -51,3 +51,24 @@ describe("runtime", () => {
     expect(() => resolveContainerSpec({ image: "x", runtime: "../crun" })).toThrow(TypeError);
   });
 });
+
+describe("network none", () => {
+  it("skips the engine's network setup and mounts the hosts file when the driver has one", () => {
+    const body = toCreateBody(
+      { image: "x", limits: { diskBytes: null } },
+      {},
+      { ...disk, hostsFile: "/h/hosts" },
+    );
+    expect(body.NetworkDisabled).toBe(true);
+    expect(body.HostConfig?.NetworkMode).toBe("none");
+    expect(body.HostConfig?.Mounts).toContainEqual({
+      Type: "bind",
+      Source: "/h/hosts",
+      Target: "/etc/hosts",
+      ReadOnly: true,
+    });
+    const host = toCreateBody({ image: "x", network: "host" }, {}, { ...disk, hostsFile: "/h/hosts" });
+    expect(host.NetworkDisabled).toBeUndefined();
+    expect(toCreateBody({ image: "x" }, {}, disk).NetworkDisabled).toBeUndefined();
+  });
+});

@@ -154,7 +154,19 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
         cmd: ["sh", "-c", "echo hi > /workspace/a && echo ho > /tmp/b && cat /workspace/a /tmp/b && pwd"],
       });
       expect(write).toMatchObject({ exitCode: 0, stdout: "hi\nho\n/workspace\n" });
+      // Its own network namespace, set up by the runtime (not the engine), where localhost still resolves.
+      const loopback = await driver.exec(id, {
+        cmd: [
+          "python3",
+          "-c",
+          "import socket; s = socket.create_server(('localhost', 0)); print(socket.create_connection(s.getsockname()).getpeername()[0])",
+        ],
+      });
+      expect(loopback).toMatchObject({ exitCode: 0, stdout: "127.0.0.1\n" });
+      const touchHosts = await driver.exec(id, { cmd: ["sh", "-c", "echo x >> /etc/hosts"] });
+      expect(touchHosts.exitCode).not.toBe(0);
       const inspected = JSON.parse(await docker("inspect", id))[0];
+      expect(inspected.Config.NetworkDisabled).toBe(true);
       expect(inspected.HostConfig).toMatchObject({
         NetworkMode: "none",
         ReadonlyRootfs: true,
@@ -348,9 +360,9 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     await pool.warm({ timeoutMs: 60_000 });
     const lease = await pool.acquire({ leaseKey: "a" });
     const kept = await pool.acquire({ leaseKey: "b" });
-    const volumes = JSON.parse(await docker("inspect", lease.containerId))[0].Mounts.map(
-      (mount: { Name: string }) => mount.Name,
-    );
+    const volumes = JSON.parse(await docker("inspect", lease.containerId))[0]
+      .Mounts.filter((mount: { Type: string }) => mount.Type === "volume")
+      .map((mount: { Name: string }) => mount.Name);
     expect(volumes).toHaveLength(2);
     await lease.release();
     expect(await dockerPs(poolId)).not.toContain(lease.containerId);
