@@ -3,6 +3,7 @@ import { arch, cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { removeBenchContainers } from "./bench-containers.ts";
 import type { BenchRow } from "./bench-row.ts";
+import { benchColdStart } from "./cold-start.ts";
 import { benchCommandRoundTrip } from "./command-round-trip.ts";
 import { benchCommandsPerSecond } from "./commands-per-second.ts";
 import { benchConversationBursts } from "./conversation-burst.ts";
@@ -29,6 +30,7 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["runtime overhead", () => benchRuntimeOverhead({ rounds: quick ? 60 : 300 })],
   ["postgres store", () => benchPostgresStore({ rounds: quick ? 60 : 300 })],
   ["time to first command", () => benchTimeToFirstCommand({ rounds: quick ? 20 : 60 })],
+  ["cold start", () => benchColdStart({ rounds: quick ? 6 : 20 })],
   ["round trip", () => benchCommandRoundTrip({ rounds: quick ? 20 : 60 })],
   ["commands/s", () => benchCommandsPerSecond({ seconds: quick ? 2 : 5 })],
   [

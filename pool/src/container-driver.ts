@@ -10,6 +10,16 @@ export interface ContainerInspection {
   labels: Readonly<Record<string, string>>;
 }
 
+/** How full a container's bounded disk is (`limits.diskBytes`). */
+export interface DiskUsage {
+  /** The disk's size: what its writable paths may hold together. */
+  sizeBytes: number;
+  /** In use, files and filesystem metadata. */
+  usedBytes: number;
+  /** Still free for writing; a write past it fails with ENOSPC. */
+  availableBytes: number;
+}
+
 /** One row of `list`. */
 export interface ContainerSummary {
   id: string;
@@ -115,6 +125,12 @@ export interface ContainerDriver {
   remove(id: string, options?: { signal?: AbortSignal }): Promise<void>;
   /** @throws PoolError `NOT_FOUND` when there is no such container. */
   inspect(id: string, options?: { signal?: AbortSignal }): Promise<ContainerInspection>;
+  /**
+   * How full the container's disk is (e.g. to tell "No space left on device" from other failures);
+   * `undefined` when its writable paths are not on a bounded disk (`limits.diskBytes: null`) or it is stopped.
+   * @throws PoolError `NOT_FOUND` when there is no such container.
+   */
+  diskUsage(id: string, options?: { signal?: AbortSignal }): Promise<DiskUsage | undefined>;
   /** Every container (running or not) whose labels match. */
   list(filter: LabelFilter, options?: { signal?: AbortSignal }): Promise<ContainerSummary[]>;
   /** Runs a command to completion and collects its demultiplexed output. */

@@ -54,6 +54,12 @@ export interface ContainerPoolOptions<STATE = undefined> {
    */
   poolId?: string;
   /**
+   * The `pai.owner` label: the runtime process these containers belong to (its heartbeat in a shared store tells
+   * other processes whether it is alive). Other owners' `reapStrays({ liveOwners })` remove them once it is not
+   * live. Without it containers carry no owner label and only this pool id's `reapStrays` removes them.
+   */
+  ownerId?: string;
+  /**
    * Creates running at once (each costs ~265 ms of engine CPU here).
    * @default 2
    */
@@ -143,7 +149,23 @@ export interface AdoptOptions {
 export interface ReapStraysOptions {
   /** Container ids (full, or prefixes of at least 12 characters) that stay. */
   keep?: Iterable<string>;
+  /**
+   * Owners known to be alive (this pool's own `ownerId` among them). With it, every managed container of the
+   * engine whose `pai.owner` is another owner not in this set is removed, whatever its pool id; without it,
+   * containers of other owners are never touched (their liveness is unknown).
+   */
+  liveOwners?: Iterable<string>;
   signal?: AbortSignal;
+}
+
+/** Options of `close`. */
+export interface CloseOptions {
+  /**
+   * Leaves leased (not yet released) containers running and forgets them: whoever recorded them (a lease in a
+   * store) takes them over or frees them later. Idle and half-created containers are removed either way.
+   * @default false
+   */
+  keepLeased?: boolean;
 }
 
 /** Options of `warm`. */
@@ -186,6 +208,8 @@ export interface LeaseInfo {
 /** A warm pool of started containers of one spec. See {@link createContainerPool}. */
 export interface ContainerPool<STATE = undefined> {
   readonly poolId: string;
+  /** The `pai.owner` label of its containers, when it has one. */
+  readonly ownerId: string | undefined;
   readonly spec: ResolvedContainerSpec;
   readonly specHash: string;
   readonly driver: ContainerDriver;
@@ -199,14 +223,21 @@ export interface ContainerPool<STATE = undefined> {
    * @throws PoolError `NOT_FOUND` (no such container) or `CONTAINER_FAILED` (labels, not running, setup failed).
    */
   adopt(containerId: string, options?: AdoptOptions): Promise<Lease<STATE>>;
-  /** Removes this pool id's containers that it does not own and that are not in `keep`. */
+  /**
+   * Removes the engine's stray managed containers, except those in `keep` and those this pool object holds:
+   * containers of this pool id that carry no owner or this pool's owner, and (with `liveOwners`) containers of
+   * any pool id whose owner is another, not live, owner. A container whose owner is live is never removed.
+   */
   reapStrays(options?: ReapStraysOptions): Promise<{ removed: string[]; failed: string[] }>;
   /** Resolves when `min` containers are ready (or as many as `max` leaves room for). */
   warm(options?: WarmOptions): Promise<void>;
   metrics(): ContainerPoolMetrics;
   leases(): LeaseInfo[];
-  /** Stops creating, fails waiting `acquire`s with `POOL_CLOSED` and removes every container it created. */
-  close(): Promise<void>;
+  /**
+   * Stops creating, fails waiting `acquire`s with `POOL_CLOSED` and removes every container it created (leased
+   * ones too, unless `keepLeased`). The first call's options win; later calls return the same promise.
+   */
+  close(options?: CloseOptions): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -219,6 +250,8 @@ interface Entry<STATE> {
   dead: boolean;
   /** Handed to a lease: generic-pool's `destroy` of it must not remove the container. */
   detached: boolean;
+  /** `teardown` already ran (the pool closed with `keepLeased`); a later release only removes. */
+  tornDown?: boolean;
   destroyReason?: DestroyReason;
   lease?: { leaseKey: string; adopted: boolean; acquiredAt: Date; lease: Lease<STATE> };
   removal?: Promise<{ ok: boolean; error?: unknown }>;
@@ -330,6 +363,10 @@ export function createContainerPool<STATE = undefined>(
   const spec = resolveContainerSpec(options.spec);
   const hash = specHash(spec);
   const poolId = options.poolId ?? `pool-${randomBytes(4).toString("hex")}`;
+  const { ownerId } = options;
+  if (ownerId !== undefined && (typeof ownerId !== "string" || ownerId === "")) {
+    throw new TypeError("createContainerPool: ownerId must be a non-empty string");
+  }
   const instanceId = randomBytes(8).toString("hex");
   const max = nonNegativeInteger("max", options.max ?? 10);
   if (max < 1) throw new RangeError("createContainerPool: max must be at least 1");
@@ -350,6 +387,7 @@ export function createContainerPool<STATE = undefined>(
     [poolLabels.pool]: poolId,
     [poolLabels.spec]: hash,
     [poolLabels.instance]: instanceId,
+    ...(ownerId !== undefined ? { [poolLabels.owner]: ownerId } : {}),
   };
 
   const events = createPoolEvents<ContainerPoolEventMap>();
@@ -386,7 +424,7 @@ export function createContainerPool<STATE = undefined>(
     const leaseKey = entry.lease?.leaseKey;
     const removal = (async () => {
       try {
-        await runTeardown(entry.id, entry.state);
+        if (!entry.tornDown) await runTeardown(entry.id, entry.state);
         await driver.remove(entry.id);
         knownIds.delete(entry.id);
         return { ok: true };
@@ -577,13 +615,20 @@ export function createContainerPool<STATE = undefined>(
     reapOptions: ReapStraysOptions = {},
   ): Promise<{ removed: string[]; failed: string[] }> {
     const keep = [...(reapOptions.keep ?? [])];
+    const liveOwners = reapOptions.liveOwners ? new Set(reapOptions.liveOwners) : undefined;
     const isKept = (id: string) => keep.some((k) => k === id || (k.length >= 12 && id.startsWith(k)));
+    const isStray = (labels: Readonly<Record<string, string>>) => {
+      const owner = labels[poolLabels.owner];
+      if (owner === undefined || owner === ownerId) return labels[poolLabels.pool] === poolId;
+      return liveOwners !== undefined && !liveOwners.has(owner);
+    };
     const rows = await driver.list(
-      { labels: { [poolLabels.managed]: "true", [poolLabels.pool]: poolId } },
+      { labels: { [poolLabels.managed]: "true" } },
       reapOptions.signal ? { signal: reapOptions.signal } : {},
     );
     const strays = rows.filter(
       (row) =>
+        isStray(row.labels) &&
         !isKept(row.id) &&
         !containers.has(row.id) &&
         !knownIds.has(row.id) &&
@@ -869,7 +914,7 @@ export function createContainerPool<STATE = undefined>(
     return result;
   }
 
-  function close(): Promise<void> {
+  function close(closeOptions: CloseOptions = {}): Promise<void> {
     closePromise ??= (async () => {
       closed = true;
       const drained = generic.drain(); // stops min maintenance at once
@@ -878,13 +923,26 @@ export function createContainerPool<STATE = undefined>(
       for (const waiter of [...waiters]) waiter.reject(closedError());
       await drained.catch(() => {});
       await generic.clear().catch(() => {});
-      await Promise.all([...containers.values()].map((entry) => removeEntry(entry, "close")));
-      await Promise.all([...removals]);
+      /** Leased containers left running for whoever recorded them. */
+      const kept = new Set<string>();
+      const teardowns: Promise<void>[] = [];
+      for (const entry of [...containers.values()]) {
+        if (closeOptions.keepLeased && entry.phase === "leased") {
+          kept.add(entry.id);
+          containers.delete(entry.id);
+          knownIds.delete(entry.id);
+          entry.tornDown = true;
+          teardowns.push(runTeardown(entry.id, entry.state));
+          continue;
+        }
+        void removeEntry(entry, "close");
+      }
+      await Promise.all([...teardowns, ...removals]);
       // Anything left: removals that failed, and containers whose create response never arrived.
       const leftovers = new Set(knownIds);
       try {
         for (const row of await driver.list({ labels: { [poolLabels.instance]: instanceId } }))
-          leftovers.add(row.id);
+          if (!kept.has(row.id)) leftovers.add(row.id);
       } catch (error) {
         events.emit("error", { operation: "destroy", error });
       }
@@ -907,6 +965,7 @@ export function createContainerPool<STATE = undefined>(
 
   return {
     poolId,
+    ownerId,
     spec,
     specHash: hash,
     driver,
@@ -918,6 +977,6 @@ export function createContainerPool<STATE = undefined>(
     metrics,
     leases,
     close,
-    [Symbol.asyncDispose]: close,
+    [Symbol.asyncDispose]: () => close(),
   };
 }

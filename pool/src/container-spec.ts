@@ -16,11 +16,18 @@ export interface ContainerLimits {
    */
   pidsLimit?: number;
   /**
-   * `fsize` ulimit in bytes: the largest file a process may write. The storage driver has no per-container
-   * disk quota, so this is what bounds a runaway write.
+   * `fsize` ulimit in bytes: the largest file a process may write (SIGXFSZ/EFBIG past it).
    * @default 1073741824 (1 GiB)
    */
   fsizeBytes?: number;
+  /**
+   * Disk of the container: everything its writable paths hold together (`/workspace` and `/tmp`), bounded by the
+   * kernel — they share one small ext4 filesystem of this size (the engine's `pai-disk` volume plugin, started by
+   * `scripts/docker-engine`), so a write past it fails with ENOSPC and the host spends at most this much.
+   * `null` leaves them plain local volumes, bounded only by the host's disk (for engines without the plugin).
+   * @default 2147483648 (2 GiB)
+   */
+  diskBytes?: number | null;
 }
 
 /**
@@ -58,14 +65,19 @@ export interface ContainerSpec {
   readOnlyRootfs?: boolean;
   /**
    * Paths that get an anonymous volume each (writable even with a read-only root, removed with the
-   * container). Volumes, not tmpfs: Docker's archive API does not work on tmpfs mounts. A volume starts as
-   * a copy of the image's directory, owner and mode included, so the image must create these paths with the
-   * right owner.
+   * container), all on one disk of `limits.diskBytes`. Volumes, not tmpfs: Docker's archive API does not work
+   * on tmpfs mounts. A volume starts as a copy of the image's directory, owner and mode included, so the image
+   * must create these paths with the right owner.
    * @default ["/workspace", "/tmp"]
    */
   writablePaths?: readonly string[];
   /** Size of `/dev/shm` in bytes (Chromium wants more than Docker's 64 MiB default). */
   shmSizeBytes?: number;
+  /**
+   * OCI runtime, by the name the engine registered it under (`docker info` → Runtimes), e.g. `crun` or `runc`.
+   * @default the driver's choice: `crun` when the engine has it, else the engine's default runtime (runc)
+   */
+  runtime?: string;
   /**
    * Named volumes (e.g. an in-container agent copied onto the engine once), read-only unless `readOnly: false`.
    * They outlive the containers; whoever fills them owns them.
@@ -83,11 +95,13 @@ export interface ResolvedContainerSpec {
   user: string;
   env: Readonly<Record<string, string>>;
   workingDir: string;
-  limits: Required<ContainerLimits>;
+  limits: Required<Omit<ContainerLimits, "diskBytes">> & { diskBytes: number | null };
   network: "none" | "host";
   readOnlyRootfs: boolean;
   writablePaths: readonly string[];
   shmSizeBytes: number | null;
+  /** `null`: the driver's choice. */
+  runtime: string | null;
   sharedVolumes: readonly { name: string; target: string; readOnly: boolean }[];
   labels: Readonly<Record<string, string>>;
 }
@@ -97,7 +111,13 @@ export const containerSpecDefaults = {
   cmd: ["sleep", "infinity"],
   user: "1000:1000",
   workingDir: "/workspace",
-  limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1_000_000_000, pidsLimit: 256, fsizeBytes: 1024 ** 3 },
+  limits: {
+    memoryBytes: 512 * 1024 * 1024,
+    nanoCpus: 1_000_000_000,
+    pidsLimit: 256,
+    fsizeBytes: 1024 ** 3,
+    diskBytes: 2 * 1024 ** 3,
+  },
   network: "none",
   readOnlyRootfs: true,
   writablePaths: ["/workspace", "/tmp"],
@@ -106,6 +126,25 @@ export const containerSpecDefaults = {
 function positiveInteger(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) {
     throw new RangeError(`ContainerSpec: ${name} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
+
+function runtimeName(value: string | null): string | null {
+  if (value !== null && !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(value)) {
+    throw new TypeError(`ContainerSpec: runtime must be a runtime name, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** The smallest disk worth a filesystem (the `pai-disk` plugin refuses less). */
+const minDiskBytes = 16 * 1024 * 1024;
+
+function diskBytes(value: number): number {
+  if (value < minDiskBytes) {
+    throw new RangeError(
+      `ContainerSpec: limits.diskBytes must be at least ${minDiskBytes} (16 MiB), got ${value}`,
+    );
   }
   return value;
 }
@@ -147,10 +186,15 @@ export function resolveContainerSpec(spec: ContainerSpec | ResolvedContainerSpec
       nanoCpus: positiveInteger("limits.nanoCpus", limits.nanoCpus ?? defaults.nanoCpus),
       pidsLimit: positiveInteger("limits.pidsLimit", limits.pidsLimit ?? defaults.pidsLimit),
       fsizeBytes: positiveInteger("limits.fsizeBytes", limits.fsizeBytes ?? defaults.fsizeBytes),
+      diskBytes:
+        limits.diskBytes === null
+          ? null
+          : diskBytes(positiveInteger("limits.diskBytes", limits.diskBytes ?? defaults.diskBytes)),
     },
     network,
     readOnlyRootfs: spec.readOnlyRootfs ?? containerSpecDefaults.readOnlyRootfs,
     writablePaths,
+    runtime: runtimeName(spec.runtime ?? null),
     shmSizeBytes:
       spec.shmSizeBytes === undefined || spec.shmSizeBytes === null
         ? null

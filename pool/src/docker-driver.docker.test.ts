@@ -3,8 +3,11 @@
 // machine without Docker (ignored under CI=true, where scripts/docker-engine brings the engine up).
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { statfs } from "node:fs/promises";
+import { dirname } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ExecResult, LabelFilter } from "./container-driver.ts";
 import { type ContainerPool, createContainerPool } from "./container-pool.ts";
 import { createDockerDriver } from "./docker-driver.ts";
 import { poolLabels } from "./labels.ts";
@@ -14,6 +17,7 @@ const run = promisify(execFile);
 const image = process.env.PAI_SANDBOX_IMAGE ?? "pai/sandbox:latest";
 const optedOut = process.env.PAI_DOCKER_TESTS === "0" && process.env.CI !== "true";
 const testRun = randomBytes(3).toString("hex");
+const GiB = 1024 ** 3;
 
 async function docker(...args: string[]): Promise<string> {
   const { stdout } = await run("docker", args, { timeout: 60_000 });
@@ -150,7 +154,19 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
         cmd: ["sh", "-c", "echo hi > /workspace/a && echo ho > /tmp/b && cat /workspace/a /tmp/b && pwd"],
       });
       expect(write).toMatchObject({ exitCode: 0, stdout: "hi\nho\n/workspace\n" });
+      // Its own network namespace, set up by the runtime (not the engine), where localhost still resolves.
+      const loopback = await driver.exec(id, {
+        cmd: [
+          "python3",
+          "-c",
+          "import socket; s = socket.create_server(('localhost', 0)); print(socket.create_connection(s.getsockname()).getpeername()[0])",
+        ],
+      });
+      expect(loopback).toMatchObject({ exitCode: 0, stdout: "127.0.0.1\n" });
+      const touchHosts = await driver.exec(id, { cmd: ["sh", "-c", "echo x >> /etc/hosts"] });
+      expect(touchHosts.exitCode).not.toBe(0);
       const inspected = JSON.parse(await docker("inspect", id))[0];
+      expect(inspected.Config.NetworkDisabled).toBe(true);
       expect(inspected.HostConfig).toMatchObject({
         NetworkMode: "none",
         ReadonlyRootfs: true,
@@ -170,6 +186,17 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
       await lease.release();
     }
     expect(await dockerPs(poolId)).not.toContain(lease.containerId);
+  });
+
+  it("runs containers on crun when the engine has it, else on the engine's default runtime", async () => {
+    const runtimes = Object.keys(JSON.parse(await docker("info", "--format", "{{json .Runtimes}}")));
+    const pool = track(
+      createContainerPool({ driver, spec: { image }, poolId: newPoolId("runtime"), min: 0 }),
+    );
+    await using lease = await pool.acquire({ leaseKey: "runtime" });
+    const inspected = JSON.parse(await docker("inspect", lease.containerId))[0];
+    expect(inspected.HostConfig.Runtime).toBe(runtimes.includes("crun") ? "crun" : "runc");
+    expect((await driver.exec(lease.containerId, { cmd: ["true"] })).exitCode).toBe(0);
   });
 
   it("returns exit codes and stderr as values and feeds stdin", async () => {
@@ -245,6 +272,53 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     expect(Number(size.stdout.trim())).toBeLessThanOrEqual(1024 * 1024);
   });
 
+  it("bounds what /workspace and /tmp hold together at limits.diskBytes: 1 GiB files stop there with ENOSPC", async () => {
+    const poolId = newPoolId("disk");
+    // The defaults: a 2 GiB disk, files up to 1 GiB.
+    const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));
+    await using lease = await pool.acquire({ leaseKey: "disk" });
+    const id = lease.containerId;
+    const [workspace] = JSON.parse(await docker("inspect", id))[0].Mounts.filter(
+      (mount: { Destination: string }) => mount.Destination === "/workspace",
+    );
+    expect(workspace.Driver).toBe("pai-disk");
+    const volume = JSON.parse(await docker("volume", "inspect", workspace.Name))[0];
+    // <state dir>/disks/<disk>/mnt/<dir>: the disk's own directory is on the host's filesystem.
+    const hostDirectory = dirname(dirname(volume.Mountpoint));
+    const free = async () => {
+      const fs = await statfs(hostDirectory);
+      return fs.bavail * fs.bsize;
+    };
+    const freeBefore = await free();
+
+    const writes: ExecResult[] = [];
+    for (let i = 0; i < 5; i++) {
+      const path = `${i % 2 === 0 ? "/workspace" : "/tmp"}/file-${i}`;
+      writes.push(await driver.exec(id, { cmd: ["sh", "-c", `head -c 1G /dev/zero > ${path}`] }));
+    }
+
+    expect(writes[0]).toMatchObject({ exitCode: 0, stderr: "" });
+    const refused = writes.filter((write) => write.exitCode !== 0);
+    expect(refused.length).toBeGreaterThanOrEqual(3);
+    for (const write of refused) expect(write.stderr).toMatch(/No space left on device/);
+    const held = await driver.exec(id, { cmd: ["sh", "-c", "du -scb /workspace /tmp | tail -n1"] });
+    const heldBytes = Number.parseInt(held.stdout, 10);
+    expect(heldBytes).toBeGreaterThan(1.8 * GiB);
+    expect(heldBytes).toBeLessThanOrEqual(2 * GiB);
+    const usage = await driver.diskUsage(id);
+    expect(usage?.sizeBytes).toBe(2 * GiB);
+    expect(usage?.availableBytes).toBeLessThan(1024 * 1024);
+    expect(freeBefore - (await free())).toBeLessThan(2 * GiB + 128 * 1024 * 1024);
+  });
+
+  it("names the missing disk volume plugin when the engine has none", async () => {
+    const missing = createDockerDriver({ diskVolumeDriver: `pai-disk-missing-${testRun}` });
+    const error = await missing.create({ image }, { [poolLabels.pool]: newPoolId("nodisk") }).catch((e) => e);
+    expect(PoolError.hasCode(error, "CONTAINER_FAILED")).toBe(true);
+    expect(error.message).toMatch(/has no "pai-disk-missing-\w+" volume plugin.*limits\.diskBytes/);
+    expect(error.details).toMatchObject({ reason: "disk-driver-missing" });
+  }, 40_000);
+
   it("aborts an exec with the signal's reason, and removal ends a hanging exec", async () => {
     const poolId = newPoolId("execabort");
     const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));
@@ -286,9 +360,9 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     await pool.warm({ timeoutMs: 60_000 });
     const lease = await pool.acquire({ leaseKey: "a" });
     const kept = await pool.acquire({ leaseKey: "b" });
-    const volumes = JSON.parse(await docker("inspect", lease.containerId))[0].Mounts.map(
-      (mount: { Name: string }) => mount.Name,
-    );
+    const volumes = JSON.parse(await docker("inspect", lease.containerId))[0]
+      .Mounts.filter((mount: { Type: string }) => mount.Type === "volume")
+      .map((mount: { Name: string }) => mount.Name);
     expect(volumes).toHaveLength(2);
     await lease.release();
     expect(await dockerPs(poolId)).not.toContain(lease.containerId);
@@ -312,6 +386,84 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     const { removed } = await pool.reapStrays();
     expect(removed).toEqual([stray.id]);
     expect(await dockerPs(poolId)).toEqual(own);
+  });
+
+  it("reaps a dead owner's containers across pool ids and never a live owner's", async () => {
+    // Owner-based reaping looks at every managed container of the engine. This engine is shared with other test
+    // files, so the pools see it through a driver that lists only this test's containers (a label on the spec).
+    const scope = { "pai-test-run": `${testRun}-owners` };
+    const scoped = {
+      ...driver,
+      list: (filter: LabelFilter, options?: { signal?: AbortSignal }) =>
+        driver.list({ labels: { ...filter.labels, ...scope } }, options),
+    };
+    const live = `live-${testRun}`;
+    const dead = `dead-${testRun}`;
+    const livePool = track(
+      createContainerPool({
+        driver: scoped,
+        spec: { image, labels: scope },
+        poolId: newPoolId("owner-live"),
+        ownerId: live,
+        min: 1,
+      }),
+    );
+    // min 0: a killed process creates nothing more; its warm container is one made by hand with its labels.
+    const deadPool = track(
+      createContainerPool({
+        driver: scoped,
+        spec: { image, labels: scope },
+        poolId: newPoolId("owner-dead"),
+        ownerId: dead,
+        min: 0,
+      }),
+    );
+    const deadWarm = await driver.create(
+      { image, labels: scope },
+      {
+        [poolLabels.managed]: "true",
+        [poolLabels.pool]: newPoolId("owner-dead-2"),
+        [poolLabels.owner]: dead,
+      },
+    );
+    await driver.start(deadWarm.id);
+    await livePool.warm({ timeoutMs: 60_000 });
+    const liveLease = await livePool.acquire({ leaseKey: "thread:live" });
+    const deadLease = await deadPool.acquire({ leaseKey: "thread:dead" });
+    const deadKept = await deadPool.acquire({ leaseKey: "thread:taken-over" });
+    await waitFor(() => livePool.metrics().available === 1, 30_000, "refill");
+    const byOwner = async (owner: string) =>
+      (
+        await docker(
+          "ps",
+          "-a",
+          "--no-trunc",
+          "--filter",
+          `label=${poolLabels.owner}=${owner}`,
+          "--format",
+          "{{.ID}}",
+        )
+      )
+        .split("\n")
+        .filter(Boolean)
+        .sort();
+    const liveBefore = await byOwner(live);
+    expect(liveBefore).toHaveLength(2);
+    expect(await byOwner(dead)).toHaveLength(3);
+
+    // The dead owner's pool object stays open here, as a killed process's containers stay on the engine.
+    const { removed, failed } = await livePool.reapStrays({
+      keep: [deadKept.containerId],
+      liveOwners: new Set([live]),
+    });
+
+    expect(failed).toEqual([]);
+    expect(removed.sort()).toEqual([deadLease.containerId, deadWarm.id].sort());
+    expect(await byOwner(live)).toEqual(liveBefore);
+    expect(await byOwner(dead)).toEqual([deadKept.containerId]);
+    const exec = await driver.exec(liveLease.containerId, { cmd: ["true"] });
+    expect(exec.exitCode).toBe(0);
+    await deadKept.release();
   });
 
   it("adopts a running container after a restart with its files intact", async () => {

@@ -3,6 +3,7 @@ export type {
   ContainerEvent,
   ContainerInspection,
   ContainerSummary,
+  DiskUsage,
   ExecDuplexOptions,
   ExecOptions,
   ExecResult,
@@ -12,6 +13,7 @@ export type {
 export type {
   AcquireOptions,
   AdoptOptions,
+  CloseOptions,
   ContainerHookContext,
   ContainerPool,
   ContainerPoolMetrics,
@@ -25,7 +27,7 @@ export { createContainerPool } from "./container-pool.ts";
 export type { ContainerLimits, ContainerSpec, ResolvedContainerSpec } from "./container-spec.ts";
 export { containerSpecDefaults, resolveContainerSpec } from "./container-spec.ts";
 export type { CreateBackoffOptions } from "./create-backoff.ts";
-export type { DockerDriverOptions } from "./docker-driver.ts";
+export type { DockerDriverOptions, EnginePlacement } from "./docker-driver.ts";
 export { createDockerDriver } from "./docker-driver.ts";
 export type { DockerStreamDemuxer, DockerStreamType } from "./docker-stream-demuxer.ts";
 export { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
@@ -35,11 +37,13 @@ export { PoolError } from "./pool-error.ts";
 export type { ContainerPoolEventMap, DestroyReason, PoolEvents } from "./pool-events.ts";
 export {
   asCapabilityBinding,
+  type BindingStartContext,
   createPooledBinding,
   type PooledBinding,
   type PooledBindingOptions,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
+  type ReapContext,
   type RecordedLease,
 } from "./pooled-binding.ts";
 export { specHash } from "./spec-hash.ts";

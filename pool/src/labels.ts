@@ -11,4 +11,10 @@ export const poolLabels = {
   spec: "pai.spec",
   /** A random id of the pool object that created the container, so `reapStrays` spares its own creations. */
   instance: "pai.instance",
+  /**
+   * The owner (runtime process) that created the container (`createContainerPool({ ownerId })`). Labels are
+   * immutable: a container taken over by another owner keeps its creator's id, so the new owner's leases must
+   * name it in `reapStrays({ keep })`.
+   */
+  owner: "pai.owner",
 } as const;

@@ -57,18 +57,49 @@ export interface RecordedLease {
   meta: Record<string, unknown>;
 }
 
+/** What a runtime tells a binding when it starts it (structurally PAI's `BindingStartContext`). */
+export interface BindingStartContext {
+  /** The runtime process's owner id: the `pai.owner` label of every container the binding creates. */
+  ownerId: string;
+}
+
+/** What a runtime knows when it asks a binding to reap (structurally PAI's `ReapContext`). */
+export interface ReapContext {
+  /** Resource ids named by leases of live owners (any process): never removed. */
+  keepResourceIds: readonly string[];
+  /** Owners whose heartbeat is fresh, this process included. */
+  liveOwnerIds: ReadonlySet<string>;
+}
+
 /** The lifecycle a capability binding needs from a warm pool: start, provision, reattach, reap, close. */
 export interface PooledBinding<RESOURCE> {
-  start(): Promise<void>;
+  /**
+   * Makes and warms the pool once; its containers carry `context.ownerId` as `pai.owner`. Later calls share the
+   * first one (provisioning calls it without a context).
+   * @throws Error when called again with another owner id.
+   */
+  start(context?: BindingStartContext): Promise<void>;
   provision(request: { leaseKey: string; signal: AbortSignal }): Promise<RESOURCE>;
   /** Adopts the container recorded on `lease` (after a restart); `undefined` when it is gone or not this pool's. */
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
-  /** Removes this pool's containers that `keepResourceIds` does not name. */
-  reapUnowned(keepResourceIds: string[]): Promise<void>;
+  /**
+   * Removes the managed containers of this binding's engine that no kept lease names and whose owner is not
+   * live (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`).
+   * A bare list of ids (the runtime's call before owners existed) keeps them and reaps by pool id only.
+   */
+  reapUnowned(context: ReapContext | readonly string[]): Promise<void>;
+  /**
+   * Removes this process's idle containers and stops the pool. Leased containers that were not released stay
+   * running: the runtime decided to keep them (a lease another process may take over).
+   */
   close(): Promise<void>;
   readonly poolId: string | undefined;
   readonly image: string | undefined;
   metrics(): ContainerPoolMetrics | undefined;
+}
+
+function isReapContext(context: ReapContext | readonly string[]): context is ReapContext {
+  return !Array.isArray(context);
 }
 
 /**
@@ -98,18 +129,30 @@ export function createPooledBinding<STATE, RESOURCE>(
   let pool: ContainerPool<STATE> | undefined;
   let image: string | undefined;
   let poolId: string | undefined;
+  let ownerId: string | undefined;
   let starting: Promise<void> | undefined;
   let closed = false;
   const tuning = options.tuning ?? {};
 
-  function start(): Promise<void> {
+  function start(context?: BindingStartContext): Promise<void> {
     if (closed) return Promise.reject(options.closedError());
+    if (context !== undefined) {
+      if (starting && context.ownerId !== ownerId) {
+        return Promise.reject(
+          new Error(
+            `${options.name} binding: already started for owner ${ownerId ?? "(none)"}, not ${context.ownerId}`,
+          ),
+        );
+      }
+      ownerId = context.ownerId;
+    }
     starting ??= (async () => {
       const prepared = await options.preparePool();
       const id = options.poolId ?? `pai-${options.name}-${specHash(prepared.spec)}`;
       const created = createContainerPool<STATE>({
         ...prepared,
         poolId: id,
+        ...(ownerId !== undefined ? { ownerId } : {}),
         ...(options.pool?.min !== undefined ? { min: options.pool.min } : {}),
         ...(options.pool?.max !== undefined ? { max: options.pool.max } : {}),
         ...(options.pool?.acquireTimeoutMs !== undefined
@@ -137,6 +180,7 @@ export function createPooledBinding<STATE, RESOURCE>(
     })();
     starting.catch(() => {
       starting = undefined;
+      ownerId = undefined;
     });
     return starting;
   }
@@ -178,14 +222,18 @@ export function createPooledBinding<STATE, RESOURCE>(
         return undefined;
       }
     },
-    async reapUnowned(keepResourceIds) {
+    async reapUnowned(context) {
       const current = await ready();
-      await current.reapStrays({ keep: keepResourceIds });
+      await current.reapStrays(
+        isReapContext(context)
+          ? { keep: context.keepResourceIds, liveOwners: context.liveOwnerIds }
+          : { keep: context },
+      );
     },
     async close() {
       closed = true;
       await starting?.catch(() => undefined);
-      await pool?.close();
+      await pool?.close({ keepLeased: true });
     },
     get poolId() {
       return poolId;

@@ -22,6 +22,8 @@ export interface FakeContainer {
   oomKilled: boolean;
   /** Archives put into the container, by path (stored as given, not extracted). */
   archives: Map<string, Buffer>;
+  /** What `diskUsage` reports as used; set it to simulate a filling disk. */
+  diskUsedBytes: number;
 }
 
 /** Options of {@link createFakeDriver}. */
@@ -165,6 +167,7 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
           exitCode: null,
           oomKilled: false,
           archives: new Map(),
+          diskUsedBytes: 0,
         });
         return { id };
       } finally {
@@ -196,6 +199,15 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
         oomKilled: container.oomKilled,
         labels: { ...container.labels },
       };
+    },
+
+    async diskUsage(id) {
+      checkAvailable();
+      const container = get(id);
+      const sizeBytes = container.spec.limits.diskBytes;
+      if (sizeBytes === null || container.status !== "running") return undefined;
+      const usedBytes = Math.min(container.diskUsedBytes, sizeBytes);
+      return { sizeBytes, usedBytes, availableBytes: sizeBytes - usedBytes };
     },
 
     async list(filter) {
@@ -304,6 +316,7 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
         exitCode: addOptions.running === false ? 0 : null,
         oomKilled: false,
         archives: new Map(),
+        diskUsedBytes: 0,
       });
       return id;
     },

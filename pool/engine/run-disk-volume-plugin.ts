@@ -1,0 +1,19 @@
+// The `pai-disk` Docker volume plugin as a daemon (started by scripts/docker-engine on the engine's host):
+//   node pool/engine/run-disk-volume-plugin.ts [--socket /run/docker/plugins/pai-disk.sock] [--state-dir DIR]
+import { parseArgs } from "node:util";
+import { createDiskVolumePlugin } from "./disk-volume-plugin.ts";
+
+const { values } = parseArgs({
+  options: {
+    socket: { type: "string", default: "/run/docker/plugins/pai-disk.sock" },
+    "state-dir": { type: "string", default: "/var/lib/pai-disk" },
+  },
+});
+const plugin = createDiskVolumePlugin({ stateDir: values["state-dir"] });
+await plugin.listen(values.socket);
+console.log(`pai-disk: serving ${values.socket} (state in ${values["state-dir"]})`);
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.once(signal, () => {
+    void plugin.close().finally(() => process.exit(0));
+  });
+}

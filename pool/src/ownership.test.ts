@@ -1,0 +1,169 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { type ContainerPool, type ContainerPoolOptions, createContainerPool } from "./container-pool.ts";
+import { poolLabels } from "./labels.ts";
+import { createPooledBinding } from "./pooled-binding.ts";
+import { createFakeDriver, type FakeDriver } from "./testing/fake-driver.ts";
+
+const spec = { image: "fake/sandbox:1" };
+const pools: ContainerPool<unknown>[] = [];
+
+function makePool<STATE = undefined>(
+  driver: FakeDriver,
+  options: Partial<ContainerPoolOptions<STATE>> = {},
+): ContainerPool<STATE> {
+  const pool = createContainerPool<STATE>({
+    driver,
+    spec,
+    min: 1,
+    max: 4,
+    acquireTimeoutMs: 2_000,
+    ...options,
+  });
+  pools.push(pool as ContainerPool<unknown>);
+  return pool;
+}
+
+const labelled = (pool: string, owner?: string) => ({
+  [poolLabels.managed]: "true",
+  [poolLabels.pool]: pool,
+  ...(owner !== undefined ? { [poolLabels.owner]: owner } : {}),
+});
+
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((pool) => pool.close()));
+});
+
+describe("container ownership", () => {
+  it("labels every container with the pool's owner, and none without one", async () => {
+    const driver = createFakeDriver();
+    const owned = makePool(driver, { poolId: "a", ownerId: "host:1:aa" });
+    const unowned = makePool(driver, { poolId: "b" });
+    await Promise.all([owned.warm(), unowned.warm()]);
+    const byPool = (id: string) =>
+      [...driver.containers.values()].filter((c) => c.labels[poolLabels.pool] === id);
+    expect(byPool("a").map((c) => c.labels[poolLabels.owner])).toEqual(["host:1:aa"]);
+    expect(byPool("b").map((c) => poolLabels.owner in c.labels)).toEqual([false]);
+    expect(owned.ownerId).toBe("host:1:aa");
+    expect(() => makePool(driver, { ownerId: "" })).toThrow(TypeError);
+  });
+
+  it("reaps a dead owner's containers of every pool id and never a live owner's", async () => {
+    const driver = createFakeDriver();
+    const pool = makePool(driver, { poolId: "sandbox", ownerId: "me" });
+    await pool.warm();
+    const own = [...driver.containers.keys()];
+    const deadSamePool = driver.addContainer(labelled("sandbox", "dead"));
+    const deadOtherPool = driver.addContainer(labelled("browser", "dead"));
+    const deadStopped = driver.addContainer(labelled("other-spec", "dead"), { running: false });
+    const deadKept = driver.addContainer(labelled("sandbox", "dead"));
+    const liveSamePool = driver.addContainer(labelled("sandbox", "alive"));
+    const liveOtherPool = driver.addContainer(labelled("browser", "alive"));
+    const unownedSamePool = driver.addContainer(labelled("sandbox"));
+    const unownedOtherPool = driver.addContainer(labelled("browser"));
+    const mineOtherPool = driver.addContainer(labelled("browser", "me"));
+    const mineEarlier = driver.addContainer(labelled("sandbox", "me"));
+    const unmanaged = driver.addContainer({ [poolLabels.owner]: "dead" });
+
+    const result = await pool.reapStrays({ keep: [deadKept], liveOwners: new Set(["me", "alive"]) });
+
+    expect(result.removed.sort()).toEqual(
+      [deadSamePool, deadOtherPool, deadStopped, unownedSamePool, mineEarlier].sort(),
+    );
+    expect([...driver.containers.keys()].sort()).toEqual(
+      [...own, deadKept, liveSamePool, liveOtherPool, unownedOtherPool, mineOtherPool, unmanaged].sort(),
+    );
+  });
+
+  it("leaves other owners' containers alone when their liveness is not given", async () => {
+    const driver = createFakeDriver();
+    const pool = makePool(driver, { poolId: "sandbox", ownerId: "me", min: 0 });
+    const other = driver.addContainer(labelled("sandbox", "someone"));
+    const unowned = driver.addContainer(labelled("sandbox"));
+    const result = await pool.reapStrays();
+    expect(result.removed).toEqual([unowned]);
+    expect(driver.containers.has(other)).toBe(true);
+  });
+
+  it("close({ keepLeased }) leaves leased containers running and removes the idle ones", async () => {
+    const driver = createFakeDriver();
+    const teardowns: string[] = [];
+    const pool = makePool(driver, {
+      min: 2,
+      ownerId: "me",
+      teardown: ({ containerId }) => {
+        teardowns.push(containerId);
+      },
+    });
+    await pool.warm();
+    const lease = await pool.acquire({ leaseKey: "thread:1" });
+    await pool.close({ keepLeased: true });
+    expect([...driver.containers.keys()]).toEqual([lease.containerId]);
+    expect(driver.containers.get(lease.containerId)?.status).toBe("running");
+    expect(teardowns).toContain(lease.containerId);
+    // A release after close (the runtime decided to free it after all) still removes it, without a second teardown.
+    await lease.release();
+    expect(driver.containers.size).toBe(0);
+    expect(teardowns.filter((id) => id === lease.containerId)).toHaveLength(1);
+  });
+});
+
+describe("createPooledBinding ownership", () => {
+  function binding(driver: FakeDriver, poolId: string) {
+    return createPooledBinding<undefined, string>({
+      name: "sandbox",
+      poolId,
+      pool: { min: 1, max: 4, acquireTimeoutMs: 2_000 },
+      closedError: () => new Error("closed"),
+      preparePool: async () => ({ image: spec.image, driver, spec }),
+      resourceOf: (lease) => lease.containerId,
+    });
+  }
+
+  it("creates containers for the owner it was started with and reaps only dead owners' across pools", async () => {
+    const driver = createFakeDriver();
+    const live = binding(driver, "pai-sandbox-1");
+    const dead = binding(driver, "pai-sandbox-2");
+    try {
+      await live.start({ ownerId: "live" });
+      await dead.start({ ownerId: "dead" });
+      const liveLeased = await live.provision({ leaseKey: "thread:a", signal: new AbortController().signal });
+      const deadLeased = await dead.provision({ leaseKey: "thread:b", signal: new AbortController().signal });
+      const deadKept = await dead.provision({ leaseKey: "thread:c", signal: new AbortController().signal });
+      expect(driver.containers.get(liveLeased)?.labels[poolLabels.owner]).toBe("live");
+      expect(driver.containers.get(deadLeased)?.labels[poolLabels.owner]).toBe("dead");
+      const ownedBy = (owner: string) =>
+        [...driver.containers.values()].filter((c) => c.labels[poolLabels.owner] === owner).map((c) => c.id);
+      const liveBefore = ownedBy("live");
+
+      await live.reapUnowned({ keepResourceIds: [deadKept], liveOwnerIds: new Set(["live"]) });
+
+      expect(liveBefore).toContain(liveLeased);
+      for (const id of liveBefore) expect(driver.containers.has(id)).toBe(true);
+      expect(ownedBy("dead")).toEqual([deadKept]);
+    } finally {
+      await Promise.all([live.close(), dead.close()]);
+    }
+  });
+
+  it("refuses to start again for another owner", async () => {
+    const driver = createFakeDriver();
+    const pooled = binding(driver, "pai-sandbox-3");
+    try {
+      await pooled.start({ ownerId: "one" });
+      await pooled.start(); // provisioning's implicit start shares the first one
+      await expect(pooled.start({ ownerId: "two" })).rejects.toThrow(/already started for owner one/);
+    } finally {
+      await pooled.close();
+    }
+  });
+
+  it("close removes its idle containers and keeps the leases the runtime did not release", async () => {
+    const driver = createFakeDriver();
+    const pooled = binding(driver, "pai-sandbox-4");
+    await pooled.start({ ownerId: "me" });
+    const kept = await pooled.provision({ leaseKey: "thread:k", signal: new AbortController().signal });
+    await pooled.close();
+    expect([...driver.containers.keys()]).toEqual([kept]);
+    await driver.remove(kept);
+  });
+});
