@@ -53,6 +53,7 @@ export {
   type ThreadSnapshot,
 } from "./runtime/create-agent-runtime.ts";
 export type { RequiredCapabilities } from "./runtime/required-capabilities.ts";
+export type { ThreadAccess } from "./runtime/thread-access.ts";
 export * from "./threads/index.ts";
 export {
   type AnyToolDefinition,

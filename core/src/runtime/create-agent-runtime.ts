@@ -20,6 +20,7 @@ import { defaultIdentityKey } from "./identity-key.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
 import { type StartedRun, startRun } from "./start-run.ts";
+import { createThreadAccess, type ThreadAccess } from "./thread-access.ts";
 
 /** What `createAgentRuntime` accepts. */
 export type AgentRuntimeOptions<PAI extends Pai> = {
@@ -93,6 +94,8 @@ export interface ThreadSnapshot {
 export interface AgentRuntime {
   readonly store: ThreadStore;
   readonly pai: Pai;
+  /** Who may see and act on a thread (what the HTTP handler checks too). */
+  readonly access: ThreadAccess;
   /** Starts a run. Rejects with a `PaiError` (nothing runs) on an unknown agent, bad identity or busy thread. */
   run(options: RunOptions): Promise<AgentRun>;
   /** Answers a pending action (approval, client tool output, ...). */
@@ -139,6 +142,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   const store = options.store ?? createSqliteThreadStore({ path: ".pai/threads.db" });
   const capabilities = new CapabilityManager({ bindings, declarations, store });
   const identityKeyOf = options.identityKey ?? defaultIdentityKey;
+  const access = createThreadAccess({ pai, store, identityKey: identityKeyOf });
   const active = new Map<string, StartedRun>();
   const busyThreads = new Set<string>();
   let closed = false;
@@ -197,12 +201,12 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   async function run(runOptions: RunOptions): Promise<AgentRun> {
     assertOpen();
     const agent = pai.agent(runOptions.agentId);
-    const identity = await parseIdentity(agent, runOptions.identity);
+    const identity = await access.parseIdentity(agent, runOptions.identity);
     const identityKey = identityKeyOf(identity);
     const model = modelOf(agent);
     const threadId = runOptions.threadId ?? generateId();
     const existing = await store.getThread(threadId);
-    if (existing && existing.ownerKey !== identityKey) throw unknownThread(threadId);
+    if (existing) access.assertOwner(existing, identityKey);
     if (existing && existing.agentId !== agent.id) {
       throw new PaiError(
         "INVALID_ARGUMENT",
@@ -249,9 +253,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       throw new PaiError("UNKNOWN_ACTION", `no pending action "${actionId}" on thread "${threadId}"`);
     }
     const agent = pai.agent(thread.agentId);
-    const identity = await parseIdentity(agent, respondOptions.identity);
+    const identity = await access.parseIdentity(agent, respondOptions.identity);
     const identityKey = identityKeyOf(identity);
-    if (thread.ownerKey !== identityKey) throw unknownThread(threadId);
+    access.assertOwner(thread, identityKey);
     if (
       action.toolCallId !== respondOptions.toolCallId ||
       action.toolId !== respondOptions.toolId ||
@@ -361,33 +365,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     return answer;
   }
 
-  async function parseIdentity(agent: RegisteredAgent, identity: unknown): Promise<unknown> {
-    const schema = agent.definition.identitySchema as z.ZodType | undefined;
-    if (!schema) return identity;
-    const parsed = await schema.safeParseAsync(identity);
-    if (parsed.success) return parsed.data;
-    throw new PaiError(
-      "INVALID_IDENTITY",
-      `agent "${agent.id}": identity does not match its schema: ${z.prettifyError(parsed.error)}`,
-      {
-        cause: parsed.error,
-        details: { agentId: agent.id },
-      },
-    );
-  }
-
   /** The thread if `identity` (when given) owns it. */
-  async function ownedThread(
-    threadId: string,
-    query: { identity?: unknown },
-  ): Promise<ThreadRecord | undefined> {
-    const thread = await store.getThread(threadId);
-    if (!thread) return undefined;
-    if ("identity" in query) {
-      const identity = await parseIdentity(pai.agent(thread.agentId), query.identity);
-      if (identityKeyOf(identity) !== thread.ownerKey) return undefined;
-    }
-    return thread;
+  function ownedThread(threadId: string, query: { identity?: unknown }): Promise<ThreadRecord | undefined> {
+    return "identity" in query ? access.ownedThread(threadId, query.identity) : store.getThread(threadId);
   }
 
   function assertOpen(): void {
@@ -397,6 +377,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   const runtime: AgentRuntime = {
     store,
     pai,
+    access,
     run,
     respond,
     async listPendingActions(query) {
@@ -432,7 +413,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
         ? [pai.agent(query.agentId)]
         : Object.keys(pai.agents).map((id) => pai.agent(id));
       const keys = new Set<string>();
-      for (const agent of agents) keys.add(identityKeyOf(await parseIdentity(agent, query.identity)));
+      for (const agent of agents) keys.add(identityKeyOf(await access.parseIdentity(agent, query.identity)));
       const lists = await Promise.all(
         [...keys].map((ownerKey) =>
           store.listThreads({
