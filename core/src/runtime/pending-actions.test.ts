@@ -1,5 +1,5 @@
 import type { LanguageModelV4Prompt } from "@ai-sdk/provider";
-import type { UIMessage, UIMessageChunk } from "ai";
+import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { PublicPendingAction } from "../actions/public-action.ts";
@@ -60,6 +60,15 @@ function partOf(messages: UIMessage[], toolCallId: string) {
     .find((p) => (p as { toolCallId?: string }).toolCallId === toolCallId) as
     | { state: string; output?: unknown; errorText?: string }
     | undefined;
+}
+
+function streamOf(chunks: UIMessageChunk[]): ReadableStream<UIMessageChunk> {
+  return new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(chunk);
+      controller.close();
+    },
+  });
 }
 
 function setup(
@@ -333,6 +342,53 @@ describe("suspend and resume", () => {
     const prompt = model.doStreamCalls[1]?.prompt;
     expect(toolResultIn(prompt, "c1")).toMatchObject({ value: expect.stringContaining("new message") });
     expect(partOf(result.messages, "c1")?.state).toBe("output-error");
+  });
+});
+
+describe("a new message while an action is pending", () => {
+  it("streams the superseded action's new state to clients following the new run, and stores it beside its call", async () => {
+    const { runtime } = setup([
+      { toolCalls: [{ toolName: "transfer", input: { amount: 5 }, toolCallId: "c1" }] },
+      { text: "new topic" },
+    ]);
+    const { run, action } = await suspendedRun(runtime);
+    const next = await runtime.run({
+      agentId: "bank",
+      identity: alice,
+      threadId: run.threadId,
+      message: "never mind",
+    });
+    const chunks: UIMessageChunk[] = [];
+    for await (const chunk of next.stream) chunks.push(chunk);
+    const result = await next.done;
+
+    const actionChunks = chunks.filter((chunk) => chunk.type === "data-pai-action") as Array<{
+      id: string;
+      data: PublicPendingAction;
+    }>;
+    expect(actionChunks).toEqual([
+      expect.objectContaining({
+        id: action.actionId,
+        data: expect.objectContaining({ status: "cancelled" }),
+      }),
+    ]);
+    // The call lives in the earlier message: a tool chunk for it would break a client's stream.
+    expect(chunks.some((chunk) => "toolCallId" in chunk && chunk.toolCallId === "c1")).toBe(false);
+    let replyOnClient: UIMessage | undefined;
+    for await (const message of readUIMessageStream({ stream: streamOf(chunks), terminateOnError: true }))
+      replyOnClient = message;
+    expect(replyOnClient?.parts.some((part) => part.type === "text")).toBe(true);
+
+    const stored = await runtime.store.loadMessages(run.threadId);
+    const holder = stored.find((message) => partOf([message], "c1"));
+    expect(holder?.parts).toContainEqual(
+      expect.objectContaining({
+        type: "data-pai-action",
+        id: action.actionId,
+        data: expect.objectContaining({ status: "cancelled" }),
+      }),
+    );
+    expect(result.messages).toEqual(stored);
   });
 });
 

@@ -76,7 +76,11 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     throw error;
   });
   const pendingToolCallIds = new Set<string>();
-  const transcript = createRunTranscript(messages, pendingToolCallIds);
+  const transcript = createRunTranscript({
+    messages,
+    hidden: pendingToolCallIds,
+    continuing: options.userMessage === undefined,
+  });
   const leaseScope: LeaseScope = {
     runId,
     threadId,

@@ -25,10 +25,12 @@ export interface RunTranscript {
   /** Sends one of PAI's chunks to the stream; data parts are also kept for the reply. */
   write(chunk: UIMessageChunk): void;
   /**
-   * Applies an answered action to its tool part, now and in the final messages; with `live`, streams the part's
-   * new state and the action's.
+   * Applies a settled action to its tool part, now and in the final messages, and streams the action's new
+   * state. The part's new state is streamed too when the call is in the message this run's stream continues;
+   * a call in an earlier message (superseded by a new user message) is updated in storage only, since a
+   * client's stream can only change the message it streams.
    */
-  settle(update: ToolPartUpdate, action: PendingActionRecord, live: boolean): void;
+  settle(update: ToolPartUpdate, action: PendingActionRecord): void;
   /** Streams the model loop's UI stream until it ends. */
   pipe(source: ReadableStream<UIMessageChunk>): Promise<void>;
   /** The whole thread as the model loop ended it (`toUIMessageStream`'s `onFinish`). */
@@ -46,7 +48,14 @@ export interface RunTranscript {
  * Creates a run's transcript over the stored `messages` (taken over: changed in place). `hidden` names calls
  * whose SDK result is a placeholder, never shown to clients.
  */
-export function createRunTranscript(messages: UIMessage[], hidden: ReadonlySet<string>): RunTranscript {
+export function createRunTranscript(options: {
+  messages: UIMessage[];
+  hidden: ReadonlySet<string>;
+  /** Whether the run continues the thread's last (assistant) message rather than answering a new user message. */
+  continuing: boolean;
+}): RunTranscript {
+  const { messages, hidden } = options;
+  const continued = options.continuing ? messages.at(-1) : undefined;
   const broadcast = createRunBroadcast<UIMessageChunk>(
     (chunk) => !(chunk.type === "tool-output-available" && hidden.has(chunk.toolCallId)),
   );
@@ -65,11 +74,12 @@ export function createRunTranscript(messages: UIMessage[], hidden: ReadonlySet<s
       messages.push(message);
     },
     write,
-    settle(update, action, live) {
+    settle(update, action) {
       applyToolPartUpdate(messages, update);
       updates.push(update);
-      if (!live) return;
-      for (const chunk of toolPartUpdateChunks(update)) write(chunk as UIMessageChunk);
+      if (continued?.role === "assistant" && hasCall(continued, update.toolCallId)) {
+        for (const chunk of toolPartUpdateChunks(update)) write(chunk as UIMessageChunk);
+      }
       write({ type: "data-pai-action", id: action.id, data: publicAction(action) } as UIMessageChunk);
     },
     pipe: (source) => broadcast.pipe(source),
@@ -88,7 +98,13 @@ export function createRunTranscript(messages: UIMessage[], hidden: ReadonlySet<s
   };
 }
 
-/** Stores PAI's data parts on the run's reply (the last assistant message), replacing earlier parts by id. */
+type DataPart = { type: string; id?: string; data?: unknown };
+
+/**
+ * Stores PAI's data parts: one with the id of a part already in the thread replaces it where it is (a
+ * superseded action's state stays beside its call); any other goes on the run's reply (the last assistant
+ * message, made when there is none).
+ */
 function storeDataParts(messages: UIMessage[], chunks: DataChunk[]): void {
   const kept = chunks.filter((chunk) => chunk.transient !== true);
   if (kept.length === 0) return;
@@ -97,12 +113,26 @@ function storeDataParts(messages: UIMessage[], chunks: DataChunk[]): void {
     reply = { id: generateId(), role: "assistant", parts: [] };
     messages.push(reply);
   }
-  const parts = reply.parts as Array<{ type: string; id?: string; data?: unknown }>;
+  const replyParts = reply.parts as DataPart[];
   for (const chunk of kept) {
     const part = { type: chunk.type, ...(chunk.id !== undefined ? { id: chunk.id } : {}), data: chunk.data };
-    const index =
-      chunk.id === undefined ? -1 : parts.findIndex((p) => p.type === chunk.type && p.id === chunk.id);
-    if (index >= 0) parts[index] = part;
-    else parts.push(part);
+    if (chunk.id === undefined || !replaceById(messages, part)) replyParts.push(part);
   }
+}
+
+/** Replaces the latest part of the thread with `part`'s type and id; false when there is none. */
+function replaceById(messages: UIMessage[], part: DataPart): boolean {
+  for (let m = messages.length - 1; m >= 0; m--) {
+    const parts = messages[m]!.parts as DataPart[];
+    const index = parts.findIndex((p) => p.type === part.type && p.id === part.id);
+    if (index >= 0) {
+      parts[index] = part;
+      return true;
+    }
+  }
+  return false;
+}
+
+function hasCall(message: UIMessage, toolCallId: string): boolean {
+  return message.parts.some((part) => (part as { toolCallId?: unknown }).toolCallId === toolCallId);
 }
