@@ -180,22 +180,33 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     return model;
   }
 
-  /** Reserves the thread for one run at a time, then starts it. */
-  async function launch(start: () => Promise<StartedRun>, threadId: string): Promise<AgentRun> {
+  /**
+   * Reserves a thread for one run at a time (`THREAD_BUSY` when it has one). The reservation either starts a
+   * run (then held until the run ends) or is released.
+   */
+  function reserve(threadId: string, busyMessage: string) {
     if (busyThreads.has(threadId)) {
-      throw new PaiError("THREAD_BUSY", `thread "${threadId}" already has a run in progress`, {
-        details: { threadId },
-      });
+      throw new PaiError("THREAD_BUSY", `thread "${threadId}" ${busyMessage}`, { details: { threadId } });
     }
     busyThreads.add(threadId);
-    try {
-      const started = await start();
-      active.set(started.runId, started);
-      return started;
-    } catch (error) {
-      busyThreads.delete(threadId);
-      throw error;
-    }
+    let started = false;
+    return {
+      async start(start: () => Promise<StartedRun>): Promise<AgentRun> {
+        try {
+          const run = await start();
+          started = true;
+          active.set(run.runId, run);
+          return run;
+        } catch (error) {
+          busyThreads.delete(threadId);
+          throw error;
+        }
+      },
+      /** Frees the thread when no run was started under this reservation. */
+      releaseUnlessStarted() {
+        if (!started) busyThreads.delete(threadId);
+      },
+    };
   }
 
   async function run(runOptions: RunOptions): Promise<AgentRun> {
@@ -223,19 +234,17 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       createdAt: now,
       updatedAt: now,
     };
-    return launch(
-      () =>
-        startRun(deps, {
-          agent,
-          model,
-          identity,
-          identityKey,
-          thread,
-          userMessage,
-          clientData: runOptions.clientData,
-          signal: runOptions.signal,
-        }),
-      threadId,
+    return reserve(threadId, "already has a run in progress").start(() =>
+      startRun(deps, {
+        agent,
+        model,
+        identity,
+        identityKey,
+        thread,
+        userMessage,
+        clientData: runOptions.clientData,
+        signal: runOptions.signal,
+      }),
     );
   }
 
@@ -301,24 +310,21 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       }
     }
     const validated = await validateAnswer(answer, action.kind, registration?.tool);
-    if (busyThreads.has(threadId)) {
-      throw new PaiError("THREAD_BUSY", `thread "${threadId}" has a run in progress; answer once it ends`, {
-        details: { threadId },
+    // Reserved before the answer is stored, so an answer is never taken and then refused as busy.
+    const reservation = reserve(threadId, "has a run in progress; answer once it ends");
+    try {
+      const settled = await store.settlePendingAction(actionId, "pending", {
+        status: statusOfAnswer(validated),
+        answer: validated,
+        settledAt: Date.now(),
       });
-    }
-    const settled = await store.settlePendingAction(actionId, "pending", {
-      status: statusOfAnswer(validated),
-      answer: validated,
-      settledAt: Date.now(),
-    });
-    if (!settled.changed || !settled.action) {
-      return { status: "already-settled", action: publicAction(settled.action ?? action) };
-    }
-    const waiting = (await store.listPendingActions({ threadId, status: "pending" })).length;
-    if (waiting > 0)
-      return { status: "accepted", action: publicAction(settled.action), run: undefined, waiting };
-    const continuation = await launch(
-      () =>
+      if (!settled.changed || !settled.action) {
+        return { status: "already-settled", action: publicAction(settled.action ?? action) };
+      }
+      const waiting = (await store.listPendingActions({ threadId, status: "pending" })).length;
+      if (waiting > 0)
+        return { status: "accepted", action: publicAction(settled.action), run: undefined, waiting };
+      const continuation = await reservation.start(() =>
         startRun(deps, {
           agent,
           model: modelOf(agent),
@@ -329,9 +335,11 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
           clientData: respondOptions.clientData,
           signal: respondOptions.signal,
         }),
-      threadId,
-    );
-    return { status: "accepted", action: publicAction(settled.action), run: continuation, waiting: 0 };
+      );
+      return { status: "accepted", action: publicAction(settled.action), run: continuation, waiting: 0 };
+    } finally {
+      reservation.releaseUnlessStarted();
+    }
   }
 
   async function validateAnswer(
@@ -409,21 +417,30 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       return { thread, messages, runs, toolData, pendingActions: pendingActions.map(publicAction) };
     },
     async listThreads(query) {
-      const agents = query.agentId
-        ? [pai.agent(query.agentId)]
-        : Object.keys(pai.agents).map((id) => pai.agent(id));
-      const keys = new Set<string>();
-      for (const agent of agents) keys.add(identityKeyOf(await access.parseIdentity(agent, query.identity)));
+      // A thread is the caller's when the caller's key *for that thread's agent* owns it. An agent whose
+      // identity schema rejects the caller has no threads of theirs; naming that agent is an INVALID_IDENTITY.
+      const owned = query.agentId
+        ? [
+            {
+              agentId: query.agentId,
+              ownerKey: identityKeyOf(await access.parseIdentity(pai.agent(query.agentId), query.identity)),
+            },
+          ]
+        : await Promise.all(
+            Object.keys(pai.agents).map(async (agentId) => ({
+              agentId,
+              ownerKey: await access.identityKeyFor(pai.agent(agentId), query.identity),
+            })),
+          );
       const lists = await Promise.all(
-        [...keys].map((ownerKey) =>
-          store.listThreads({
-            ownerKey,
-            ...(query.agentId ? { agentId: query.agentId } : {}),
-            ...(query.limit ? { limit: query.limit } : {}),
-          }),
+        owned.flatMap(({ agentId, ownerKey }) =>
+          ownerKey === undefined
+            ? []
+            : [store.listThreads({ ownerKey, agentId, ...(query.limit ? { limit: query.limit } : {}) })],
         ),
       );
-      return lists.flat().sort((a, b) => b.updatedAt - a.updatedAt);
+      const threads = lists.flat().sort((a, b) => b.updatedAt - a.updatedAt);
+      return query.limit ? threads.slice(0, query.limit) : threads;
     },
     endThread: (threadId) => capabilities.endThread(threadId),
     async deleteThread(threadId) {

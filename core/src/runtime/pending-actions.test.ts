@@ -345,6 +345,51 @@ describe("suspend and resume", () => {
   });
 });
 
+describe("answers and a busy thread", () => {
+  it("never takes an answer and then refuses it as busy: the thread is reserved before the answer is stored", async () => {
+    const model = createScriptedModel({
+      steps: [
+        { toolCalls: [{ toolName: "transfer", input: { amount: 5 }, toolCallId: "c1" }] },
+        { text: "Transferred." },
+      ],
+    });
+    const memory = createMemoryThreadStore();
+    let racer: Promise<unknown> | undefined;
+    let runtime!: AgentRuntime;
+    let threadId = "";
+    // A message for the same thread arrives while the answer is being stored.
+    const store = {
+      ...memory,
+      settlePendingAction: async (...args: Parameters<typeof memory.settlePendingAction>) => {
+        const settled = await memory.settlePendingAction(...args);
+        racer ??= runtime.run({ agentId: "bank", identity: alice, threadId, message: "hi" }).then(
+          () => "started",
+          (error: unknown) => error,
+        );
+        await racer;
+        return settled;
+      },
+    };
+    runtime = createAgentRuntime({
+      pai: createPai({
+        agents: { bank: defineAgent({ identity: z.object({ userId: z.string() }), tools: { transfer } }) },
+      }),
+      store,
+      model,
+    });
+    const { run, action } = await suspendedRun(runtime);
+    threadId = run.threadId;
+    const answered = await runtime.respond({
+      ...answerFor(action),
+      answer: { type: "resume", resume: { approvedBy: "m" } },
+    });
+    expect(answered.status).toBe("accepted");
+    expect(await racer).toSatisfy((error) => PaiError.hasCode(error, "THREAD_BUSY"));
+    const result = await (answered as { run: { done: Promise<{ status: string; text: string }> } }).run.done;
+    expect(result).toMatchObject({ status: "completed", text: "Transferred." });
+  });
+});
+
 describe("a new message while an action is pending", () => {
   it("streams the superseded action's new state to clients following the new run, and stores it beside its call", async () => {
     const { runtime } = setup([
