@@ -59,12 +59,16 @@ export interface RecordedLease {
 
 /** The lifecycle a capability binding needs from a warm pool: start, provision, reattach, reap, close. */
 export interface PooledBinding<RESOURCE> {
-  start(): Promise<void>;
+  /** `context.ownerId`: the runtime process's owner id (not yet written on containers here). */
+  start(context?: { ownerId: string }): Promise<void>;
   provision(request: { leaseKey: string; signal: AbortSignal }): Promise<RESOURCE>;
   /** Adopts the container recorded on `lease` (after a restart); `undefined` when it is gone or not this pool's. */
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
   /** Removes this pool's containers that `keepResourceIds` does not name. */
-  reapUnowned(keepResourceIds: string[]): Promise<void>;
+  reapUnowned(context: {
+    keepResourceIds: readonly string[];
+    liveOwnerIds: ReadonlySet<string>;
+  }): Promise<void>;
   close(): Promise<void>;
   readonly poolId: string | undefined;
   readonly image: string | undefined;
@@ -178,9 +182,9 @@ export function createPooledBinding<STATE, RESOURCE>(
         return undefined;
       }
     },
-    async reapUnowned(keepResourceIds) {
+    async reapUnowned(context) {
       const current = await ready();
-      await current.reapStrays({ keep: keepResourceIds });
+      await current.reapStrays({ keep: [...context.keepResourceIds] });
     },
     async close() {
       closed = true;

@@ -171,7 +171,7 @@ describe("the capability layer", () => {
     );
     for (const userId of ["ann", "bob"])
       await (await shared.runtime.run({ agentId: "a", identity: { userId }, message: "x" })).done;
-    expect(shared.provisioned).toEqual(["r1@process:process"]);
+    expect(shared.provisioned).toEqual([`r1@process:${shared.runtime.ownerId}`]);
     await shared.runtime.close();
   });
 

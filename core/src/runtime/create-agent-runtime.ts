@@ -12,6 +12,7 @@ import { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { Capability, CapabilityMap } from "../capabilities/define-capability.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PaiManifest } from "../manifest/manifest.ts";
+import { createOwnerRegistry } from "../ownership/owner-registry.ts";
 import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
 import type { RunRecord, ThreadRecord, ThreadStore, ToolDataRecord } from "../threads/thread-store.ts";
 import type { AnyToolDefinition } from "../tools/define-tool.ts";
@@ -19,6 +20,7 @@ import type { AgentRun } from "./agent-run.ts";
 import { defaultIdentityKey } from "./identity-key.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
+import { createRuntimeMaintenance } from "./runtime-maintenance.ts";
 import { type StartedRun, startRun } from "./start-run.ts";
 import { createThreadAccess, type ThreadAccess } from "./thread-access.ts";
 
@@ -34,7 +36,36 @@ export type AgentRuntimeOptions<PAI extends Pai> = {
   overrideModel?: LanguageModel;
   /** Maps a parsed identity to the key that owns threads and keys `user` capabilities. */
   identityKey?: (identity: unknown) => string;
-} & CapabilityBindingsOf<PAI>;
+} & OwnershipOptions &
+  CapabilityBindingsOf<PAI>;
+
+/**
+ * How a runtime process owns what it makes when several share one store and one engine. Each process has an
+ * owner id, written on its runs, its lease records and (through the bindings) its containers, and kept alive by
+ * heartbeats in the store. A process never touches a live owner's leases; a dead owner's runs become
+ * `interrupted`, its fresh `thread`/`user` leases are taken over and its other containers reaped.
+ */
+export interface OwnershipOptions {
+  /**
+   * This process's owner id. Unique per process: reuse one only once the process that had it is gone.
+   * @default `<hostname>:<pid>:<8 random hex>`
+   */
+  ownerId?: string;
+  /** How often the process heartbeats (and hands leases over when asked). @default 5000 */
+  heartbeatIntervalMs?: number;
+  /** An owner whose last heartbeat is older than this is dead. @default 20000 */
+  ownerTtlMs?: number;
+  /**
+   * How often dead owners' runs are interrupted and their leases and containers taken over or freed. A dead
+   * process's containers are freed within `ownerTtlMs + reconcileIntervalMs` (plus the reaping itself).
+   * @default 15000
+   */
+  reconcileIntervalMs?: number;
+  /** How long a run waits for another live process to hand over a lease it needs. @default 30000 */
+  handoverTimeoutMs?: number;
+  /** Errors of the background work (heartbeats, recovery, reaping). @default logs them with `console.error` */
+  onBackgroundError?: (error: unknown) => void;
+}
 
 /** What `runtime.run` accepts. */
 export interface RunOptions {
@@ -94,6 +125,8 @@ export interface ThreadSnapshot {
 export interface AgentRuntime {
   readonly store: ThreadStore;
   readonly pai: Pai;
+  /** This process's owner id (on its runs, leases and containers). */
+  readonly ownerId: string;
   /** Who may see and act on a thread (what the HTTP handler checks too). */
   readonly access: ThreadAccess;
   /** Starts a run. Rejects with a `PaiError` (nothing runs) on an unknown agent, bad identity or busy thread. */
@@ -114,8 +147,14 @@ export interface AgentRuntime {
   endThread(threadId: string): Promise<void>;
   /** Deletes a thread, its records, and its capabilities. */
   deleteThread(threadId: string): Promise<void>;
-  /** Warms capability bindings and reattaches leases recorded before a restart. */
+  /** Warms capability bindings and takes over (reattaches) dead owners' fresh leases. */
   startCapabilities(): Promise<void>;
+  /**
+   * Runs the background maintenance now (it also runs on timers): heartbeat, dead owners' runs marked
+   * `interrupted` with their open calls closed, dead owners' leases taken over or freed and their containers
+   * reaped, leases handed over when asked, idle leases released.
+   */
+  sweep(): Promise<void>;
   /** Active capability leases. */
   leases(): ReturnType<CapabilityManager["leases"]>;
   /** Releases `thread`/`user` capability leases idle past their TTL now (it also runs on a timer). */
@@ -140,7 +179,32 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   const bindings = bindingsOf((options as { capabilities?: Record<string, CapabilityBinding> }).capabilities);
   const declarations = checkCapabilities(pai, bindings);
   const store = options.store ?? createSqliteThreadStore({ path: ".pai/threads.db" });
-  const capabilities = new CapabilityManager({ bindings, declarations, store });
+  const owners = createOwnerRegistry({
+    store,
+    ...(options.ownerId !== undefined ? { ownerId: options.ownerId } : {}),
+    ...(options.ownerTtlMs !== undefined ? { ownerTtlMs: options.ownerTtlMs } : {}),
+  });
+  const capabilities = new CapabilityManager({
+    bindings,
+    declarations,
+    store,
+    owners,
+    ...(options.handoverTimeoutMs !== undefined ? { handoverTimeoutMs: options.handoverTimeoutMs } : {}),
+  });
+  const maintenance = createRuntimeMaintenance({
+    store,
+    owners,
+    capabilities,
+    intervals: {
+      ...(options.heartbeatIntervalMs !== undefined
+        ? { heartbeatIntervalMs: options.heartbeatIntervalMs }
+        : {}),
+      ...(options.reconcileIntervalMs !== undefined
+        ? { reconcileIntervalMs: options.reconcileIntervalMs }
+        : {}),
+    },
+    onError: options.onBackgroundError ?? ((error) => console.error("[pai] background maintenance:", error)),
+  });
   const identityKeyOf = options.identityKey ?? defaultIdentityKey;
   const access = createThreadAccess({ pai, store, identityKey: identityKeyOf });
   const active = new Map<string, StartedRun>();
@@ -149,6 +213,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
 
   const deps = {
     store,
+    ownerId: owners.ownerId,
     capabilities,
     subagents: (parent: { identity: unknown; clientData: unknown; signal: AbortSignal }) => ({
       run: async ({ agentId, prompt }: { agentId: string; prompt: string }) => {
@@ -385,6 +450,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   const runtime: AgentRuntime = {
     store,
     pai,
+    ownerId: owners.ownerId,
     access,
     run,
     respond,
@@ -451,7 +517,11 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       await capabilities.endThread(threadId);
       await store.deleteThread(threadId);
     },
-    startCapabilities: () => capabilities.startAll(),
+    async startCapabilities() {
+      await maintenance.started;
+      await capabilities.startAll();
+    },
+    sweep: () => maintenance.runNow(),
     leases: () => capabilities.leases(),
     sweepIdleCapabilities: () => capabilities.sweepIdle(),
     identityKey: (identity) => identityKeyOf(identity),
@@ -461,7 +531,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       closed = true;
       for (const entry of active.values()) entry.cancel();
       await Promise.allSettled([...active.values()].map((entry) => entry.done));
+      await maintenance.close();
       await capabilities.close();
+      await owners.remove().catch(() => undefined);
       await store.close();
     },
     [Symbol.asyncDispose]: () => runtime.close(),

@@ -1,4 +1,5 @@
 import type { UIMessage } from "ai";
+import type { ToolEnd } from "../actions/tool-end.ts";
 import type { RunResult } from "./agent-run.ts";
 import type { PreparedRun } from "./prepare-run.ts";
 import { redactedMessage } from "./redaction.ts";
@@ -30,12 +31,15 @@ export function runStatusOf(ending: RunEnding): RunResult["status"] {
 export async function finalizeRun(run: PreparedRun, modelError: unknown): Promise<RunResult> {
   const { state, transcript, options } = run;
   const { thread } = options;
-  const messages = transcript.close(state.pendingToolCallIds);
   const status = runStatusOf({
     stopReason: state.stopReason,
     aborted: state.controller.signal.aborted,
     modelError,
     suspended: state.pendingActions.length > 0,
+  });
+  const messages = transcript.close({
+    waiting: new Set(state.pendingActions.map((action) => action.toolCallId)),
+    openCalls: openCallsEnd(status, options.signal),
   });
   if (modelError !== undefined && status === "failed")
     await state.reportError(modelError, { phase: "model" });
@@ -44,18 +48,11 @@ export async function finalizeRun(run: PreparedRun, modelError: unknown): Promis
       ? redactedMessage(state.stopReason?.type === "failed" ? state.stopReason.error : modelError)
       : undefined;
   const endedAt = Date.now();
+  await run.checkpoints.settled();
   await state.store.commitRun({
     thread: { ...thread, updatedAt: endedAt },
     messages,
-    run: {
-      id: state.runId,
-      threadId: thread.id,
-      agentId: state.agent.id,
-      status,
-      startedAt: run.startedAt,
-      endedAt,
-      error,
-    },
+    run: { ...run.record, status, endedAt, error },
   });
   return {
     status,
@@ -65,6 +62,13 @@ export async function finalizeRun(run: PreparedRun, modelError: unknown): Promis
     text: lastAssistantText(messages),
     ...(error !== undefined ? { error } : {}),
   };
+}
+
+/** How calls still open end: a run that was stopped or failed ends them; one that timed out says so. */
+function openCallsEnd(status: RunResult["status"], signal: AbortSignal | undefined): ToolEnd | undefined {
+  if (status !== "cancelled" && status !== "failed") return undefined;
+  const timedOut = signal?.aborted === true && (signal.reason as { name?: unknown })?.name === "TimeoutError";
+  return { reason: timedOut ? "timeout" : "cancelled" };
 }
 
 function lastAssistantText(messages: UIMessage[]): string {

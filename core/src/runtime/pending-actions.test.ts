@@ -3,6 +3,7 @@ import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { PublicPendingAction } from "../actions/public-action.ts";
+import { toolEndOf } from "../actions/tool-end.ts";
 import { createPai } from "../agents/create-pai.ts";
 import { defineAgent } from "../agents/define-agent.ts";
 import { PaiError } from "../errors/pai-error.ts";
@@ -469,7 +470,7 @@ describe("client-executed tools", () => {
 });
 
 describe("cancellation", () => {
-  it("cancels a run by id: status stored, tool signal fired, no result invented", async () => {
+  it("cancels a run by id: status stored, tool signal fired, the open call ended as cancelled", async () => {
     let aborted = false;
     let started!: () => void;
     const running = new Promise<void>((resolve) => {
@@ -497,13 +498,25 @@ describe("cancellation", () => {
       model,
     });
     const run = await runtime.run({ agentId: "a", message: "go" });
+    const chunks: UIMessageChunk[] = [];
+    const reading = (async () => {
+      for await (const chunk of run.stream) chunks.push(chunk);
+    })();
     await running;
     expect(runtime.cancel(run.runId)).toBe(true);
     const result = await run.done;
+    await reading;
     expect(result.status).toBe("cancelled");
     expect(aborted).toBe(true);
     expect((await runtime.store.getRun(run.runId))?.status).toBe("cancelled");
-    expect(partOf(result.messages, "c1")?.state).toBe("input-available");
+    // No result is invented: the call ends as an error that says why, in the thread and on the stream.
+    const stored = partOf(await runtime.store.loadMessages(run.threadId), "c1");
+    expect(stored).toMatchObject({ state: "output-error", errorText: expect.stringContaining("stopped") });
+    expect(toolEndOf(stored)).toEqual({ reason: "cancelled" });
+    let onClient: UIMessage | undefined;
+    for await (const message of readUIMessageStream({ stream: streamOf(chunks), terminateOnError: true }))
+      onClient = message;
+    expect(toolEndOf(partOf(onClient ? [onClient] : [], "c1"))).toEqual({ reason: "cancelled" });
     expect(runtime.cancel(run.runId)).toBe(false);
   });
 });

@@ -2,6 +2,8 @@ import { generateId, type Tool } from "ai";
 import type { AgentResolverArgs, RuntimeErrorInfo } from "../agents/define-agent.ts";
 import type { LeaseScope } from "../capabilities/capability-manager.ts";
 import { PaiError } from "../errors/pai-error.ts";
+import type { RunRecord } from "../threads/thread-store.ts";
+import { createRunCheckpoints, type RunCheckpoints } from "./run-checkpoints.ts";
 import type { RunState } from "./run-state.ts";
 import { createRunTranscript, type RunTranscript } from "./run-transcript.ts";
 import type { RunDependencies, StartRunOptions } from "./start-run.ts";
@@ -20,6 +22,9 @@ export interface PreparedRun {
   readonly tools: Record<string, Tool>;
   /** When the run started. */
   readonly startedAt: number;
+  /** The run as recorded while it goes on. */
+  readonly record: RunRecord;
+  readonly checkpoints: RunCheckpoints;
   /** Stops following the caller's signal. */
   detach(): void;
 }
@@ -75,6 +80,15 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     detach();
     throw error;
   });
+  const startedAt = Date.now();
+  const record: RunRecord = {
+    id: runId,
+    threadId,
+    agentId: agent.id,
+    status: "running",
+    startedAt,
+    ownerId: deps.ownerId,
+  };
   const pendingToolCallIds = new Set<string>();
   const transcript = createRunTranscript({
     messages,
@@ -98,7 +112,8 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     stopReason: undefined,
     pendingActions: [],
     pendingToolCallIds,
-    writer: transcript,
+    transcript,
+    checkpoint: (call) => checkpoints.request(call),
     reportError,
     files: createThreadFiles(() => transcript.messages, controller.signal),
     agents: deps.subagents({ identity, clientData, signal: controller.signal }),
@@ -107,6 +122,7 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
         Object.entries(names).map(([key, name]) => [key, deps.capabilities.facade(name, leaseScope)]),
       ),
   };
+  const checkpoints = createRunCheckpoints({ store: deps.store, transcript, thread, run: record });
   const runners = new Map<string, ToolRunner>();
   const tools: Record<string, Tool> = {};
   for (const registration of agent.registrations.values()) {
@@ -114,5 +130,5 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     runners.set(registration.name, runner);
     tools[registration.name] = runner.aiTool;
   }
-  return { deps, options, state, transcript, runners, tools, startedAt: Date.now(), detach };
+  return { deps, options, state, transcript, runners, tools, startedAt, record, checkpoints, detach };
 }

@@ -34,7 +34,7 @@ export async function settleAnswers(run: PreparedRun, options: { supersede: bool
         ? await runner.settleAnswered(action, answer)
         : { type: "error", message: `The tool "${action.toolName}" is no longer available.` };
     if (outcome.type === "pending") continue;
-    transcript.settle({ toolCallId, actionId: action.id, outcome }, action);
+    transcript.settle({ toolCallId, outcome }, action);
   }
 }
 

@@ -13,6 +13,8 @@ import { streamRun } from "./stream-run.ts";
 /** What the runtime lends a run. */
 export interface RunDependencies {
   store: ThreadStore;
+  /** The runtime process's owner id, recorded on the run. */
+  ownerId: string;
   capabilities: CapabilityManager;
   /** Runs a subagent for `ctx.agents.run`. */
   subagents: (parent: { identity: unknown; clientData: unknown; signal: AbortSignal }) => ToolAgents;
@@ -72,17 +74,10 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
 
 /** Stores the thread at once, so a reader (a reloaded page) sees the user's message while the run goes on. */
 async function recordStart(run: PreparedRun): Promise<void> {
-  const { thread, agent } = run.options;
   await run.deps.store.commitRun({
-    thread: { ...thread, updatedAt: run.startedAt },
+    thread: { ...run.options.thread, updatedAt: run.startedAt },
     messages: run.transcript.messages,
-    run: {
-      id: run.state.runId,
-      threadId: thread.id,
-      agentId: agent.id,
-      status: "running",
-      startedAt: run.startedAt,
-    },
+    run: run.record,
   });
 }
 

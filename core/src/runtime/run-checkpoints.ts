@@ -1,0 +1,44 @@
+import type { RunRecord, ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
+import type { RunTranscript, StartingCall } from "./run-transcript.ts";
+
+/**
+ * Stores a run's thread while it goes on (its reply so far, with the calls being executed), so that when the
+ * process dies mid-call the stored thread holds the calls a live process then closes as `interrupted`.
+ */
+export interface RunCheckpoints {
+  /** Stores the reply so far with `call` on it. Writes are queued one at a time and coalesced; never throws. */
+  request(call: StartingCall): void;
+  /** Resolves once no checkpoint is being written (the run's final commit comes after). */
+  settled(): Promise<void>;
+}
+
+/** Creates the checkpoints of one run. */
+export function createRunCheckpoints(options: {
+  store: ThreadStore;
+  transcript: RunTranscript;
+  thread: ThreadRecord;
+  /** The run as recorded while it goes on (`running`). */
+  run: RunRecord;
+}): RunCheckpoints {
+  const { store, transcript, thread, run } = options;
+  let chain: Promise<void> = Promise.resolve();
+  let queued: StartingCall[] | undefined;
+  return {
+    request(call) {
+      if (queued) {
+        queued.push(call);
+        return;
+      }
+      const calls = [call];
+      queued = calls;
+      chain = chain
+        .then(async () => {
+          queued = undefined;
+          const messages = await transcript.soFar(calls);
+          await store.commitRun({ thread: { ...thread, updatedAt: Date.now() }, messages, run });
+        })
+        .catch(() => undefined);
+    },
+    settled: () => chain,
+  };
+}
