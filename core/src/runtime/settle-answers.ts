@@ -1,5 +1,5 @@
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
-import { waitingToolCallIds } from "../actions/tool-part-updates.ts";
+import { endedCall, waitingToolCallIds } from "../actions/tool-part-updates.ts";
 import type { PendingActionRecord } from "../threads/thread-store.ts";
 import type { PreparedRun } from "./prepare-run.ts";
 import type { CallOutcome } from "./tool-executor.ts";
@@ -8,7 +8,7 @@ const SUPERSEDED = "The action was cancelled: the user sent a new message.";
 
 /**
  * Settles the thread's calls that waited for an answer: answered actions are applied (a resume re-enters
- * `execute`). With `supersede` (a new user message arrived), actions still pending are cancelled first, so the
+ * `execute`); a call without any action (its run died mid-call) ends as `interrupted`. With `supersede` (a new user message arrived), actions still pending are cancelled first, so the
  * model never sees an orphan call; without it they stay pending and the run will not call the model.
  */
 export async function settleAnswers(run: PreparedRun, options: { supersede: boolean }): Promise<void> {
@@ -18,7 +18,11 @@ export async function settleAnswers(run: PreparedRun, options: { supersede: bool
   const actions = await state.store.listPendingActions({ threadId: state.threadId });
   for (const toolCallId of waiting) {
     let action = latestAction(actions, toolCallId);
-    if (!action) continue;
+    if (!action) {
+      // Open with nothing to wait for: its run died mid-call (not yet found by the dead-run sweep).
+      transcript.apply(endedCall(toolCallId, { reason: "interrupted" }));
+      continue;
+    }
     if (action.status === "pending") {
       if (!options.supersede) {
         state.pendingActions.push(action);
