@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { toolEndOf } from "../actions/tool-end.ts";
@@ -7,6 +10,7 @@ import { PaiError } from "../errors/pai-error.ts";
 import { createAgentRuntime } from "../runtime/create-agent-runtime.ts";
 import { createScriptedModel, type ScriptedStep } from "../testing/scripted-model.ts";
 import { createMemoryThreadStore } from "../threads/memory-thread-store.ts";
+import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
 import type { CapabilityLifetime, LeaseRecord, ThreadStore } from "../threads/thread-store.ts";
 import { defineTool } from "../tools/define-tool.ts";
 import type { CapabilityBinding } from "./capability-binding.ts";
@@ -419,6 +423,34 @@ describe("several processes on one store and one engine", () => {
     expect(engine.has("ar1")).toBe(true);
     await b.runtime.close();
     expect(engine.size).toBe(0);
+  });
+
+  it("does the same on one SQLite file, each runtime with its own connection", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "pai-owners-"));
+    const path = join(directory, "threads.db");
+    const engine: FakeEngine = new Map();
+    try {
+      const a = replica(createSqliteThreadStore({ path }), engine, "a");
+      const b = replica(createSqliteThreadStore({ path }), engine, "b", {
+        steps: [oneCall, { text: "" }, oneCall],
+      });
+      const first = await a.runtime.run({ agentId: "a", identity: ann, message: "count" });
+      expect(lastCount((await first.done).messages)).toBe(1);
+      const other = await b.runtime.run({ agentId: "a", identity: ann, message: "count" });
+      expect(lastCount((await other.done).messages)).toBe(1);
+      const second = await b.runtime.run({
+        agentId: "a",
+        identity: ann,
+        threadId: first.threadId,
+        message: "more",
+      });
+      expect(lastCount((await second.done).messages)).toBe(2);
+      await b.runtime.close();
+      expect(engine.size).toBe(0);
+      await a.runtime.close();
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 
   it("fails the call with CAPABILITY_BUSY, told to the model, when the holder does not hand over in time", async () => {
