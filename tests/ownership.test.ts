@@ -102,6 +102,18 @@ async function withStore<RESULT>(body: (store: ThreadStore) => Promise<RESULT>):
   }
 }
 
+/** Waits until the run on `threadId` has stored its running `block` call (calls running past 200 ms are). */
+const checkpointed = (threadId: string) =>
+  eventually(
+    () =>
+      withStore(async (store) =>
+        (await store.loadMessages(threadId)).some((message) =>
+          message.parts.some((part) => part.type === "tool-block"),
+        ),
+      ),
+    "the running call to be stored",
+  );
+
 const leased = () => Object.values(engineResources(engine)).filter((file) => file.leaseKey !== "warm");
 
 describe("runtime processes sharing one store and one engine", () => {
@@ -126,6 +138,7 @@ describe("runtime processes sharing one store and one engine", () => {
   it("after kill -9 mid-call and a restart: the run is interrupted, its call closed, the thread goes on", async () => {
     const first = await owner("owner-first");
     expect(await first.block("t1")).toEqual({ value: 1 });
+    await checkpointed("t1");
     await first.kill();
     const restarted = await owner("owner-restarted");
     await eventually(
@@ -146,6 +159,7 @@ describe("runtime processes sharing one store and one engine", () => {
     expect(await a.run("t1")).toEqual({ status: "completed", value: 1 });
     expect(await b.run("t3")).toEqual({ status: "completed", value: 1 });
     expect(await a.block("t2")).toEqual({ value: 1 });
+    await checkpointed("t2");
     const warmOfA = Object.entries(engineResources(engine)).find(
       ([, file]) => file.owner === "owner-a" && file.leaseKey === "warm",
     )?.[0];

@@ -1,13 +1,20 @@
 import type { RunRecord, ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { RunTranscript, StartingCall } from "./run-transcript.ts";
 
+/** A call runs this long before the thread is stored with it: quick calls cost nothing. */
+const CHECKPOINT_AFTER_MS = 200;
+
 /**
  * Stores a run's thread while it goes on (its reply so far, with the calls being executed), so that when the
  * process dies mid-call the stored thread holds the calls a live process then closes as `interrupted`.
  */
 export interface RunCheckpoints {
-  /** Stores the reply so far with `call` on it. Writes are queued one at a time and coalesced; never throws. */
-  request(call: StartingCall): void;
+  /**
+   * Stores the reply so far with `call` on it once the call has run for a moment (a call that ends first
+   * calls the returned `done` and is never stored mid-way). Writes are queued one at a time and coalesced;
+   * never throws.
+   */
+  request(call: StartingCall): () => void;
   /** Resolves once no checkpoint is being written (the run's final commit comes after). */
   settled(): Promise<void>;
 }
@@ -23,21 +30,26 @@ export function createRunCheckpoints(options: {
   const { store, transcript, thread, run } = options;
   let chain: Promise<void> = Promise.resolve();
   let queued: StartingCall[] | undefined;
+  const write = (call: StartingCall) => {
+    if (queued) {
+      queued.push(call);
+      return;
+    }
+    const calls = [call];
+    queued = calls;
+    chain = chain
+      .then(async () => {
+        queued = undefined;
+        const messages = await transcript.soFar(calls);
+        await store.commitRun({ thread: { ...thread, updatedAt: Date.now() }, messages, run });
+      })
+      .catch(() => undefined);
+  };
   return {
     request(call) {
-      if (queued) {
-        queued.push(call);
-        return;
-      }
-      const calls = [call];
-      queued = calls;
-      chain = chain
-        .then(async () => {
-          queued = undefined;
-          const messages = await transcript.soFar(calls);
-          await store.commitRun({ thread: { ...thread, updatedAt: Date.now() }, messages, run });
-        })
-        .catch(() => undefined);
+      const timer = setTimeout(() => write(call), CHECKPOINT_AFTER_MS);
+      timer.unref();
+      return () => clearTimeout(timer);
     },
     settled: () => chain,
   };

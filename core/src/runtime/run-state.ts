@@ -36,8 +36,11 @@ export interface RunState {
   files: ToolFiles;
   /** `ctx.agents`: subagent runs on behalf of this run. */
   agents: ToolAgents;
-  /** Stores the thread as it is now, with `call` (starting to execute) on the reply; never blocks the call. */
-  checkpoint(call: StartingCall): void;
+  /**
+   * Stores the thread with `call` (starting to execute) on the reply if the call runs for more than a moment;
+   * call the returned function when it ends. Never blocks the call.
+   */
+  checkpoint(call: StartingCall): () => void;
   /** Capability facades for a tool call, provisioned lazily by the capability layer. */
   capabilitiesFor(capabilityNames: Record<string, string>): Record<string, unknown>;
 }

@@ -80,11 +80,20 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
           options.toolCallId,
         );
       }
-      state.checkpoint({ toolCallId: options.toolCallId, toolName: name, toolId: tool.id, input });
-      return toSdkResult(
-        await runCall(input, options.toolCallId, { type: "initial" }, []),
-        options.toolCallId,
-      );
+      const ended = state.checkpoint({
+        toolCallId: options.toolCallId,
+        toolName: name,
+        toolId: tool.id,
+        input,
+      });
+      try {
+        return toSdkResult(
+          await runCall(input, options.toolCallId, { type: "initial" }, []),
+          options.toolCallId,
+        );
+      } finally {
+        ended();
+      }
     },
   } as Tool) as Tool;
 
