@@ -48,7 +48,7 @@ export async function finalizeRun(run: PreparedRun, modelError: unknown): Promis
       ? redactedMessage(state.stopReason?.type === "failed" ? state.stopReason.error : modelError)
       : undefined;
   const endedAt = Date.now();
-  await run.checkpoints.settled();
+  await run.checkpoints.close();
   await state.store.commitRun({
     thread: { ...thread, updatedAt: endedAt },
     messages,

@@ -15,8 +15,11 @@ export interface RunCheckpoints {
    * never throws.
    */
   request(call: StartingCall): () => void;
-  /** Resolves once no checkpoint is being written (the run's final commit comes after). */
-  settled(): Promise<void>;
+  /**
+   * Stops checkpointing (a call still running, having ignored its signal, stores nothing more) and resolves once
+   * no checkpoint is being written: the run's final commit comes after.
+   */
+  close(): Promise<void>;
 }
 
 /** Creates the checkpoints of one run. */
@@ -30,7 +33,9 @@ export function createRunCheckpoints(options: {
   const { store, transcript, thread, run } = options;
   let chain: Promise<void> = Promise.resolve();
   let queued: StartingCall[] | undefined;
+  let closed = false;
   const write = (call: StartingCall) => {
+    if (closed) return;
     if (queued) {
       queued.push(call);
       return;
@@ -40,6 +45,7 @@ export function createRunCheckpoints(options: {
     chain = chain
       .then(async () => {
         queued = undefined;
+        if (closed) return;
         const messages = await transcript.soFar(calls);
         await store.commitRun({ thread: { ...thread, updatedAt: Date.now() }, messages, run });
       })
@@ -51,6 +57,9 @@ export function createRunCheckpoints(options: {
       timer.unref();
       return () => clearTimeout(timer);
     },
-    settled: () => chain,
+    close() {
+      closed = true;
+      return chain;
+    },
   };
 }
