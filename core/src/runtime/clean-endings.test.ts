@@ -102,6 +102,32 @@ describe("clean endings", () => {
     await runtime.close();
   });
 
+  it("stores a call that runs past a moment (so a crash leaves it to close), yet serves readers the stream's base", async () => {
+    const runtime = runtimeOn(
+      createMemoryThreadStore(),
+      createScriptedModel({
+        steps: [{ toolCalls: [{ toolName: "waitForStop", input: {}, toolCallId: "c1" }] }],
+      }),
+    );
+    const run = await runtime.run({ agentId: "a", message: "go" });
+    while (!partOf(await runtime.store.loadMessages(run.threadId), "c1"))
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(partOf(await runtime.store.loadMessages(run.threadId), "c1")).toMatchObject({
+      state: "input-available",
+      toolMetadata: { paiToolId: "waitForStop" },
+    });
+    expect((await runtime.store.getRun(run.runId))?.status).toBe("running");
+    // A reader following the run replays its stream on top of this: the reply is not in it yet.
+    const snapshot = await runtime.getThread(run.threadId);
+    expect(snapshot?.messages.map((message) => message.role)).toEqual(["user"]);
+    run.cancel();
+    expect((await run.done).status).toBe("cancelled");
+    expect(toolEndOf(partOf((await runtime.getThread(run.threadId))!.messages, "c1"))).toEqual({
+      reason: "cancelled",
+    });
+    await runtime.close();
+  });
+
   it("marks a dead owner's running run interrupted on start and closes its open call; a call awaiting an answer stays", async () => {
     const store = createMemoryThreadStore();
     const long = Date.now() - 60_000;

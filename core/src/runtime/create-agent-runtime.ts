@@ -139,7 +139,11 @@ export interface AgentRuntime {
   cancel(runId: string): boolean;
   /** The run in progress on a thread, if any. */
   activeRun(threadId: string): { runId: string; stream(): ReadableStream<UIMessageChunk> } | undefined;
-  /** The stored thread, or `undefined`. With `identity`, only the owner sees it. */
+  /**
+   * The stored thread, or `undefined`. With `identity`, only the owner sees it. While a run of this process is in
+   * progress on it, `messages` is the thread that run's stream builds on (follow `activeRun(threadId).stream()`
+   * for the rest), not the checkpoints the run stores to survive a crash.
+   */
   getThread(threadId: string, options?: { identity?: unknown }): Promise<ThreadSnapshot | undefined>;
   /** A caller's threads, newest first. */
   listThreads(query: { identity?: unknown; agentId?: string; limit?: number }): Promise<ThreadRecord[]>;
@@ -474,8 +478,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     async getThread(threadId, query = {}) {
       const thread = await ownedThread(threadId, query);
       if (!thread) return undefined;
+      const running = [...active.values()].find((entry) => entry.threadId === threadId);
       const [messages, runs, toolData, pendingActions] = await Promise.all([
-        store.loadMessages(threadId),
+        running ? structuredClone(running.baseMessages()) : store.loadMessages(threadId),
         store.listRuns(threadId),
         store.listToolData({ threadId }),
         store.listPendingActions({ threadId, status: "pending" }),

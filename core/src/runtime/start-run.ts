@@ -40,6 +40,8 @@ export interface StartRunOptions {
 export interface StartedRun extends AgentRun {
   controller: AbortController;
   subscribe(): ReadableStream<UIMessageChunk>;
+  /** The thread the run's stream builds on: with the stream replayed on top, a reader has the whole run. */
+  baseMessages(): UIMessage[];
 }
 
 /**
@@ -66,6 +68,7 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
     threadId: state.threadId,
     stream,
     subscribe: () => run.transcript.subscribe(),
+    baseMessages: () => run.transcript.messages,
     done: drive(run),
     controller: state.controller,
     cancel: () => state.controller.abort({ type: "cancelled" }),
