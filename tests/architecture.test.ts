@@ -68,4 +68,21 @@ describe("dependencies point one way", () => {
   it("lets capabilities reach core and pool only through their public entry points", () => {
     expect(violations("capabilities", [/core\/src/, /pool\/src/, /^@pai\/react/])).toEqual([]);
   });
+
+  it("keeps @pai/core/client free of Node and of the runtime, so a browser bundle can import it", () => {
+    const seen = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const module of importsOf(file)) {
+        if (!module.startsWith(".")) throw new Error(`${relative(root, file)} imports ${module}`);
+        visit(join(file, "..", module));
+      }
+    };
+    visit(join(root, "core", "src", "client", "index.ts"));
+    expect([...seen].map((file) => relative(root, file)).sort()).toEqual([
+      "core/src/actions/tool-end.ts",
+      "core/src/client/index.ts",
+    ]);
+  });
 });

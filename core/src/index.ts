@@ -1,6 +1,7 @@
 export type { LanguageModel, UIMessage } from "ai";
 export { type PendingActionAnswer, pendingActionAnswerSchema } from "./actions/pending-action-answer.ts";
 export type { PublicPendingAction } from "./actions/public-action.ts";
+export { type ToolEnd, type ToolEndReason, toolEndOf } from "./actions/tool-end.ts";
 export {
   createPai,
   type InferAgentTools,
@@ -27,9 +28,11 @@ export {
   type ToolResultOverride,
 } from "./agents/define-agent.ts";
 export type {
+  BindingStartContext,
   CapabilityBinding,
   ProvisionedResource,
   ProvisionRequest,
+  ReapContext,
 } from "./capabilities/capability-binding.ts";
 export type { CapabilityStatusEvent } from "./capabilities/capability-manager.ts";
 export {
@@ -49,11 +52,13 @@ export {
   type AgentRuntime,
   type AgentRuntimeOptions,
   createAgentRuntime,
+  type OwnershipOptions,
   type RunOptions,
   type ThreadSnapshot,
 } from "./runtime/create-agent-runtime.ts";
 export type { MessageLimits } from "./runtime/message-limits.ts";
 export type { RequiredCapabilities } from "./runtime/required-capabilities.ts";
+export type { ThreadAccess } from "./runtime/thread-access.ts";
 export * from "./threads/index.ts";
 export {
   type AnyToolDefinition,

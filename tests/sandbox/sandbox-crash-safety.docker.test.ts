@@ -1,5 +1,5 @@
 // Crash safety: a thread's container outlives a SIGKILLed Node process; a new runtime on the same SQLite store
-// reattaches it (files intact) and removes the containers nobody owns.
+// takes it over once the dead process's heartbeat is stale (files intact) and removes the containers nobody owns.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +18,7 @@ import {
   sandboxImage,
   testDriver,
   uniquePoolId,
+  waitFor,
 } from "./docker-helpers.ts";
 
 const childScript = fileURLToPath(new URL("./fixtures/crash-child.ts", import.meta.url));
@@ -94,8 +95,14 @@ describe.skipIf(dockerOptedOut)("sandbox crash safety", () => {
         store: createSqliteThreadStore({ path }),
         model,
         capabilities: { sandbox: binding },
+        // The killed child counts as dead once its last heartbeat is a second old.
+        ownerTtlMs: 1000,
       });
       await runtime.startCapabilities();
+      await waitFor(async () => {
+        await runtime.sweep();
+        return runtime.leases().length > 0;
+      }, "the dead child's thread lease to be taken over");
       expect(runtime.leases()).toEqual([
         { capability: "sandbox", lifetime: "thread", key: before.threadId, resourceId: before.containerId },
       ]);

@@ -53,7 +53,7 @@ function shared(
     capability: binding.capability,
     lifetime: overrides.lifetime ?? binding.lifetime,
     idleTtlMs: binding.idleTtlMs,
-    start: () => binding.start?.() ?? Promise.resolve(),
+    start: (context) => binding.start?.(context) ?? Promise.resolve(),
     provision: async (request) => {
       overrides.onProvision?.();
       const resource = await binding.provision(request);
@@ -66,7 +66,7 @@ function shared(
       };
     },
     reattach: (lease, signal) => binding.reattach?.(lease, signal) ?? Promise.resolve(undefined),
-    reapUnowned: (keep) => binding.reapUnowned?.(keep) ?? Promise.resolve(),
+    reapUnowned: (context) => binding.reapUnowned?.(context) ?? Promise.resolve(),
     close: async () => {},
   };
 }

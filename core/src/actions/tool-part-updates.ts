@@ -1,14 +1,17 @@
 import type { UIMessage } from "ai";
 import type { CallOutcome } from "../runtime/tool-executor.ts";
+import { TOOL_END_KEY, type ToolEnd, toolEndMessage } from "./tool-end.ts";
 
 /** The change a settled call makes to its tool part. */
 export type ToolPartUpdate = {
   toolCallId: string;
-  actionId: string;
   outcome: Exclude<CallOutcome, { type: "pending" }>;
 };
 
 type MutableToolPart = Record<string, unknown> & { type: string; toolCallId?: string; state?: string };
+
+/** The parts of calls still without a result: their input streams or is complete. */
+const OPEN_STATES: ReadonlySet<unknown> = new Set(["input-streaming", "input-available"]);
 
 /** The tool parts still waiting for a result (`input-available`), in the thread's last assistant message. */
 export function waitingToolCallIds(messages: UIMessage[]): string[] {
@@ -17,6 +20,36 @@ export function waitingToolCallIds(messages: UIMessage[]): string[] {
   return (last.parts as MutableToolPart[])
     .filter((part) => typeof part.toolCallId === "string" && part.state === "input-available")
     .map((part) => part.toolCallId as string);
+}
+
+/** The calls of `message` without a result, except those in `waiting` (they wait for an answer). */
+export function openToolCallIds(message: UIMessage, waiting: ReadonlySet<string>): string[] {
+  return (message.parts as MutableToolPart[])
+    .filter(
+      (part) =>
+        typeof part.toolCallId === "string" && OPEN_STATES.has(part.state) && !waiting.has(part.toolCallId),
+    )
+    .map((part) => part.toolCallId as string);
+}
+
+/** The update that ends a call PAI ended (`output-error` with the end's message and the end on the part). */
+export function endedCall(toolCallId: string, end: ToolEnd, message?: string): ToolPartUpdate {
+  return { toolCallId, outcome: { type: "error", message: toolEndMessage(end, message), end } };
+}
+
+/** The tool part with `toolCallId`, searching from the thread's end. */
+export function toolPartOf(messages: UIMessage[], toolCallId: string): MutableToolPart | undefined {
+  for (let m = messages.length - 1; m >= 0; m--) {
+    const part = (messages[m]!.parts as MutableToolPart[]).find((p) => p.toolCallId === toolCallId);
+    if (part) return part;
+  }
+  return undefined;
+}
+
+/** `toolMetadata` of a part with `end` recorded on it. */
+export function withToolEnd(toolMetadata: unknown, end: ToolEnd): Record<string, unknown> {
+  const base = typeof toolMetadata === "object" && toolMetadata !== null ? toolMetadata : {};
+  return { ...base, [TOOL_END_KEY]: end };
 }
 
 /** Applies `update` to the tool part with its call id (in place). */
@@ -32,12 +65,17 @@ export function applyToolPartUpdate(messages: UIMessage[], update: ToolPartUpdat
       outcome.type === "output"
         ? { ...rest, state: "output-available", output: outcome.output }
         : outcome.type === "error"
-          ? { ...rest, state: "output-error", errorText: outcome.message }
+          ? {
+              ...rest,
+              state: "output-error",
+              errorText: outcome.message,
+              ...(outcome.end ? { toolMetadata: withToolEnd(rest.toolMetadata, outcome.end) } : {}),
+            }
           : {
               ...rest,
               state: "approval-responded",
               approval: {
-                id: update.actionId,
+                id: outcome.actionId,
                 approved: false,
                 ...(outcome.reason !== undefined ? { reason: outcome.reason } : {}),
               },
@@ -58,20 +96,33 @@ export function awaitAnswers(messages: UIMessage[], toolCallIds: ReadonlySet<str
   }
 }
 
-/** The UI stream chunks that show `update` to a client following the run (the same part state as stored). */
-export function toolPartUpdateChunks(update: ToolPartUpdate): Array<Record<string, unknown>> {
+/**
+ * The UI stream chunks that show `update` to a client following the run (the same part state as stored, given
+ * the part as it is after the update).
+ */
+export function toolPartUpdateChunks(
+  update: ToolPartUpdate,
+  part: Record<string, unknown> | undefined,
+): Array<Record<string, unknown>> {
   const { outcome } = update;
   switch (outcome.type) {
     case "output":
       return [{ type: "tool-output-available", toolCallId: update.toolCallId, output: outcome.output }];
     case "error":
-      return [{ type: "tool-output-error", toolCallId: update.toolCallId, errorText: outcome.message }];
+      return [
+        {
+          type: "tool-output-error",
+          toolCallId: update.toolCallId,
+          errorText: outcome.message,
+          ...(outcome.end && part?.toolMetadata ? { toolMetadata: part.toolMetadata } : {}),
+        },
+      ];
     case "denied":
       return [
-        { type: "tool-approval-request", approvalId: update.actionId, toolCallId: update.toolCallId },
+        { type: "tool-approval-request", approvalId: outcome.actionId, toolCallId: update.toolCallId },
         {
           type: "tool-approval-response",
-          approvalId: update.actionId,
+          approvalId: outcome.actionId,
           approved: false,
           ...(outcome.reason !== undefined ? { reason: outcome.reason } : {}),
         },

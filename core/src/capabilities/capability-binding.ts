@@ -10,6 +10,12 @@ export interface ProvisionedResource<FACADE = unknown> {
   /** Frees the resource. Called once, when the lease ends. */
   release(): Promise<void>;
   /**
+   * Lets go of the resource without removing it: the lease was handed over to (or taken over by) another
+   * process, which reattaches it. A binding that keeps per-process bookkeeping (a pool's count of leased
+   * containers) drops it here. Optional: without it nothing is tracked that needs dropping.
+   */
+  detach?(): Promise<void>;
+  /**
    * The facade as one run sees it: every operation is also stopped by `signal` (the run's Stop), so a tool
    * that passes no signal of its own is still cancelled with its run.
    */
@@ -25,6 +31,20 @@ export interface ProvisionRequest {
   signal: AbortSignal;
 }
 
+/** What a binding learns when it starts. */
+export interface BindingStartContext {
+  /** The runtime process's owner id: label every resource with it (`pai.owner`). */
+  ownerId: string;
+}
+
+/** What a binding's reaper may and may not remove. */
+export interface ReapContext {
+  /** Resource ids named by leases of live owners (any process): never remove these. */
+  keepResourceIds: readonly string[];
+  /** Owners whose heartbeat is fresh (this process included). */
+  liveOwnerIds: ReadonlySet<string>;
+}
+
 /**
  * How a capability is provided, supplied at `createAgentRuntime({ capabilities })`.
  * `@pai/sandbox`'s `dockerSandbox(...)` is one.
@@ -37,13 +57,23 @@ export interface CapabilityBinding<FACADE = unknown> {
   readonly lifetime?: CapabilityLifetime | undefined;
   /** Idle time after which `thread` and `user` leases are released. @default 30 minutes */
   readonly idleTtlMs?: number | undefined;
-  /** Prepares shared resources (warms a pool). Called once, before the first provisioning. */
-  start?(): Promise<void>;
+  /**
+   * Prepares shared resources (warms a pool). The runtime calls it once, before the first provisioning, with
+   * its owner id. `context` is absent only when an app or a test warms a binding by hand.
+   */
+  start?(context?: BindingStartContext): Promise<void>;
   provision(request: ProvisionRequest): Promise<ProvisionedResource<FACADE>>;
   /** Reconnects to a resource recorded on a lease before a restart; `undefined` when it is gone. */
   reattach?(lease: LeaseRecord, signal: AbortSignal): Promise<ProvisionedResource<FACADE> | undefined>;
-  /** Removes resources this binding made that no lease owns. */
-  reapUnowned?(keepResourceIds: string[]): Promise<void>;
-  /** Frees everything the binding holds. */
+  /**
+   * Removes the resources on this binding's engine whose owner is not live and that no kept lease names (a dead
+   * process's containers). Never one whose owner is live. Called at start and then periodically.
+   */
+  reapUnowned?(context: ReapContext): Promise<void>;
+  /**
+   * Removes this process's own resources: idle warm ones and those whose leases were released. Never one
+   * recorded on a lease handed over to, or kept for a thread by, another process (the runtime releases the
+   * leases it owns before closing the binding).
+   */
   close(): Promise<void>;
 }

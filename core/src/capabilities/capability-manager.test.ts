@@ -1,12 +1,17 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { toolEndOf } from "../actions/tool-end.ts";
 import { createPai } from "../agents/create-pai.ts";
 import { defineAgent } from "../agents/define-agent.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import { createAgentRuntime } from "../runtime/create-agent-runtime.ts";
 import { createScriptedModel, type ScriptedStep } from "../testing/scripted-model.ts";
 import { createMemoryThreadStore } from "../threads/memory-thread-store.ts";
-import type { CapabilityLifetime } from "../threads/thread-store.ts";
+import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
+import type { CapabilityLifetime, LeaseRecord, ThreadStore } from "../threads/thread-store.ts";
 import { defineTool } from "../tools/define-tool.ts";
 import type { CapabilityBinding } from "./capability-binding.ts";
 import { defineCapability } from "./define-capability.ts";
@@ -17,37 +22,78 @@ interface Counter {
 
 const counter = defineCapability<"counter", Counter>({ name: "counter", defaultLifetime: "thread" });
 
-/** A binding of our own interface: each resource is a counter; records what was provisioned and released. */
+/** A fake engine shared by the bindings of several runtimes: resource id → its `pai.owner` label and counter. */
+type FakeEngine = Map<string, { owner: string | undefined; value: number }>;
+
+/**
+ * A binding of our own interface over a fake engine: each resource is a counter labelled with its owner.
+ * Records what was provisioned, released, detached and reaped.
+ */
 function fakeBinding(
-  options: { lifetime?: CapabilityLifetime; idleTtlMs?: number; provisionDelayMs?: number } = {},
+  options: {
+    lifetime?: CapabilityLifetime;
+    idleTtlMs?: number;
+    provisionDelayMs?: number;
+    engine?: FakeEngine;
+    /** Prefixes resource ids, so the bindings of several runtimes on one engine never share one. */
+    prefix?: string;
+    provisionError?: unknown;
+  } = {},
 ) {
-  const live = new Set<string>();
+  const engine: FakeEngine = options.engine ?? new Map();
   const provisioned: string[] = [];
   const released: string[] = [];
+  const detached: string[] = [];
+  const reaped: string[] = [];
+  let ownerId: string | undefined;
   let seq = 0;
+  const resourceOf = (id: string) => ({
+    facade: {
+      next: async () => {
+        const entry = engine.get(id);
+        if (!entry) throw new Error(`no resource ${id}`);
+        return ++entry.value;
+      },
+    },
+    resourceId: id,
+    release: async () => {
+      engine.delete(id);
+      released.push(id);
+    },
+    detach: async () => {
+      detached.push(id);
+    },
+  });
   const binding: CapabilityBinding<Counter> = {
     kind: "pai.capability-binding",
     capability: "counter",
     lifetime: options.lifetime,
     idleTtlMs: options.idleTtlMs,
+    async start(context) {
+      ownerId = context?.ownerId;
+    },
     async provision(request) {
-      const id = `r${++seq}`;
-      live.add(id);
-      provisioned.push(`${id}@${request.leaseKey}`);
       await new Promise((resolve) => setTimeout(resolve, options.provisionDelayMs ?? 1));
-      let value = 0;
-      return {
-        facade: { next: async () => ++value },
-        resourceId: id,
-        release: async () => {
-          live.delete(id);
-          released.push(id);
-        },
-      };
+      if (options.provisionError) throw options.provisionError;
+      const id = `${options.prefix ?? ""}r${++seq}`;
+      engine.set(id, { owner: ownerId, value: 0 });
+      provisioned.push(`${id}@${request.leaseKey}`);
+      return resourceOf(id);
+    },
+    async reattach(lease) {
+      return engine.has(lease.resourceId) ? resourceOf(lease.resourceId) : undefined;
+    },
+    async reapUnowned({ keepResourceIds, liveOwnerIds }) {
+      for (const [id, entry] of engine) {
+        if (entry.owner === undefined || liveOwnerIds.has(entry.owner) || keepResourceIds.includes(id))
+          continue;
+        engine.delete(id);
+        reaped.push(id);
+      }
     },
     async close() {},
   };
-  return { binding, live, provisioned, released };
+  return { binding, live: engine, provisioned, released, detached, reaped };
 }
 
 const count = defineTool({
@@ -171,7 +217,7 @@ describe("the capability layer", () => {
     );
     for (const userId of ["ann", "bob"])
       await (await shared.runtime.run({ agentId: "a", identity: { userId }, message: "x" })).done;
-    expect(shared.provisioned).toEqual(["r1@process:process"]);
+    expect(shared.provisioned).toEqual([`r1@process:${shared.runtime.ownerId}`]);
     await shared.runtime.close();
   });
 
@@ -202,6 +248,348 @@ describe("the capability layer", () => {
     expect(live.size).toBe(0);
     expect(released).toEqual(["r1"]);
     expect(await runtime.store.listLeases({})).toEqual([]);
+    await runtime.close();
+  });
+});
+
+/** A runtime process of its own on a shared store and engine, with fast heartbeats. */
+function replica(
+  store: ThreadStore,
+  engine: FakeEngine,
+  prefix: string,
+  options: {
+    steps?: ScriptedStep[];
+    binding?: Parameters<typeof fakeBinding>[0];
+    handoverTimeoutMs?: number;
+    onRuntimeError?: (error: unknown) => void;
+  } = {},
+) {
+  const fake = fakeBinding({ engine, prefix, ...options.binding });
+  const model = createScriptedModel({ steps: options.steps ?? [oneCall], fallback: { text: "done" } });
+  const agent = defineAgent({
+    identity: z.object({ userId: z.string() }),
+    tools: { count, idle },
+    ...(options.onRuntimeError ? { onRuntimeError: options.onRuntimeError } : {}),
+  });
+  const runtime = createAgentRuntime({
+    pai: createPai({ agents: { a: agent } }),
+    store,
+    model,
+    capabilities: { counter: fake.binding },
+    ownerId: `owner-${prefix}`,
+    heartbeatIntervalMs: 20,
+    ownerTtlMs: 1000,
+    ...(options.handoverTimeoutMs !== undefined ? { handoverTimeoutMs: options.handoverTimeoutMs } : {}),
+  });
+  return { ...fake, runtime, model };
+}
+
+const oneCall: ScriptedStep = { toolCalls: [{ toolName: "count", input: {} }] };
+const ann = { userId: "ann" };
+
+/** The store, shared by runtimes that must not close it before the last one is done. */
+function sharedStore(): ThreadStore {
+  const store = createMemoryThreadStore();
+  return { ...store, close: async () => {} };
+}
+
+/** The value the run's last `count` call returned. */
+function lastCount(messages: Array<{ parts: unknown[] }>): unknown {
+  const part = messages
+    .flatMap((message) => message.parts as Array<Record<string, unknown>>)
+    .filter((p) => p.type === "tool-count")
+    .at(-1);
+  return part?.state === "output-available" ? (part.output as { value: number }).value : part;
+}
+
+/** Records a dead process: an owner whose last heartbeat is a minute old. */
+async function deadOwner(store: ThreadStore, ownerId: string): Promise<void> {
+  const long = Date.now() - 60_000;
+  await store.heartbeatOwner({ ownerId, host: "gone", pid: 1, startedAt: long, heartbeatAt: long });
+}
+
+function leaseOf(overrides: Partial<LeaseRecord>): LeaseRecord {
+  const now = Date.now();
+  return {
+    capability: "counter",
+    lifetime: "thread",
+    key: "t1",
+    resourceId: "x",
+    meta: {},
+    createdAt: now,
+    lastUsedAt: now,
+    ...overrides,
+  };
+}
+
+describe("several processes on one store and one engine", () => {
+  it("never touches a live owner's lease: another runtime neither reattaches nor reaps nor releases it", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map();
+    const a = replica(store, engine, "a");
+    const b = replica(store, engine, "b");
+    const run = await a.runtime.run({ agentId: "a", identity: ann, message: "count" });
+    expect(lastCount((await run.done).messages)).toBe(1);
+
+    await b.runtime.startCapabilities();
+    await b.runtime.sweep();
+    expect(b.runtime.leases()).toEqual([]);
+    await b.runtime.close();
+    expect([...engine.keys()]).toEqual(["ar1"]);
+    expect(await store.listLeases()).toMatchObject([{ key: run.threadId, ownerId: "owner-a" }]);
+    expect(b.released).toEqual([]);
+    expect(b.reaped).toEqual([]);
+
+    await a.runtime.close();
+    expect(engine.size).toBe(0);
+    expect(await store.listLeases()).toEqual([]);
+    expect(await store.listOwners()).toEqual([]);
+  });
+
+  it("takes over a dead owner's fresh thread lease (its files survive) and frees everything else of it", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([
+      ["dead-thread", { owner: "dead", value: 41 }],
+      ["dead-stale", { owner: "dead", value: 0 }],
+      ["dead-run", { owner: "dead", value: 0 }],
+      ["dead-warm", { owner: "dead", value: 0 }],
+      ["live-warm", { owner: "owner-other", value: 0 }],
+    ]);
+    await deadOwner(store, "dead");
+    await store.heartbeatOwner({
+      ownerId: "owner-other",
+      host: "h",
+      pid: 2,
+      startedAt: 1,
+      heartbeatAt: Date.now(),
+    });
+    await store.putLease(leaseOf({ key: "t1", resourceId: "dead-thread", ownerId: "dead" }));
+    await store.putLease(leaseOf({ key: "t2", resourceId: "dead-stale", ownerId: "dead", lastUsedAt: 0 }));
+    await store.putLease(leaseOf({ lifetime: "run", key: "r9", resourceId: "dead-run", ownerId: "dead" }));
+    const b = replica(store, engine, "b", { steps: [oneCall] });
+
+    await b.runtime.startCapabilities();
+    expect(b.runtime.leases()).toEqual([
+      { capability: "counter", lifetime: "thread", key: "t1", resourceId: "dead-thread" },
+    ]);
+    expect(await store.listLeases()).toMatchObject([{ key: "t1", ownerId: "owner-b" }]);
+    expect(b.reaped.sort()).toEqual(["dead-run", "dead-stale", "dead-warm"]);
+    expect([...engine.keys()].sort()).toEqual(["dead-thread", "live-warm"]);
+
+    // The thread's next run uses the same resource: its state survived the owner.
+    await store.ensureThread({ id: "t1", agentId: "a", ownerKey: "user:ann", createdAt: 1, updatedAt: 1 });
+    const run = await b.runtime.run({ agentId: "a", identity: ann, threadId: "t1", message: "again" });
+    expect(lastCount((await run.done).messages)).toBe(42);
+    await b.runtime.close();
+  });
+
+  it("lets exactly one of two live processes take over a dead owner's lease", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([["dead-thread", { owner: "dead", value: 0 }]]);
+    await deadOwner(store, "dead");
+    await store.putLease(leaseOf({ key: "t1", resourceId: "dead-thread", ownerId: "dead" }));
+    const b = replica(store, engine, "b");
+    const c = replica(store, engine, "c");
+    await Promise.all([b.runtime.startCapabilities(), c.runtime.startCapabilities()]);
+    const holders = [...b.runtime.leases(), ...c.runtime.leases()];
+    expect(holders).toHaveLength(1);
+    expect(engine.has("dead-thread")).toBe(true);
+    await Promise.all([b.runtime.close(), c.runtime.close()]);
+  });
+
+  it("hands a thread's lease over to the process serving its next message, once the holder's run is done", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map();
+    const a = replica(store, engine, "a");
+    const b = replica(store, engine, "b");
+    const first = await a.runtime.run({ agentId: "a", identity: ann, message: "count" });
+    expect(lastCount((await first.done).messages)).toBe(1);
+
+    const second = await b.runtime.run({
+      agentId: "a",
+      identity: ann,
+      threadId: first.threadId,
+      message: "more",
+    });
+    expect(lastCount((await second.done).messages)).toBe(2);
+    expect(b.provisioned).toEqual([]);
+    expect(a.runtime.leases()).toEqual([]);
+    expect(b.runtime.leases()).toMatchObject([{ key: first.threadId, resourceId: "ar1" }]);
+    expect(a.detached).toEqual(["ar1"]);
+    expect(await store.listLeases()).toMatchObject([{ resourceId: "ar1", ownerId: "owner-b" }]);
+
+    // The former holder closes: what it handed over stays.
+    await a.runtime.close();
+    expect(engine.has("ar1")).toBe(true);
+    await b.runtime.close();
+    expect(engine.size).toBe(0);
+  });
+
+  it("does the same on one SQLite file, each runtime with its own connection", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "pai-owners-"));
+    const path = join(directory, "threads.db");
+    const engine: FakeEngine = new Map();
+    try {
+      const a = replica(createSqliteThreadStore({ path }), engine, "a");
+      const b = replica(createSqliteThreadStore({ path }), engine, "b", {
+        steps: [oneCall, { text: "" }, oneCall],
+      });
+      const first = await a.runtime.run({ agentId: "a", identity: ann, message: "count" });
+      expect(lastCount((await first.done).messages)).toBe(1);
+      const other = await b.runtime.run({ agentId: "a", identity: ann, message: "count" });
+      expect(lastCount((await other.done).messages)).toBe(1);
+      const second = await b.runtime.run({
+        agentId: "a",
+        identity: ann,
+        threadId: first.threadId,
+        message: "more",
+      });
+      expect(lastCount((await second.done).messages)).toBe(2);
+      await b.runtime.close();
+      expect(engine.size).toBe(0);
+      await a.runtime.close();
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it("fails the call with CAPABILITY_BUSY, told to the model, when the holder does not hand over in time", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const a = fakeBinding({ engine, prefix: "a" });
+    // A run of the holder's that goes on using the lease.
+    const hold = defineTool({
+      id: "hold",
+      description: "Uses the counter until released",
+      inputSchema: z.object({}),
+      capabilities: { counter },
+      execute: async (ctx) => {
+        await ctx.capabilities.counter.next();
+        await held;
+        return {};
+      },
+    });
+    const holder = createAgentRuntime({
+      pai: createPai({
+        agents: { a: defineAgent({ identity: z.object({ userId: z.string() }), tools: { hold, count } }) },
+      }),
+      store,
+      model: createScriptedModel({
+        steps: [{ toolCalls: [{ toolName: "hold", input: {} }] }],
+        fallback: { text: "ok" },
+      }),
+      capabilities: { counter: a.binding },
+      ownerId: "owner-holder",
+      heartbeatIntervalMs: 20,
+    });
+    const errors: unknown[] = [];
+    const b = replica(store, engine, "b", {
+      handoverTimeoutMs: 300,
+      onRuntimeError: (error) => errors.push(error),
+    });
+    const holding = await holder.run({ agentId: "a", identity: ann, message: "hold" });
+    while (engine.size === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+
+    const second = await b.runtime.run({
+      agentId: "a",
+      identity: ann,
+      threadId: holding.threadId,
+      message: "more",
+    });
+    const result = await second.done;
+    const part = result.messages.flatMap((m) => m.parts).find((p) => p.type === "tool-count");
+    expect(part).toMatchObject({
+      state: "output-error",
+      errorText: expect.stringContaining("CAPABILITY_BUSY"),
+    });
+    expect(toolEndOf(part)).toMatchObject({ reason: "provision-failed", code: "CAPABILITY_BUSY" });
+    expect(JSON.stringify(b.model.doStreamCalls[1]?.prompt)).toContain("CAPABILITY_BUSY");
+    expect(PaiError.hasCode(errors[0], "CAPABILITY_BUSY")).toBe(true);
+    expect(b.provisioned).toEqual([]);
+
+    release();
+    await holding.done;
+    await Promise.all([holder.close(), b.runtime.close()]);
+    expect(engine.size).toBe(0);
+  });
+
+  it("lets go of a lease another process took over, and releases one whose thread was ended elsewhere", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map();
+    const a = replica(store, engine, "a", { steps: [oneCall, { text: "" }, oneCall] });
+    const b = replica(store, engine, "b");
+    const taken = await a.runtime.run({ agentId: "a", identity: ann, message: "one" });
+    await taken.done;
+    const ended = await a.runtime.run({ agentId: "a", identity: ann, message: "two" });
+    await ended.done;
+    expect(a.runtime.leases()).toHaveLength(2);
+
+    // Presumed dead for a while: its first lease was claimed by another process.
+    expect(
+      await store.claimLease("counter", "thread", taken.threadId, { from: "owner-a", to: "owner-b" }),
+    ).toBe(true);
+    await b.runtime.endThread(ended.threadId);
+    await a.runtime.sweep();
+
+    expect(a.runtime.leases()).toEqual([]);
+    expect(a.detached).toEqual(["ar1"]);
+    expect(a.released).toEqual(["ar2"]);
+    expect([...engine.keys()]).toEqual(["ar1"]);
+    await Promise.all([a.runtime.close(), b.runtime.close()]);
+  });
+});
+
+describe("capacity", () => {
+  it("tells the model and the user a POOL_EXHAUSTED with the pool's numbers, and reports it", async () => {
+    const exhausted = new PaiError("POOL_EXHAUSTED", "No container within 30000 ms (4 leased, max 4)", {
+      details: { poolId: "internal-pool", max: 4, borrowed: 4, pending: 2, waitedMs: 30000 },
+    });
+    const errors: unknown[] = [];
+    const { runtime, model } = replica(sharedStore(), new Map(), "a", {
+      binding: { provisionError: exhausted },
+      onRuntimeError: (error) => errors.push(error),
+    });
+    const run = await runtime.run({ agentId: "a", identity: ann, message: "count" });
+    const chunks: Array<Record<string, unknown>> = [];
+    for await (const chunk of run.stream) chunks.push(chunk as Record<string, unknown>);
+    const result = await run.done;
+
+    expect(result.status).toBe("completed");
+    const message =
+      "No counter is available right now (POOL_EXHAUSTED: 4 of 4 in use, 2 waiting, waited 30000 ms). Try again later.";
+    const end = {
+      reason: "provision-failed",
+      code: "POOL_EXHAUSTED",
+      details: { capability: "counter", max: 4, borrowed: 4, pending: 2, waitedMs: 30000 },
+    };
+    const part = result.messages.flatMap((m) => m.parts).find((p) => p.type === "tool-count");
+    expect(part).toMatchObject({ state: "output-error", errorText: message });
+    expect(toolEndOf(part)).toEqual(end);
+    expect(chunks).toContainEqual(
+      expect.objectContaining({
+        type: "tool-output-error",
+        errorText: message,
+        toolMetadata: expect.objectContaining({ paiEnd: end }),
+      }),
+    );
+    expect(chunks).toContainEqual(
+      expect.objectContaining({
+        type: "data-pai-capability",
+        data: expect.objectContaining({
+          status: "failed",
+          error: message,
+          code: "POOL_EXHAUSTED",
+          details: end.details,
+        }),
+      }),
+    );
+    expect(JSON.stringify(model.doStreamCalls[1]?.prompt)).toContain("4 of 4 in use, 2 waiting");
+    expect(JSON.stringify(result.messages)).not.toContain("internal-pool");
+    expect(errors).toEqual([exhausted]);
     await runtime.close();
   });
 });

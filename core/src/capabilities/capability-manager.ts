@@ -1,7 +1,8 @@
 import { PaiError } from "../errors/pai-error.ts";
-import type { CapabilityLifetime, ThreadStore } from "../threads/thread-store.ts";
+import type { CapabilityLifetime, LeaseRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
 import type { Capability } from "./define-capability.ts";
+import { markProvisionFailure } from "./provision-failure.ts";
 
 /** Who is asking: the ids a lease key is chosen from. */
 export interface LeaseScope {
@@ -20,7 +21,19 @@ export interface CapabilityStatusEvent {
   status: "provisioning" | "ready" | "failed";
   resourceId?: string;
   durationMs?: number;
+  /** Why it failed, safe to show (the code and the numbers, e.g. the pool's for `POOL_EXHAUSTED`). */
   error?: string;
+  /** The failure's error code, e.g. `POOL_EXHAUSTED`. */
+  code?: string;
+  /** The failure's numbers, e.g. `{ max, borrowed, pending, waitedMs }`. */
+  details?: Record<string, unknown>;
+}
+
+/** The process's identity and which owners are alive (see `createOwnerRegistry`). */
+export interface OwnerLiveness {
+  readonly ownerId: string;
+  /** Owners whose heartbeat is fresh, this process included. */
+  liveOwners(): Promise<ReadonlySet<string>>;
 }
 
 interface Lease {
@@ -32,6 +45,8 @@ interface Lease {
   lastUsedAt: number;
   /** When `lastUsedAt` was last written to the store (touches are throttled). */
   lastPersistedAt: number;
+  /** Runs of this process using it: a lease in use is not handed over. */
+  users: Set<string>;
 }
 
 /** How often a lease's last use is written to the store: enough for idle TTLs measured in minutes. */
@@ -39,32 +54,47 @@ const TOUCH_EVERY_MS = 30_000;
 
 const DEFAULT_IDLE_TTL_MS = 30 * 60_000;
 
+/** How long a reattach after a restart or a takeover may take. */
+const REATTACH_TIMEOUT_MS = 30_000;
+
+/** Options of {@link CapabilityManager}. */
+export interface CapabilityManagerOptions {
+  bindings: ReadonlyMap<string, CapabilityBinding>;
+  declarations: ReadonlyMap<string, Capability>;
+  store: ThreadStore;
+  owners: OwnerLiveness;
+  /** How long a run waits for another live process to hand a lease over. @default 30000 */
+  handoverTimeoutMs?: number;
+  /** How often a waiting run looks whether the lease was handed over. @default 250 */
+  handoverPollMs?: number;
+}
+
 /**
- * Keys each capability resource by its lifetime, provisions it lazily and single-flight, records leases in
- * the thread store, and tears them down when their lifetime ends.
+ * Keys each capability resource by its lifetime, provisions it lazily and single-flight, records leases (with
+ * this process as owner) in the thread store, and tears them down when their lifetime ends. Across processes:
+ * it never touches a live owner's lease, takes over a dead owner's fresh `thread`/`user` leases, asks a live
+ * holder to hand a lease over when a run here needs it, and has the bindings reap dead owners' resources.
  */
 export class CapabilityManager {
   readonly #bindings: ReadonlyMap<string, CapabilityBinding>;
   readonly #declarations: ReadonlyMap<string, Capability>;
   readonly #store: ThreadStore;
+  readonly #owners: OwnerLiveness;
+  readonly #handoverTimeoutMs: number;
+  readonly #handoverPollMs: number;
   readonly #leases = new Map<string, Lease>();
   readonly #started = new Map<string, Promise<void>>();
-  #sweeper: NodeJS.Timeout | undefined;
+  /** Bindings whose start finished: the periodic reconcile covers these. */
+  readonly #ready = new Set<CapabilityBinding>();
   #closed = false;
 
-  constructor(options: {
-    bindings: ReadonlyMap<string, CapabilityBinding>;
-    declarations: ReadonlyMap<string, Capability>;
-    store: ThreadStore;
-    sweepIntervalMs?: number;
-  }) {
+  constructor(options: CapabilityManagerOptions) {
     this.#bindings = options.bindings;
     this.#declarations = options.declarations;
     this.#store = options.store;
-    if (options.bindings.size > 0) {
-      this.#sweeper = setInterval(() => void this.sweepIdle(), options.sweepIntervalMs ?? 30_000);
-      this.#sweeper.unref();
-    }
+    this.#owners = options.owners;
+    this.#handoverTimeoutMs = options.handoverTimeoutMs ?? 30_000;
+    this.#handoverPollMs = options.handoverPollMs ?? 250;
   }
 
   /** The lifetime a capability's leases have: the binding's override or the declaration's default. */
@@ -122,7 +152,7 @@ export class CapabilityManager {
       });
     }
     const lifetime = this.lifetimeOf(capability);
-    const key = leaseKeyFor(lifetime, scope);
+    const key = this.#leaseKeyFor(lifetime, scope);
     const id = leaseId(capability, lifetime, key);
     let lease = this.#leases.get(id);
     if (!lease) {
@@ -132,10 +162,11 @@ export class CapabilityManager {
         capability,
         lifetime,
         key,
-        resource: this.#provision(binding, capability, lifetime, key, scope.signal),
+        resource: this.#obtain(binding, capability, lifetime, key, scope.signal),
         settled: undefined,
         lastUsedAt: Date.now(),
         lastPersistedAt: Date.now(),
+        users: new Set(),
       };
       this.#leases.set(id, created);
       created.resource.then(
@@ -151,17 +182,22 @@ export class CapabilityManager {
         },
         (error: unknown) => {
           if (this.#leases.get(id) === created) this.#leases.delete(id);
+          if (scope.signal.aborted) return;
+          const failure = markProvisionFailure(error, capability);
           scope.onStatus?.({
             capability,
             lifetime,
             status: "failed",
             durationMs: Date.now() - started,
-            error: error instanceof Error ? error.message : String(error),
+            error: failure.message,
+            ...(failure.end.code !== undefined ? { code: failure.end.code } : {}),
+            ...(failure.end.details !== undefined ? { details: failure.end.details } : {}),
           });
         },
       );
       lease = created;
     }
+    lease.users.add(scope.runId);
     const now = Date.now();
     lease.lastUsedAt = now;
     if (lease.settled && now - lease.lastPersistedAt >= TOUCH_EVERY_MS) {
@@ -171,7 +207,8 @@ export class CapabilityManager {
     return lease.resource;
   }
 
-  async #provision(
+  /** A `thread`/`user` resource recorded in the store (taken over or handed over), or a new one. */
+  async #obtain(
     binding: CapabilityBinding,
     capability: string,
     lifetime: CapabilityLifetime,
@@ -180,6 +217,90 @@ export class CapabilityManager {
   ): Promise<ProvisionedResource> {
     await this.#start(binding);
     signal.throwIfAborted();
+    if (lifetime === "thread" || lifetime === "user") {
+      const recorded = await this.#takeRecorded(binding, capability, lifetime, key, signal);
+      if (recorded) return recorded;
+    }
+    return this.#provision(binding, capability, lifetime, key, signal);
+  }
+
+  /**
+   * The resource a lease in the store records, made this process's: a dead owner's is claimed, a live owner is
+   * asked to hand it over (waiting up to `handoverTimeoutMs`). `undefined` when there is none to reattach.
+   */
+  async #takeRecorded(
+    binding: CapabilityBinding,
+    capability: string,
+    lifetime: CapabilityLifetime,
+    key: string,
+    signal: AbortSignal,
+  ): Promise<ProvisionedResource | undefined> {
+    const self = this.#owners.ownerId;
+    const deadline = Date.now() + this.#handoverTimeoutMs;
+    for (;;) {
+      const [record] = await this.#store.listLeases({ capability, lifetime, key });
+      if (!record) return undefined;
+      if (record.ownerId === self) return this.#reattach(binding, record, signal);
+      const live = await this.#owners.liveOwners();
+      if (record.ownerId === undefined || !live.has(record.ownerId)) {
+        const claimed = await this.#store.claimLease(capability, lifetime, key, {
+          from: record.ownerId,
+          to: self,
+        });
+        if (claimed) return this.#reattach(binding, record, signal);
+        continue;
+      }
+      if (Date.now() >= deadline) {
+        throw new PaiError(
+          "CAPABILITY_BUSY",
+          `the ${capability} lease "${lifetime}:${key}" is held by another live process (${record.ownerId}) that did not hand it over within ${this.#handoverTimeoutMs} ms`,
+          {
+            details: { capability, lifetime, holder: record.ownerId, waitedMs: this.#handoverTimeoutMs },
+          },
+        );
+      }
+      await this.#store.requestLeaseHandover(capability, lifetime, key, { from: record.ownerId, to: self });
+      await delay(this.#handoverPollMs, signal);
+    }
+  }
+
+  /**
+   * Reattaches the resource of a lease this process now owns. A stale lease, or one whose resource is gone,
+   * is deleted (its resource, if any, is reaped) and `undefined` returned.
+   */
+  async #reattach(
+    binding: CapabilityBinding,
+    record: LeaseRecord,
+    signal: AbortSignal,
+  ): Promise<ProvisionedResource | undefined> {
+    const ttl = binding.idleTtlMs ?? DEFAULT_IDLE_TTL_MS;
+    const fresh = Date.now() - record.lastUsedAt < ttl;
+    const reattached = fresh
+      ? await binding
+          .reattach?.(record, AbortSignal.any([signal, AbortSignal.timeout(REATTACH_TIMEOUT_MS)]))
+          .catch(() => undefined)
+      : undefined;
+    if (!reattached) {
+      await this.#store.deleteLease(record.capability, record.lifetime, record.key);
+      return undefined;
+    }
+    if (reattached.resourceId !== record.resourceId) {
+      await this.#store.putLease({
+        ...record,
+        resourceId: reattached.resourceId,
+        ownerId: this.#owners.ownerId,
+      });
+    }
+    return reattached;
+  }
+
+  async #provision(
+    binding: CapabilityBinding,
+    capability: string,
+    lifetime: CapabilityLifetime,
+    key: string,
+    signal: AbortSignal,
+  ): Promise<ProvisionedResource> {
     const resource = await binding.provision({ leaseKey: `${lifetime}:${key}`, lifetime, signal });
     if (signal.aborted) {
       await resource.release();
@@ -194,39 +315,63 @@ export class CapabilityManager {
       meta: resource.meta ?? {},
       createdAt: now,
       lastUsedAt: now,
+      ownerId: this.#owners.ownerId,
     });
     return resource;
   }
 
-  /** Starts a binding once: warms it, reattaches recorded leases, reaps what no lease owns. */
+  /** Starts a binding once: warms it (with this process's owner id), then reconciles its recorded leases. */
   #start(binding: CapabilityBinding): Promise<void> {
     let started = this.#started.get(binding.capability);
     if (!started) {
-      started = this.#startBinding(binding);
+      started = (async () => {
+        await binding.start?.({ ownerId: this.#owners.ownerId });
+        await this.#reconcileBinding(binding, await this.#owners.liveOwners());
+        this.#ready.add(binding);
+      })();
       this.#started.set(binding.capability, started);
       started.catch(() => this.#started.delete(binding.capability));
     }
     return started;
   }
 
-  async #startBinding(binding: CapabilityBinding): Promise<void> {
-    await binding.start?.();
-    const recorded = await this.#store.listLeases({ capability: binding.capability });
-    const keep: string[] = [];
-    for (const record of recorded) {
+  /**
+   * Takes over or frees the leases of owners that are not `live`, then has the binding reap what no live
+   * lease names. A dead owner's fresh `thread`/`user` lease is claimed (one process wins) and reattached, so
+   * the user's files survive; its other leases, and those that fail to reattach, are deleted.
+   */
+  async #reconcileBinding(binding: CapabilityBinding, live: ReadonlySet<string>): Promise<void> {
+    const self = this.#owners.ownerId;
+    const keep = new Set<string>();
+    for (const record of await this.#store.listLeases({ capability: binding.capability })) {
       const id = leaseId(record.capability, record.lifetime, record.key);
+      // A lease this process holds or is obtaining right now.
       if (this.#leases.has(id)) {
-        keep.push(record.resourceId);
+        keep.add(record.resourceId);
         continue;
       }
-      const ttl = binding.idleTtlMs ?? DEFAULT_IDLE_TTL_MS;
-      const fresh = Date.now() - record.lastUsedAt < ttl;
-      const reattached =
-        fresh && (record.lifetime === "thread" || record.lifetime === "user")
-          ? await binding.reattach?.(record, AbortSignal.timeout(30_000)).catch(() => undefined)
-          : undefined;
-      if (reattached) {
-        keep.push(reattached.resourceId);
+      const mine = record.ownerId === self;
+      if (!mine && record.ownerId !== undefined && live.has(record.ownerId)) {
+        keep.add(record.resourceId);
+        continue;
+      }
+      if (!mine) {
+        const claimed = await this.#store.claimLease(record.capability, record.lifetime, record.key, {
+          from: record.ownerId,
+          to: self,
+        });
+        if (!claimed) {
+          keep.add(record.resourceId); // another live process took it meanwhile
+          continue;
+        }
+      }
+      if (record.lifetime !== "thread" && record.lifetime !== "user") {
+        await this.#store.deleteLease(record.capability, record.lifetime, record.key);
+        continue;
+      }
+      const reattached = await this.#reattach(binding, record, AbortSignal.timeout(REATTACH_TIMEOUT_MS));
+      if (reattached && !this.#leases.has(id)) {
+        keep.add(reattached.resourceId);
         this.#leases.set(id, {
           capability: record.capability,
           lifetime: record.lifetime,
@@ -235,25 +380,77 @@ export class CapabilityManager {
           settled: reattached,
           lastUsedAt: record.lastUsedAt,
           lastPersistedAt: record.lastUsedAt,
+          users: new Set(),
         });
-      } else {
-        await this.#store.deleteLease(record.capability, record.lifetime, record.key);
       }
     }
-    await binding.reapUnowned?.(keep);
+    await binding.reapUnowned?.({ keepResourceIds: [...keep], liveOwnerIds: live });
   }
 
-  /** Prepares every binding now (warm pools, reattach leases) instead of on first use. */
+  /** Prepares every binding now (warm pools, take over dead owners' leases) instead of on first use. */
   async startAll(): Promise<void> {
     await Promise.all([...this.#bindings.values()].map((binding) => this.#start(binding)));
   }
 
-  /** Releases the `run` leases of a run. */
-  endRun(runId: string): Promise<void> {
-    return this.#releaseWhere((lease) => lease.lifetime === "run" && lease.key === runId);
+  /**
+   * The periodic pass over started bindings: takes over or frees dead owners' leases and reaps their
+   * resources (see {@link startAll}). `live`: the owners alive now.
+   */
+  async reconcile(live: ReadonlySet<string>): Promise<void> {
+    if (this.#closed) return;
+    for (const binding of this.#ready) await this.#reconcileBinding(binding, live);
   }
 
-  /** Releases the `thread` leases of a thread (and any `run` leases on it are ended by their runs). */
+  /**
+   * Follows the store for this process's `thread`/`user` leases (every heartbeat): hands a lease over to the
+   * live owner that asked for it once no run here uses it; lets go of a lease another process took over
+   * (this process was presumed dead); releases one whose record was deleted (the thread was ended elsewhere).
+   */
+  async syncLeases(live: ReadonlySet<string>): Promise<void> {
+    if (this.#closed || this.#leases.size === 0) return;
+    const self = this.#owners.ownerId;
+    const records = new Map(
+      (await this.#store.listLeases()).map((record) => [
+        leaseId(record.capability, record.lifetime, record.key),
+        record,
+      ]),
+    );
+    for (const [id, lease] of [...this.#leases]) {
+      const resource = lease.settled;
+      if (!resource || (lease.lifetime !== "thread" && lease.lifetime !== "user")) continue;
+      const record = records.get(id);
+      if (!record) {
+        this.#leases.delete(id);
+        await resource.release().catch(() => undefined);
+      } else if (record.ownerId !== self) {
+        this.#leases.delete(id);
+        await resource.detach?.().catch(() => undefined);
+      } else if (
+        record.handoverTo !== undefined &&
+        record.handoverTo !== self &&
+        live.has(record.handoverTo) &&
+        lease.users.size === 0
+      ) {
+        this.#leases.delete(id);
+        const handedOver = await this.#store
+          .claimLease(lease.capability, lease.lifetime, lease.key, { from: self, to: record.handoverTo })
+          .catch(() => false);
+        if (handedOver) await resource.detach?.().catch(() => undefined);
+        else await this.#release(lease, resource);
+      }
+    }
+  }
+
+  /** The run no longer uses its leases; its `run` leases are released. */
+  async endRun(runId: string): Promise<void> {
+    for (const lease of this.#leases.values()) lease.users.delete(runId);
+    await this.#releaseWhere((lease) => lease.lifetime === "run" && lease.key === runId);
+  }
+
+  /**
+   * Releases the `thread` leases of a thread and deletes their records. A record another live process holds
+   * is deleted too: that process releases its resource at its next sync.
+   */
   async endThread(threadId: string): Promise<void> {
     await this.#releaseWhere((lease) => lease.lifetime === "thread" && lease.key === threadId);
     for (const record of await this.#store.listLeases({ lifetime: "thread", key: threadId })) {
@@ -266,11 +463,11 @@ export class CapabilityManager {
     await this.#releaseWhere((lease) => {
       if (lease.lifetime !== "thread" && lease.lifetime !== "user") return false;
       const ttl = this.#bindings.get(lease.capability)?.idleTtlMs ?? DEFAULT_IDLE_TTL_MS;
-      return lease.settled !== undefined && now - lease.lastUsedAt >= ttl;
+      return lease.settled !== undefined && lease.users.size === 0 && now - lease.lastUsedAt >= ttl;
     });
   }
 
-  /** Active leases, for tests and metrics. */
+  /** Active leases of this process, for tests and metrics. */
   leases(): Array<{
     capability: string;
     lifetime: CapabilityLifetime;
@@ -285,11 +482,13 @@ export class CapabilityManager {
     }));
   }
 
-  /** Releases every lease and closes every binding. Recorded `thread`/`user` leases are dropped too. */
+  /**
+   * Releases every lease this process owns (and their records), then closes every binding. Leases other
+   * processes hold, or that were handed over, are left alone.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#sweeper) clearInterval(this.#sweeper);
     await this.#releaseWhere(() => true);
     await Promise.allSettled([...this.#bindings.values()].map((binding) => binding.close()));
   }
@@ -300,30 +499,63 @@ export class CapabilityManager {
     await Promise.allSettled(
       doomed.map(async ([, lease]) => {
         const resource = await lease.resource.catch(() => undefined);
-        if (!resource) return;
-        try {
-          await resource.release();
-        } finally {
-          await this.#store.deleteLease(lease.capability, lease.lifetime, lease.key).catch(() => undefined);
-        }
+        if (resource) await this.#release(lease, resource);
       }),
     );
   }
-}
 
-function leaseKeyFor(lifetime: CapabilityLifetime, scope: LeaseScope): string {
-  switch (lifetime) {
-    case "run":
-      return scope.runId;
-    case "thread":
-      return scope.threadId;
-    case "user":
-      return scope.identityKey;
-    case "process":
-      return "process";
+  /**
+   * Frees a lease's resource and its record, unless the record now names another owner (this process was
+   * presumed dead and the lease taken over): then it only lets go.
+   */
+  async #release(lease: Lease, resource: ProvisionedResource): Promise<void> {
+    const [record] = await this.#store
+      .listLeases({ capability: lease.capability, lifetime: lease.lifetime, key: lease.key })
+      .catch(() => []);
+    if (record && record.ownerId !== this.#owners.ownerId) {
+      await resource.detach?.();
+      return;
+    }
+    try {
+      await resource.release();
+    } finally {
+      await this.#store.deleteLease(lease.capability, lease.lifetime, lease.key).catch(() => undefined);
+    }
+  }
+
+  #leaseKeyFor(lifetime: CapabilityLifetime, scope: LeaseScope): string {
+    switch (lifetime) {
+      case "run":
+        return scope.runId;
+      case "thread":
+        return scope.threadId;
+      case "user":
+        return scope.identityKey;
+      case "process":
+        return this.#owners.ownerId;
+    }
   }
 }
 
 function leaseId(capability: string, lifetime: CapabilityLifetime, key: string): string {
   return `${capability}\u0000${lifetime}\u0000${key}`;
+}
+
+/** Waits `ms`, or rejects with `signal`'s reason. */
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }

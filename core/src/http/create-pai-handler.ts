@@ -207,16 +207,7 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
   }
 
   async function requireThread(threadId: string, identity: unknown): Promise<void> {
-    const snapshot = await runtime.store.getThread(threadId);
-    const owner = snapshot ? await ownerCheck(snapshot.agentId, identity) : undefined;
-    if (!snapshot || owner !== snapshot.ownerKey) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
-  }
-
-  async function ownerCheck(agentId: string, identity: unknown): Promise<string | undefined> {
-    const schema = runtime.pai.agent(agentId).definition.identitySchema as z.ZodType | undefined;
-    if (!schema) return runtime.identityKey(identity);
-    const parsed = await schema.safeParseAsync(identity);
-    return parsed.success ? runtime.identityKey(parsed.data) : undefined;
+    await runtime.access.requireThread(threadId, identity);
   }
 
   return async (request) => {

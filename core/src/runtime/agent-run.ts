@@ -3,7 +3,7 @@ import type { RunStatus } from "../threads/thread-store.ts";
 
 /** How a run ended. */
 export interface RunResult {
-  status: Exclude<RunStatus, "running">;
+  status: Exclude<RunStatus, "running" | "interrupted">;
   runId: string;
   threadId: string;
   /** The whole thread after the run, as stored. */

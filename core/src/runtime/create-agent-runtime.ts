@@ -12,6 +12,7 @@ import { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { Capability, CapabilityMap } from "../capabilities/define-capability.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PaiManifest } from "../manifest/manifest.ts";
+import { createOwnerRegistry } from "../ownership/owner-registry.ts";
 import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
 import type { RunRecord, ThreadRecord, ThreadStore, ToolDataRecord } from "../threads/thread-store.ts";
 import type { AnyToolDefinition } from "../tools/define-tool.ts";
@@ -20,7 +21,9 @@ import { defaultIdentityKey } from "./identity-key.ts";
 import { type MessageLimits, messageLimits } from "./message-limits.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
+import { createRuntimeMaintenance } from "./runtime-maintenance.ts";
 import { type StartedRun, startRun } from "./start-run.ts";
+import { createThreadAccess, type ThreadAccess } from "./thread-access.ts";
 
 /** What `createAgentRuntime` accepts. */
 export type AgentRuntimeOptions<PAI extends Pai> = {
@@ -36,7 +39,36 @@ export type AgentRuntimeOptions<PAI extends Pai> = {
   identityKey?: (identity: unknown) => string;
   /** Caps on a new user message (bytes, parts), an answer and `clientData`, checked before anything is stored. */
   limits?: MessageLimits;
-} & CapabilityBindingsOf<PAI>;
+} & OwnershipOptions &
+  CapabilityBindingsOf<PAI>;
+
+/**
+ * How a runtime process owns what it makes when several share one store and one engine. Each process has an
+ * owner id, written on its runs, its lease records and (through the bindings) its containers, and kept alive by
+ * heartbeats in the store. A process never touches a live owner's leases; a dead owner's runs become
+ * `interrupted`, its fresh `thread`/`user` leases are taken over and its other containers reaped.
+ */
+export interface OwnershipOptions {
+  /**
+   * This process's owner id. Unique per process: reuse one only once the process that had it is gone.
+   * @default `<hostname>:<pid>:<8 random hex>`
+   */
+  ownerId?: string;
+  /** How often the process heartbeats (and hands leases over when asked). @default 5000 */
+  heartbeatIntervalMs?: number;
+  /** An owner whose last heartbeat is older than this is dead. @default 20000 */
+  ownerTtlMs?: number;
+  /**
+   * How often dead owners' runs are interrupted and their leases and containers taken over or freed. A dead
+   * process's containers are freed within `ownerTtlMs + reconcileIntervalMs` (plus the reaping itself).
+   * @default 15000
+   */
+  reconcileIntervalMs?: number;
+  /** How long a run waits for another live process to hand over a lease it needs. @default 30000 */
+  handoverTimeoutMs?: number;
+  /** Errors of the background work (heartbeats, recovery, reaping). @default logs them with `console.error` */
+  onBackgroundError?: (error: unknown) => void;
+}
 
 /** What `runtime.run` accepts. */
 export interface RunOptions {
@@ -96,6 +128,10 @@ export interface ThreadSnapshot {
 export interface AgentRuntime {
   readonly store: ThreadStore;
   readonly pai: Pai;
+  /** This process's owner id (on its runs, leases and containers). */
+  readonly ownerId: string;
+  /** Who may see and act on a thread (what the HTTP handler checks too). */
+  readonly access: ThreadAccess;
   /** Starts a run. Rejects with a `PaiError` (nothing runs) on an unknown agent, bad identity or busy thread. */
   run(options: RunOptions): Promise<AgentRun>;
   /** Answers a pending action (approval, client tool output, ...). */
@@ -106,7 +142,11 @@ export interface AgentRuntime {
   cancel(runId: string): boolean;
   /** The run in progress on a thread, if any. */
   activeRun(threadId: string): { runId: string; stream(): ReadableStream<UIMessageChunk> } | undefined;
-  /** The stored thread, or `undefined`. With `identity`, only the owner sees it. */
+  /**
+   * The stored thread, or `undefined`. With `identity`, only the owner sees it. While a run of this process is in
+   * progress on it, `messages` is the thread that run's stream builds on (follow `activeRun(threadId).stream()`
+   * for the rest), not the checkpoints the run stores to survive a crash.
+   */
   getThread(threadId: string, options?: { identity?: unknown }): Promise<ThreadSnapshot | undefined>;
   /** A caller's threads, newest first. */
   listThreads(query: { identity?: unknown; agentId?: string; limit?: number }): Promise<ThreadRecord[]>;
@@ -114,8 +154,14 @@ export interface AgentRuntime {
   endThread(threadId: string): Promise<void>;
   /** Deletes a thread, its records, and its capabilities. */
   deleteThread(threadId: string): Promise<void>;
-  /** Warms capability bindings and reattaches leases recorded before a restart. */
+  /** Warms capability bindings and takes over (reattaches) dead owners' fresh leases. */
   startCapabilities(): Promise<void>;
+  /**
+   * Runs the background maintenance now (it also runs on timers): heartbeat, dead owners' runs marked
+   * `interrupted` with their open calls closed, dead owners' leases taken over or freed and their containers
+   * reaped, leases handed over when asked, idle leases released.
+   */
+  sweep(): Promise<void>;
   /** Active capability leases. */
   leases(): ReturnType<CapabilityManager["leases"]>;
   /** Releases `thread`/`user` capability leases idle past their TTL now (it also runs on a timer). */
@@ -140,15 +186,42 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   const bindings = bindingsOf((options as { capabilities?: Record<string, CapabilityBinding> }).capabilities);
   const declarations = checkCapabilities(pai, bindings);
   const store = options.store ?? createSqliteThreadStore({ path: ".pai/threads.db" });
-  const capabilities = new CapabilityManager({ bindings, declarations, store });
+  const owners = createOwnerRegistry({
+    store,
+    ...(options.ownerId !== undefined ? { ownerId: options.ownerId } : {}),
+    ...(options.ownerTtlMs !== undefined ? { ownerTtlMs: options.ownerTtlMs } : {}),
+  });
+  const capabilities = new CapabilityManager({
+    bindings,
+    declarations,
+    store,
+    owners,
+    ...(options.handoverTimeoutMs !== undefined ? { handoverTimeoutMs: options.handoverTimeoutMs } : {}),
+  });
+  const maintenance = createRuntimeMaintenance({
+    store,
+    owners,
+    capabilities,
+    intervals: {
+      ...(options.heartbeatIntervalMs !== undefined
+        ? { heartbeatIntervalMs: options.heartbeatIntervalMs }
+        : {}),
+      ...(options.reconcileIntervalMs !== undefined
+        ? { reconcileIntervalMs: options.reconcileIntervalMs }
+        : {}),
+    },
+    onError: options.onBackgroundError ?? ((error) => console.error("[pai] background maintenance:", error)),
+  });
   const identityKeyOf = options.identityKey ?? defaultIdentityKey;
   const limits = messageLimits(options.limits);
+  const access = createThreadAccess({ pai, store, identityKey: identityKeyOf });
   const active = new Map<string, StartedRun>();
   const busyThreads = new Set<string>();
   let closed = false;
 
   const deps = {
     store,
+    ownerId: owners.ownerId,
     capabilities,
     subagents: (parent: { identity: unknown; clientData: unknown; signal: AbortSignal }) => ({
       run: async ({ agentId, prompt }: { agentId: string; prompt: string }) => {
@@ -180,34 +253,45 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     return model;
   }
 
-  /** Reserves the thread for one run at a time, then starts it. */
-  async function launch(start: () => Promise<StartedRun>, threadId: string): Promise<AgentRun> {
+  /**
+   * Reserves a thread for one run at a time (`THREAD_BUSY` when it has one). The reservation either starts a
+   * run (then held until the run ends) or is released.
+   */
+  function reserve(threadId: string, busyMessage: string) {
     if (busyThreads.has(threadId)) {
-      throw new PaiError("THREAD_BUSY", `thread "${threadId}" already has a run in progress`, {
-        details: { threadId },
-      });
+      throw new PaiError("THREAD_BUSY", `thread "${threadId}" ${busyMessage}`, { details: { threadId } });
     }
     busyThreads.add(threadId);
-    try {
-      const started = await start();
-      active.set(started.runId, started);
-      return started;
-    } catch (error) {
-      busyThreads.delete(threadId);
-      throw error;
-    }
+    let started = false;
+    return {
+      async start(start: () => Promise<StartedRun>): Promise<AgentRun> {
+        try {
+          const run = await start();
+          started = true;
+          active.set(run.runId, run);
+          return run;
+        } catch (error) {
+          busyThreads.delete(threadId);
+          throw error;
+        }
+      },
+      /** Frees the thread when no run was started under this reservation. */
+      releaseUnlessStarted() {
+        if (!started) busyThreads.delete(threadId);
+      },
+    };
   }
 
   async function run(runOptions: RunOptions): Promise<AgentRun> {
     assertOpen();
     limits.checkRun(runOptions);
     const agent = pai.agent(runOptions.agentId);
-    const identity = await parseIdentity(agent, runOptions.identity);
+    const identity = await access.parseIdentity(agent, runOptions.identity);
     const identityKey = identityKeyOf(identity);
     const model = modelOf(agent);
     const threadId = runOptions.threadId ?? generateId();
     const existing = await store.getThread(threadId);
-    if (existing && existing.ownerKey !== identityKey) throw unknownThread(threadId);
+    if (existing) access.assertOwner(existing, identityKey);
     if (existing && existing.agentId !== agent.id) {
       throw new PaiError(
         "INVALID_ARGUMENT",
@@ -224,19 +308,17 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       createdAt: now,
       updatedAt: now,
     };
-    return launch(
-      () =>
-        startRun(deps, {
-          agent,
-          model,
-          identity,
-          identityKey,
-          thread,
-          userMessage,
-          clientData: runOptions.clientData,
-          signal: runOptions.signal,
-        }),
-      threadId,
+    return reserve(threadId, "already has a run in progress").start(() =>
+      startRun(deps, {
+        agent,
+        model,
+        identity,
+        identityKey,
+        thread,
+        userMessage,
+        clientData: runOptions.clientData,
+        signal: runOptions.signal,
+      }),
     );
   }
 
@@ -255,9 +337,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       throw new PaiError("UNKNOWN_ACTION", `no pending action "${actionId}" on thread "${threadId}"`);
     }
     const agent = pai.agent(thread.agentId);
-    const identity = await parseIdentity(agent, respondOptions.identity);
+    const identity = await access.parseIdentity(agent, respondOptions.identity);
     const identityKey = identityKeyOf(identity);
-    if (thread.ownerKey !== identityKey) throw unknownThread(threadId);
+    access.assertOwner(thread, identityKey);
     if (
       action.toolCallId !== respondOptions.toolCallId ||
       action.toolId !== respondOptions.toolId ||
@@ -303,24 +385,21 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       }
     }
     const validated = await validateAnswer(answer, action.kind, registration?.tool);
-    if (busyThreads.has(threadId)) {
-      throw new PaiError("THREAD_BUSY", `thread "${threadId}" has a run in progress; answer once it ends`, {
-        details: { threadId },
+    // Reserved before the answer is stored, so an answer is never taken and then refused as busy.
+    const reservation = reserve(threadId, "has a run in progress; answer once it ends");
+    try {
+      const settled = await store.settlePendingAction(actionId, "pending", {
+        status: statusOfAnswer(validated),
+        answer: validated,
+        settledAt: Date.now(),
       });
-    }
-    const settled = await store.settlePendingAction(actionId, "pending", {
-      status: statusOfAnswer(validated),
-      answer: validated,
-      settledAt: Date.now(),
-    });
-    if (!settled.changed || !settled.action) {
-      return { status: "already-settled", action: publicAction(settled.action ?? action) };
-    }
-    const waiting = (await store.listPendingActions({ threadId, status: "pending" })).length;
-    if (waiting > 0)
-      return { status: "accepted", action: publicAction(settled.action), run: undefined, waiting };
-    const continuation = await launch(
-      () =>
+      if (!settled.changed || !settled.action) {
+        return { status: "already-settled", action: publicAction(settled.action ?? action) };
+      }
+      const waiting = (await store.listPendingActions({ threadId, status: "pending" })).length;
+      if (waiting > 0)
+        return { status: "accepted", action: publicAction(settled.action), run: undefined, waiting };
+      const continuation = await reservation.start(() =>
         startRun(deps, {
           agent,
           model: modelOf(agent),
@@ -331,9 +410,11 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
           clientData: respondOptions.clientData,
           signal: respondOptions.signal,
         }),
-      threadId,
-    );
-    return { status: "accepted", action: publicAction(settled.action), run: continuation, waiting: 0 };
+      );
+      return { status: "accepted", action: publicAction(settled.action), run: continuation, waiting: 0 };
+    } finally {
+      reservation.releaseUnlessStarted();
+    }
   }
 
   async function validateAnswer(
@@ -367,33 +448,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     return answer;
   }
 
-  async function parseIdentity(agent: RegisteredAgent, identity: unknown): Promise<unknown> {
-    const schema = agent.definition.identitySchema as z.ZodType | undefined;
-    if (!schema) return identity;
-    const parsed = await schema.safeParseAsync(identity);
-    if (parsed.success) return parsed.data;
-    throw new PaiError(
-      "INVALID_IDENTITY",
-      `agent "${agent.id}": identity does not match its schema: ${z.prettifyError(parsed.error)}`,
-      {
-        cause: parsed.error,
-        details: { agentId: agent.id },
-      },
-    );
-  }
-
   /** The thread if `identity` (when given) owns it. */
-  async function ownedThread(
-    threadId: string,
-    query: { identity?: unknown },
-  ): Promise<ThreadRecord | undefined> {
-    const thread = await store.getThread(threadId);
-    if (!thread) return undefined;
-    if ("identity" in query) {
-      const identity = await parseIdentity(pai.agent(thread.agentId), query.identity);
-      if (identityKeyOf(identity) !== thread.ownerKey) return undefined;
-    }
-    return thread;
+  function ownedThread(threadId: string, query: { identity?: unknown }): Promise<ThreadRecord | undefined> {
+    return "identity" in query ? access.ownedThread(threadId, query.identity) : store.getThread(threadId);
   }
 
   function assertOpen(): void {
@@ -403,6 +460,8 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   const runtime: AgentRuntime = {
     store,
     pai,
+    ownerId: owners.ownerId,
+    access,
     run,
     respond,
     async listPendingActions(query) {
@@ -425,8 +484,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     async getThread(threadId, query = {}) {
       const thread = await ownedThread(threadId, query);
       if (!thread) return undefined;
+      const running = [...active.values()].find((entry) => entry.threadId === threadId);
       const [messages, runs, toolData, pendingActions] = await Promise.all([
-        store.loadMessages(threadId),
+        running ? structuredClone(running.baseMessages()) : store.loadMessages(threadId),
         store.listRuns(threadId),
         store.listToolData({ threadId }),
         store.listPendingActions({ threadId, status: "pending" }),
@@ -434,21 +494,30 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       return { thread, messages, runs, toolData, pendingActions: pendingActions.map(publicAction) };
     },
     async listThreads(query) {
-      const agents = query.agentId
-        ? [pai.agent(query.agentId)]
-        : Object.keys(pai.agents).map((id) => pai.agent(id));
-      const keys = new Set<string>();
-      for (const agent of agents) keys.add(identityKeyOf(await parseIdentity(agent, query.identity)));
+      // A thread is the caller's when the caller's key *for that thread's agent* owns it. An agent whose
+      // identity schema rejects the caller has no threads of theirs; naming that agent is an INVALID_IDENTITY.
+      const owned = query.agentId
+        ? [
+            {
+              agentId: query.agentId,
+              ownerKey: identityKeyOf(await access.parseIdentity(pai.agent(query.agentId), query.identity)),
+            },
+          ]
+        : await Promise.all(
+            Object.keys(pai.agents).map(async (agentId) => ({
+              agentId,
+              ownerKey: await access.identityKeyFor(pai.agent(agentId), query.identity),
+            })),
+          );
       const lists = await Promise.all(
-        [...keys].map((ownerKey) =>
-          store.listThreads({
-            ownerKey,
-            ...(query.agentId ? { agentId: query.agentId } : {}),
-            ...(query.limit ? { limit: query.limit } : {}),
-          }),
+        owned.flatMap(({ agentId, ownerKey }) =>
+          ownerKey === undefined
+            ? []
+            : [store.listThreads({ ownerKey, agentId, ...(query.limit ? { limit: query.limit } : {}) })],
         ),
       );
-      return lists.flat().sort((a, b) => b.updatedAt - a.updatedAt);
+      const threads = lists.flat().sort((a, b) => b.updatedAt - a.updatedAt);
+      return query.limit ? threads.slice(0, query.limit) : threads;
     },
     endThread: (threadId) => capabilities.endThread(threadId),
     async deleteThread(threadId) {
@@ -459,7 +528,11 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       await capabilities.endThread(threadId);
       await store.deleteThread(threadId);
     },
-    startCapabilities: () => capabilities.startAll(),
+    async startCapabilities() {
+      await maintenance.started;
+      await capabilities.startAll();
+    },
+    sweep: () => maintenance.runNow(),
     leases: () => capabilities.leases(),
     sweepIdleCapabilities: () => capabilities.sweepIdle(),
     identityKey: (identity) => identityKeyOf(identity),
@@ -469,7 +542,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       closed = true;
       for (const entry of active.values()) entry.cancel();
       await Promise.allSettled([...active.values()].map((entry) => entry.done));
+      await maintenance.close();
       await capabilities.close();
+      await owners.remove().catch(() => undefined);
       await store.close();
     },
     [Symbol.asyncDispose]: () => runtime.close(),

@@ -1,8 +1,9 @@
 import type { LanguageModelV4Prompt } from "@ai-sdk/provider";
-import type { UIMessage, UIMessageChunk } from "ai";
+import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { PublicPendingAction } from "../actions/public-action.ts";
+import { toolEndOf } from "../actions/tool-end.ts";
 import { createPai } from "../agents/create-pai.ts";
 import { defineAgent } from "../agents/define-agent.ts";
 import { PaiError } from "../errors/pai-error.ts";
@@ -60,6 +61,15 @@ function partOf(messages: UIMessage[], toolCallId: string) {
     .find((p) => (p as { toolCallId?: string }).toolCallId === toolCallId) as
     | { state: string; output?: unknown; errorText?: string }
     | undefined;
+}
+
+function streamOf(chunks: UIMessageChunk[]): ReadableStream<UIMessageChunk> {
+  return new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(chunk);
+      controller.close();
+    },
+  });
 }
 
 function setup(
@@ -336,6 +346,98 @@ describe("suspend and resume", () => {
   });
 });
 
+describe("answers and a busy thread", () => {
+  it("never takes an answer and then refuses it as busy: the thread is reserved before the answer is stored", async () => {
+    const model = createScriptedModel({
+      steps: [
+        { toolCalls: [{ toolName: "transfer", input: { amount: 5 }, toolCallId: "c1" }] },
+        { text: "Transferred." },
+      ],
+    });
+    const memory = createMemoryThreadStore();
+    let racer: Promise<unknown> | undefined;
+    let runtime!: AgentRuntime;
+    let threadId = "";
+    // A message for the same thread arrives while the answer is being stored.
+    const store = {
+      ...memory,
+      settlePendingAction: async (...args: Parameters<typeof memory.settlePendingAction>) => {
+        const settled = await memory.settlePendingAction(...args);
+        racer ??= runtime.run({ agentId: "bank", identity: alice, threadId, message: "hi" }).then(
+          () => "started",
+          (error: unknown) => error,
+        );
+        await racer;
+        return settled;
+      },
+    };
+    runtime = createAgentRuntime({
+      pai: createPai({
+        agents: { bank: defineAgent({ identity: z.object({ userId: z.string() }), tools: { transfer } }) },
+      }),
+      store,
+      model,
+    });
+    const { run, action } = await suspendedRun(runtime);
+    threadId = run.threadId;
+    const answered = await runtime.respond({
+      ...answerFor(action),
+      answer: { type: "resume", resume: { approvedBy: "m" } },
+    });
+    expect(answered.status).toBe("accepted");
+    expect(await racer).toSatisfy((error) => PaiError.hasCode(error, "THREAD_BUSY"));
+    const result = await (answered as { run: { done: Promise<{ status: string; text: string }> } }).run.done;
+    expect(result).toMatchObject({ status: "completed", text: "Transferred." });
+  });
+});
+
+describe("a new message while an action is pending", () => {
+  it("streams the superseded action's new state to clients following the new run, and stores it beside its call", async () => {
+    const { runtime } = setup([
+      { toolCalls: [{ toolName: "transfer", input: { amount: 5 }, toolCallId: "c1" }] },
+      { text: "new topic" },
+    ]);
+    const { run, action } = await suspendedRun(runtime);
+    const next = await runtime.run({
+      agentId: "bank",
+      identity: alice,
+      threadId: run.threadId,
+      message: "never mind",
+    });
+    const chunks: UIMessageChunk[] = [];
+    for await (const chunk of next.stream) chunks.push(chunk);
+    const result = await next.done;
+
+    const actionChunks = chunks.filter((chunk) => chunk.type === "data-pai-action") as Array<{
+      id: string;
+      data: PublicPendingAction;
+    }>;
+    expect(actionChunks).toEqual([
+      expect.objectContaining({
+        id: action.actionId,
+        data: expect.objectContaining({ status: "cancelled" }),
+      }),
+    ]);
+    // The call lives in the earlier message: a tool chunk for it would break a client's stream.
+    expect(chunks.some((chunk) => "toolCallId" in chunk && chunk.toolCallId === "c1")).toBe(false);
+    let replyOnClient: UIMessage | undefined;
+    for await (const message of readUIMessageStream({ stream: streamOf(chunks), terminateOnError: true }))
+      replyOnClient = message;
+    expect(replyOnClient?.parts.some((part) => part.type === "text")).toBe(true);
+
+    const stored = await runtime.store.loadMessages(run.threadId);
+    const holder = stored.find((message) => partOf([message], "c1"));
+    expect(holder?.parts).toContainEqual(
+      expect.objectContaining({
+        type: "data-pai-action",
+        id: action.actionId,
+        data: expect.objectContaining({ status: "cancelled" }),
+      }),
+    );
+    expect(result.messages).toEqual(stored);
+  });
+});
+
 describe("client-executed tools", () => {
   it("waits for the client's output, validates it against outputSchema, then continues", async () => {
     const { runtime, model, outputs } = setup([
@@ -368,7 +470,7 @@ describe("client-executed tools", () => {
 });
 
 describe("cancellation", () => {
-  it("cancels a run by id: status stored, tool signal fired, no result invented", async () => {
+  it("cancels a run by id: status stored, tool signal fired, the open call ended as cancelled", async () => {
     let aborted = false;
     let started!: () => void;
     const running = new Promise<void>((resolve) => {
@@ -396,13 +498,25 @@ describe("cancellation", () => {
       model,
     });
     const run = await runtime.run({ agentId: "a", message: "go" });
+    const chunks: UIMessageChunk[] = [];
+    const reading = (async () => {
+      for await (const chunk of run.stream) chunks.push(chunk);
+    })();
     await running;
     expect(runtime.cancel(run.runId)).toBe(true);
     const result = await run.done;
+    await reading;
     expect(result.status).toBe("cancelled");
     expect(aborted).toBe(true);
     expect((await runtime.store.getRun(run.runId))?.status).toBe("cancelled");
-    expect(partOf(result.messages, "c1")?.state).toBe("input-available");
+    // No result is invented: the call ends as an error that says why, in the thread and on the stream.
+    const stored = partOf(await runtime.store.loadMessages(run.threadId), "c1");
+    expect(stored).toMatchObject({ state: "output-error", errorText: expect.stringContaining("stopped") });
+    expect(toolEndOf(stored)).toEqual({ reason: "cancelled" });
+    let onClient: UIMessage | undefined;
+    for await (const message of readUIMessageStream({ stream: streamOf(chunks), terminateOnError: true }))
+      onClient = message;
+    expect(toolEndOf(partOf(onClient ? [onClient] : [], "c1"))).toEqual({ reason: "cancelled" });
     expect(runtime.cancel(run.runId)).toBe(false);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The chunks of one run, fanned out: pushed one by one (PAI's own chunks) or piped from a stream (the
  * model's), each kept for replay, so any number of subscribers can read the run from its start — what was
- * already sent is replayed, the rest is pushed live. `keep` filters chunks on the way, in the same pass.
+ * already sent is replayed, the rest is pushed live. `transform` rewrites or drops (`undefined`) chunks on the way,
+ * in the same pass.
  */
 export interface RunBroadcast<CHUNK> {
   /** Sends one chunk to every subscriber (ignored once ended). */
@@ -12,16 +13,22 @@ export interface RunBroadcast<CHUNK> {
   end(error?: unknown): void;
   /** A new reader of the whole run, from its first chunk. */
   subscribe(): ReadableStream<CHUNK>;
+  /** The chunks sent so far, as a stream that ends there. */
+  replay(): ReadableStream<CHUNK>;
 }
 
-export function createRunBroadcast<CHUNK>(keep: (chunk: CHUNK) => boolean = () => true): RunBroadcast<CHUNK> {
+export function createRunBroadcast<CHUNK>(
+  transform: (chunk: CHUNK) => CHUNK | undefined = (chunk) => chunk,
+): RunBroadcast<CHUNK> {
   const chunks: CHUNK[] = [];
   const live = new Set<ReadableStreamDefaultController<CHUNK>>();
   let ended = false;
   let failure: unknown;
 
-  const push = (chunk: CHUNK) => {
-    if (ended || !keep(chunk)) return;
+  const push = (input: CHUNK) => {
+    if (ended) return;
+    const chunk = transform(input);
+    if (chunk === undefined) return;
     chunks.push(chunk);
     for (const controller of live) controller.enqueue(chunk);
   };
@@ -49,6 +56,15 @@ export function createRunBroadcast<CHUNK>(keep: (chunk: CHUNK) => boolean = () =
         else controller.close();
       }
       live.clear();
+    },
+    replay() {
+      const sent = chunks.slice();
+      return new ReadableStream<CHUNK>({
+        start(controller) {
+          for (const chunk of sent) controller.enqueue(chunk);
+          controller.close();
+        },
+      });
     },
     subscribe() {
       let own: ReadableStreamDefaultController<CHUNK> | undefined;

@@ -1,9 +1,9 @@
-import type { UIMessageChunk } from "ai";
 import type { RegisteredAgent } from "../agents/create-pai.ts";
 import type { AgentResolverArgs } from "../agents/define-agent.ts";
 import type { PendingActionRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { ToolAgents, ToolFiles } from "../tools/tool-context.ts";
 import { redactedMessage } from "./redaction.ts";
+import type { RunTranscript, StartingCall } from "./run-transcript.ts";
 
 /** Why a run stopped early. */
 export type RunStopReason =
@@ -25,8 +25,8 @@ export interface RunState {
   /** Pending actions created during this run, and their tool calls (whose SDK result is a placeholder). */
   pendingActions: PendingActionRecord[];
   pendingToolCallIds: Set<string>;
-  /** Sends PAI's own chunks (`data-*` parts, tool updates, errors) to the run's stream. */
-  writer: { write(chunk: UIMessageChunk): void } | undefined;
+  /** The run's messages and stream: PAI's own chunks (`data-*` parts, errors) go here, and calls PAI ended. */
+  transcript: RunTranscript;
   /** Reports an unplanned error to `onRuntimeError` (never throws). */
   reportError(
     error: unknown,
@@ -36,6 +36,11 @@ export interface RunState {
   files: ToolFiles;
   /** `ctx.agents`: subagent runs on behalf of this run. */
   agents: ToolAgents;
+  /**
+   * Stores the thread with `call` (starting to execute) on the reply if the call runs for more than a moment;
+   * call the returned function when it ends. Never blocks the call.
+   */
+  checkpoint(call: StartingCall): () => void;
   /** Capability facades for a tool call, provisioned lazily by the capability layer. */
   capabilitiesFor(capabilityNames: Record<string, string>): Record<string, unknown>;
 }
@@ -45,6 +50,6 @@ export function stopRun(state: RunState, reason: RunStopReason): void {
   if (state.stopReason) return;
   state.stopReason = reason;
   if (reason.type === "failed")
-    state.writer?.write({ type: "error", errorText: redactedMessage(reason.error) });
+    state.transcript.write({ type: "error", errorText: redactedMessage(reason.error) });
   state.controller.abort(reason);
 }

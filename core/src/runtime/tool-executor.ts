@@ -3,9 +3,11 @@ import { z } from "zod";
 import { hashInput } from "../actions/input-hash.ts";
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import { publicAction } from "../actions/public-action.ts";
+import type { ToolEnd } from "../actions/tool-end.ts";
 import type { ToolResultEvent } from "../agents/define-agent.ts";
 import type { NormalizedRegistration } from "../agents/tool-registration.ts";
 import type { CapabilityMap } from "../capabilities/define-capability.ts";
+import { provisionFailureOf } from "../capabilities/provision-failure.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PendingActionKind, PendingActionRecord } from "../threads/thread-store.ts";
 import type { AnyToolDefinition } from "../tools/define-tool.ts";
@@ -18,13 +20,14 @@ import { type RunState, stopRun } from "./run-state.ts";
 /** How a tool call settled, as the model and the thread will see it. */
 export type CallOutcome =
   | { type: "output"; output: unknown }
-  | { type: "error"; message: string }
-  | { type: "denied"; reason: string | undefined }
+  /** `end`: PAI ended the call (a failed provision); recorded on the part for UIs. */
+  | { type: "error"; message: string; end?: ToolEnd }
+  | { type: "denied"; reason: string | undefined; actionId: string }
   | { type: "pending"; action: PendingActionRecord };
 
 type ExecuteOutcome =
   | { type: "output"; output: unknown }
-  | { type: "error"; message: string; kind: NonNullable<ToolResultEvent["error"]>["kind"] }
+  | { type: "error"; message: string; kind: NonNullable<ToolResultEvent["error"]>["kind"]; end?: ToolEnd }
   | { type: "suspend"; payload: unknown; name: string };
 
 /** What the AI SDK receives from a call that now waits for an answer; never shown to the model or client. */
@@ -71,20 +74,37 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
         }
       : {}),
     execute: async (input: unknown, options: { toolCallId: string }) => {
-      const outcome = tool.execute
-        ? await runCall(input, options.toolCallId, { type: "initial" }, [])
-        : await suspendCall(input, options.toolCallId, "client", undefined, input, []);
-      return toSdkResult(outcome);
+      if (!tool.execute) {
+        return toSdkResult(
+          await suspendCall(input, options.toolCallId, "client", undefined, input, []),
+          options.toolCallId,
+        );
+      }
+      const ended = state.checkpoint({
+        toolCallId: options.toolCallId,
+        toolName: name,
+        toolId: tool.id,
+        input,
+      });
+      try {
+        return toSdkResult(
+          await runCall(input, options.toolCallId, { type: "initial" }, []),
+          options.toolCallId,
+        );
+      } finally {
+        ended();
+      }
     },
   } as Tool) as Tool;
 
-  function toSdkResult(outcome: CallOutcome): unknown {
+  function toSdkResult(outcome: CallOutcome, toolCallId: string): unknown {
     switch (outcome.type) {
       case "output":
         return outcome.output;
       case "pending":
         return PENDING_OUTPUT;
       case "error":
+        if (outcome.end) state.transcript.endCall(toolCallId, outcome.end);
         throw new ToolCallError(outcome.message);
       case "denied":
         throw new ToolCallError(outcome.reason ?? "The action was denied.");
@@ -111,7 +131,8 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
     toolCallId: string,
   ): Promise<CallOutcome> {
     const outcome = await settle(executed, input, toolCallId);
-    if (outcome.type === "error") return { type: "error", message: outcome.message };
+    if (outcome.type === "error")
+      return { type: "error", message: outcome.message, ...(outcome.end ? { end: outcome.end } : {}) };
     if (registration.onOutput) {
       try {
         await registration.onOutput({
@@ -170,7 +191,7 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
     await state.store.putPendingAction(action);
     state.pendingToolCallIds.add(toolCallId);
     state.pendingActions.push(action);
-    state.writer?.write({ type: "data-pai-action", id: action.id, data: publicAction(action) } as never);
+    state.transcript.write({ type: "data-pai-action", id: action.id, data: publicAction(action) } as never);
     return { type: "pending", action };
   }
 
@@ -196,7 +217,7 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
           action.toolCallId,
         );
       case "deny":
-        return { type: "denied", reason: answer.reason };
+        return { type: "denied", reason: answer.reason, actionId: action.id };
       case "cancel":
         return { type: "error", message: answer.reason ?? "The action was cancelled." };
       case "fail":
@@ -232,6 +253,9 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
       }
       if (signal.aborted) throw error;
       await state.reportError(error, { phase: "tool", toolName: name, toolCallId });
+      // A capability that could not be provisioned is told as it is: the model and the user see why.
+      const failure = provisionFailureOf(error);
+      if (failure) return { type: "error", message: failure.message, kind: "thrown", end: failure.end };
       return { type: "error", message: GENERIC_TOOL_ERROR, kind: "thrown" };
     }
   }
@@ -392,7 +416,7 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
             data: value,
             createdAt: Date.now(),
           });
-          state.writer?.write({
+          state.transcript.write({
             type: `data-${channel}`,
             data: { toolCallId, toolId: definition.id, toolName, seq: record.seq, value },
           } as never);

@@ -3,6 +3,7 @@ export { createSqliteThreadStore, type SqliteThreadStoreOptions } from "./sqlite
 export type {
   CapabilityLifetime,
   LeaseRecord,
+  OwnerRecord,
   PendingActionKind,
   PendingActionRecord,
   PendingActionStatus,

@@ -12,6 +12,7 @@ import {
 import type {
   CapabilityLifetime,
   LeaseRecord,
+  OwnerRecord,
   PendingActionRecord,
   RunRecord,
   ThreadRecord,
@@ -39,6 +40,7 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
   const toolData: ToolDataRecord[] = [];
   const actions = new Map<string, PendingActionRecord>();
   const leases = new Map<string, LeaseRecord>();
+  const owners = new Map<string, OwnerRecord>();
   let nextSeq = 1;
   let closed = false;
 
@@ -119,6 +121,22 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
       const run = runs.get(runId);
       if (!run) throw new PaiError("UNKNOWN_RUN", `Run ${runId} does not exist`, { details: { runId } });
       runs.set(runId, applyRunPatch(run, patch, input));
+    },
+
+    async listRunsByStatus(input) {
+      assertOpen();
+      const status = parseStoreInput(schemas.runStatus, input, "run status");
+      return copy([...runs.values()].filter((run) => run.status === status).sort(byStartedAt));
+    },
+
+    async settleRun(runId, expectedInput, input) {
+      assertOpen();
+      const expected = parseStoreInput(schemas.runStatus, expectedInput, "expected status");
+      const patch = parseStoreInput(schemas.settleRunPatch, input, "run settle patch");
+      const run = runs.get(runId);
+      if (!run || run.status !== expected) return false;
+      runs.set(runId, applyRunPatch(run, patch, input));
+      return true;
     },
 
     async commitRun(input) {
@@ -231,6 +249,42 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
       leases.delete(leaseKey(capability, lifetime, key));
     },
 
+    async claimLease(capability, lifetime, key, input) {
+      assertOpen();
+      const { from, to } = parseStoreInput(schemas.leaseOwners, input, "lease owners");
+      const id = leaseKey(capability, lifetime, key);
+      const lease = leases.get(id);
+      if (!lease || lease.ownerId !== from) return false;
+      const { handoverTo: _handoverTo, ...rest } = lease;
+      leases.set(id, { ...rest, ownerId: to });
+      return true;
+    },
+
+    async requestLeaseHandover(capability, lifetime, key, input) {
+      assertOpen();
+      const { from, to } = parseStoreInput(schemas.leaseOwners, input, "lease owners");
+      const lease = leases.get(leaseKey(capability, lifetime, key));
+      if (!lease || lease.ownerId !== from) return false;
+      lease.handoverTo = to;
+      return true;
+    },
+
+    async heartbeatOwner(input) {
+      assertOpen();
+      const owner = asStored(parseStoreInput(schemas.owner, input, "owner"), "owner");
+      owners.set(owner.ownerId, owner);
+    },
+
+    async listOwners() {
+      assertOpen();
+      return copy([...owners.values()].sort(byStartedAt));
+    },
+
+    async removeOwner(ownerId) {
+      assertOpen();
+      owners.delete(ownerId);
+    },
+
     async close() {
       closed = true;
     },
@@ -263,7 +317,7 @@ function newestFirst(a: ThreadRecord, b: ThreadRecord): number {
   return b.updatedAt - a.updatedAt || b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 }
 
-function byStartedAt(a: RunRecord, b: RunRecord): number {
+function byStartedAt(a: { startedAt: number }, b: { startedAt: number }): number {
   return a.startedAt - b.startedAt;
 }
 

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { PaiError } from "../errors/pai-error.ts";
 import type {
   LeaseRecord,
+  OwnerRecord,
   PendingActionRecord,
   PendingActionStatus,
   RunRecord,
@@ -16,7 +17,7 @@ type OptionalUnknown<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 
 const id = z.string().min(1);
 const timestamp = z.number();
-const runStatus = z.enum(["running", "completed", "suspended", "cancelled", "failed"]);
+const runStatus = z.enum(["running", "completed", "suspended", "cancelled", "failed", "interrupted"]);
 const actionStatus = z.enum(["pending", "resumed", "succeeded", "denied", "skipped", "cancelled", "failed"]);
 const lifetime = z.enum(["run", "thread", "user", "process"]);
 
@@ -35,6 +36,7 @@ const run = z.object({
   agentId: id,
   status: runStatus,
   startedAt: timestamp,
+  ownerId: id.optional(),
   endedAt: timestamp.optional(),
   error: z.string().optional(),
 }) satisfies z.ZodType<RunRecord>;
@@ -99,7 +101,17 @@ const lease = z.object({
   meta: z.record(z.string(), z.unknown()),
   createdAt: timestamp,
   lastUsedAt: timestamp,
+  ownerId: id.optional(),
+  handoverTo: id.optional(),
 }) satisfies z.ZodType<LeaseRecord>;
+
+const owner = z.object({
+  ownerId: id,
+  host: z.string(),
+  pid: z.number().int(),
+  startedAt: timestamp,
+  heartbeatAt: timestamp,
+}) satisfies z.ZodType<OwnerRecord>;
 
 /** The checks every thread store applies to its input before touching state. */
 export const storeInputSchemas = {
@@ -108,6 +120,12 @@ export const storeInputSchemas = {
   busyTimeoutMs: z.number().int().nonnegative(),
   thread,
   run,
+  runStatus,
+  settleRunPatch: z.object({
+    status: runStatus,
+    endedAt: timestamp.optional(),
+    error: z.string().optional(),
+  }),
   runPatch: z.object({
     agentId: id.optional(),
     status: runStatus.optional(),
@@ -147,6 +165,8 @@ export const storeInputSchemas = {
     key: z.string().optional(),
   }),
   lifetime,
+  leaseOwners: z.object({ from: id.optional(), to: id }),
+  owner,
 };
 
 /** Parses `value` with `schema`, throwing `PaiError('INVALID_ARGUMENT')` that names `what` on failure. */

@@ -145,14 +145,61 @@ describe("createSqliteThreadStore", () => {
     const raw = new DatabaseSync(path);
     try {
       expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 1 });
+      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 2 });
       const tables = raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
       expect(tables.map((table) => table.name)).toEqual(
-        expect.arrayContaining(["leases", "messages", "pending_actions", "runs", "threads", "tool_data"]),
+        expect.arrayContaining([
+          "leases",
+          "messages",
+          "owners",
+          "pending_actions",
+          "runs",
+          "threads",
+          "tool_data",
+        ]),
       );
     } finally {
       raw.close();
     }
+  });
+
+  it("migrates a version 1 store: its runs and leases stay, with no owner, and owners can be recorded", async () => {
+    await open().close();
+    // Back to the version 1 schema, with a run and a lease written by a PAI without owners.
+    const raw = new DatabaseSync(path);
+    raw.exec(`
+      DROP TABLE owners; DROP INDEX runs_status;
+      ALTER TABLE runs DROP COLUMN owner_id;
+      ALTER TABLE leases DROP COLUMN owner_id; ALTER TABLE leases DROP COLUMN handover_to;
+      INSERT INTO runs (id, thread_id, agent_id, status, started_at) VALUES ('r1', 't1', 'coder', 'running', 1);
+      INSERT INTO leases (capability, lifetime, key, resource_id, meta, created_at, last_used_at)
+        VALUES ('sandbox', 'thread', 't1', 'c1', '{}', 1, 1);
+      PRAGMA user_version = 1;
+    `);
+    raw.close();
+
+    const store = open();
+    expect(await store.getRun("r1")).toEqual({
+      id: "r1",
+      threadId: "t1",
+      agentId: "coder",
+      status: "running",
+      startedAt: 1,
+    });
+    expect(await store.listLeases()).toEqual([
+      {
+        capability: "sandbox",
+        lifetime: "thread",
+        key: "t1",
+        resourceId: "c1",
+        meta: {},
+        createdAt: 1,
+        lastUsedAt: 1,
+      },
+    ]);
+    expect(await store.claimLease("sandbox", "thread", "t1", { from: undefined, to: "a" })).toBe(true);
+    await store.heartbeatOwner({ ownerId: "a", host: "h", pid: 1, startedAt: 1, heartbeatAt: 2 });
+    expect(await store.listOwners()).toHaveLength(1);
   });
 
   it("adopts an empty file as a new store", async () => {
@@ -206,7 +253,7 @@ describe("createSqliteThreadStore", () => {
 
     expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
     expect((error as PaiError).message).toMatch(/schema version 99, written by a newer PAI/);
-    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 1 });
+    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 2 });
     expect(readFileSync(path).equals(bytes)).toBe(true);
   });
 

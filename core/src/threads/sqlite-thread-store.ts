@@ -16,6 +16,7 @@ import {
 import type {
   CapabilityLifetime,
   LeaseRecord,
+  OwnerRecord,
   PendingActionRecord,
   PendingActionStatus,
   RunRecord,
@@ -119,6 +120,21 @@ const migrations: ReadonlyArray<(db: DatabaseSync) => void> = [
         created_at INTEGER NOT NULL,
         last_used_at INTEGER NOT NULL,
         PRIMARY KEY (capability, lifetime, key)
+      );
+    `),
+  // Owners: runs and leases name the runtime process that holds them; owners heartbeat in their own table.
+  (db) =>
+    db.exec(`
+      ALTER TABLE runs ADD COLUMN owner_id TEXT;
+      CREATE INDEX runs_status ON runs (status, started_at);
+      ALTER TABLE leases ADD COLUMN owner_id TEXT;
+      ALTER TABLE leases ADD COLUMN handover_to TEXT;
+      CREATE TABLE owners (
+        owner_id TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        started_at INTEGER NOT NULL,
+        heartbeat_at INTEGER NOT NULL
       );
     `),
 ];
@@ -256,6 +272,29 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
         });
       }),
 
+    listRunsByStatus: (input) =>
+      use("read", () => {
+        const status = parseStoreInput(schemas.runStatus, input, "run status");
+        return s.listRunsByStatus.all(status).map((row) => toRun(row)!);
+      }),
+
+    settleRun: (runId, expectedInput, input) =>
+      use("write", () => {
+        const expected = parseStoreInput(schemas.runStatus, expectedInput, "expected status");
+        const patch = parseStoreInput(schemas.settleRunPatch, input, "run settle patch");
+        return (
+          s.settleRun.run(
+            patch.status,
+            "endedAt" in input ? 1 : 0,
+            patch.endedAt ?? null,
+            "error" in input ? 1 : 0,
+            patch.error ?? null,
+            runId,
+            expected,
+          ).changes === 1
+        );
+      }),
+
     commitRun: (input) =>
       use("commit", () => {
         const { thread, messages, run } = parseStoreInput(schemas.runCommit, input, "run commit");
@@ -337,6 +376,8 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
           toStoredJson(lease.meta, "lease meta"),
           lease.createdAt,
           lease.lastUsedAt,
+          lease.ownerId ?? null,
+          lease.handoverTo ?? null,
         );
       }),
 
@@ -357,6 +398,31 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
     deleteLease: (capability, lifetime, key) =>
       use("write", () => {
         s.deleteLease.run(capability, lifetime, key);
+      }),
+
+    claimLease: (capability, lifetime, key, input) =>
+      use("write", () => {
+        const { from, to } = parseStoreInput(schemas.leaseOwners, input, "lease owners");
+        return s.claimLease.run(to, capability, lifetime, key, from ?? null).changes === 1;
+      }),
+
+    requestLeaseHandover: (capability, lifetime, key, input) =>
+      use("write", () => {
+        const { from, to } = parseStoreInput(schemas.leaseOwners, input, "lease owners");
+        return s.requestHandover.run(to, capability, lifetime, key, from ?? null).changes === 1;
+      }),
+
+    heartbeatOwner: (input) =>
+      use("write", () => {
+        const owner = parseStoreInput(schemas.owner, input, "owner");
+        s.upsertOwner.run(owner.ownerId, owner.host, owner.pid, owner.startedAt, owner.heartbeatAt);
+      }),
+
+    listOwners: () => use("read", () => s.listOwners.all().map((row) => toOwner(row)!)),
+
+    removeOwner: (ownerId) =>
+      use("write", () => {
+        s.deleteOwner.run(ownerId);
       }),
 
     async close() {
@@ -511,12 +577,14 @@ type Row = Record<string, SQLOutputValue> | undefined;
 
 function prepareStatements(db: DatabaseSync) {
   const threadColumns = "id, agent_id, owner_key, title, created_at, updated_at";
-  const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error";
+  const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id";
   const actionColumns =
     "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
     "suspend_history, status, created_at, settled_at, answer";
   const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
-  const leaseColumns = "capability, lifetime, key, resource_id, meta, created_at, last_used_at";
+  const leaseColumns =
+    "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
+  const ownerColumns = "owner_id, host, pid, started_at, heartbeat_at";
   const newestFirst = "ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT ?";
   return {
     getThread: db.prepare(`SELECT ${threadColumns} FROM threads WHERE id = ?`),
@@ -548,12 +616,23 @@ function prepareStatements(db: DatabaseSync) {
     getRun: db.prepare(`SELECT ${runColumns} FROM runs WHERE id = ?`),
     listRuns: db.prepare(`SELECT ${runColumns} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid`),
     insertRunIfMissing: db.prepare(
-      `INSERT INTO runs (${runColumns}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+      `INSERT INTO runs (${runColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
     ),
     upsertRun: db.prepare(
-      `INSERT INTO runs (${runColumns}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET
+      `INSERT INTO runs (${runColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET
          thread_id = excluded.thread_id, agent_id = excluded.agent_id, status = excluded.status,
-         started_at = excluded.started_at, ended_at = excluded.ended_at, error = excluded.error`,
+         started_at = excluded.started_at, ended_at = excluded.ended_at, error = excluded.error,
+         owner_id = excluded.owner_id`,
+    ),
+    listRunsByStatus: db.prepare(
+      `SELECT ${runColumns} FROM runs WHERE status = ? ORDER BY started_at, rowid`,
+    ),
+    /** The compare-and-set: changes the run only while its status is still the expected one. */
+    settleRun: db.prepare(
+      `UPDATE runs SET status = ?1,
+         ended_at = CASE WHEN ?2 THEN ?3 ELSE ended_at END,
+         error = CASE WHEN ?4 THEN ?5 ELSE error END
+       WHERE id = ?6 AND status = ?7`,
     ),
 
     insertToolData: db.prepare(
@@ -588,11 +667,27 @@ function prepareStatements(db: DatabaseSync) {
     ),
 
     upsertLease: db.prepare(
-      `INSERT INTO leases (${leaseColumns}) VALUES (?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO leases (${leaseColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (capability, lifetime, key) DO UPDATE SET
          resource_id = excluded.resource_id, meta = excluded.meta, created_at = excluded.created_at,
-         last_used_at = excluded.last_used_at`,
+         last_used_at = excluded.last_used_at, owner_id = excluded.owner_id, handover_to = excluded.handover_to`,
     ),
+    /** The owner compare-and-set (`IS`: a NULL owner matches a NULL `from`). */
+    claimLease: db.prepare(
+      `UPDATE leases SET owner_id = ?1, handover_to = NULL
+       WHERE capability = ?2 AND lifetime = ?3 AND key = ?4 AND owner_id IS ?5`,
+    ),
+    requestHandover: db.prepare(
+      `UPDATE leases SET handover_to = ?1
+       WHERE capability = ?2 AND lifetime = ?3 AND key = ?4 AND owner_id IS ?5`,
+    ),
+    upsertOwner: db.prepare(
+      `INSERT INTO owners (${ownerColumns}) VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner_id) DO UPDATE SET
+         host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
+         heartbeat_at = excluded.heartbeat_at`,
+    ),
+    listOwners: db.prepare(`SELECT ${ownerColumns} FROM owners ORDER BY started_at, owner_id`),
+    deleteOwner: db.prepare("DELETE FROM owners WHERE owner_id = ?"),
     listLeases: db.prepare(
       `SELECT ${leaseColumns} FROM leases WHERE (?1 IS NULL OR capability = ?1)
          AND (?2 IS NULL OR lifetime = ?2) AND (?3 IS NULL OR key = ?3) ORDER BY created_at, rowid`,
@@ -626,6 +721,7 @@ function runValues(run: RunRecord): SQLInputValue[] {
     run.startedAt,
     run.endedAt ?? null,
     run.error ?? null,
+    run.ownerId ?? null,
   ];
 }
 
@@ -676,6 +772,7 @@ function toRun(row: Row): RunRecord | undefined {
     startedAt: row.started_at as number,
     endedAt: optional<number>(row.ended_at),
     error: optional<string>(row.error),
+    ownerId: optional<string>(row.owner_id),
   });
 }
 
@@ -717,7 +814,7 @@ function toAction(row: Row): PendingActionRecord | undefined {
 
 function toLease(row: Row): LeaseRecord | undefined {
   if (!row) return undefined;
-  return {
+  return withoutUndefined({
     capability: row.capability as string,
     lifetime: row.lifetime as CapabilityLifetime,
     key: row.key as string,
@@ -725,5 +822,18 @@ function toLease(row: Row): LeaseRecord | undefined {
     meta: fromStoredJson(row.meta as string) as Record<string, unknown>,
     createdAt: row.created_at as number,
     lastUsedAt: row.last_used_at as number,
+    ownerId: optional<string>(row.owner_id),
+    handoverTo: optional<string>(row.handover_to),
+  });
+}
+
+function toOwner(row: Row): OwnerRecord | undefined {
+  if (!row) return undefined;
+  return {
+    ownerId: row.owner_id as string,
+    host: row.host as string,
+    pid: row.pid as number,
+    startedAt: row.started_at as number,
+    heartbeatAt: row.heartbeat_at as number,
   };
 }

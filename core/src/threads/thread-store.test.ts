@@ -471,6 +471,82 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
     });
   });
 
+  describe("owners and lease ownership", () => {
+    const owner = (ownerId: string, heartbeatAt: number) => ({
+      ownerId,
+      host: "host-a",
+      pid: 42,
+      startedAt: 1000,
+      heartbeatAt,
+    });
+
+    it("records owners' heartbeats, updates them in place and forgets a removed owner", async () => {
+      await store.heartbeatOwner(owner("a", 1000));
+      await store.heartbeatOwner(owner("b", 1500));
+      await store.heartbeatOwner(owner("a", 2000));
+      expect(await store.listOwners()).toEqual([owner("a", 2000), owner("b", 1500)]);
+      await store.removeOwner("a");
+      await store.removeOwner("missing");
+      expect(await store.listOwners()).toEqual([owner("b", 1500)]);
+      await expectCode(store.heartbeatOwner({ ...owner("", 1), ownerId: "" }), "INVALID_ARGUMENT");
+    });
+
+    it("stores a lease's owner and lets exactly one compare-and-set claim it", async () => {
+      await store.putLease(lease({ ownerId: "dead" }));
+      expect((await store.listLeases())[0]!.ownerId).toBe("dead");
+
+      const claims = await Promise.all([
+        store.claimLease("sandbox", "thread", "t1", { from: "dead", to: "a" }),
+        store.claimLease("sandbox", "thread", "t1", { from: "dead", to: "b" }),
+      ]);
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      const winner = claims[0] ? "a" : "b";
+      expect((await store.listLeases())[0]!.ownerId).toBe(winner);
+      expect(await store.claimLease("sandbox", "thread", "t1", { from: "dead", to: "c" })).toBe(false);
+      expect(await store.claimLease("sandbox", "thread", "missing", { from: "dead", to: "c" })).toBe(false);
+    });
+
+    it("treats a lease recorded without an owner as claimable from undefined", async () => {
+      await store.putLease(lease());
+      expect((await store.listLeases())[0]!.ownerId).toBeUndefined();
+      expect(await store.claimLease("sandbox", "thread", "t1", { from: "x", to: "a" })).toBe(false);
+      expect(await store.claimLease("sandbox", "thread", "t1", { from: undefined, to: "a" })).toBe(true);
+      expect((await store.listLeases())[0]!.ownerId).toBe("a");
+    });
+
+    it("records a handover request only against the current holder, and a claim clears it", async () => {
+      await store.putLease(lease({ ownerId: "a" }));
+      expect(await store.requestLeaseHandover("sandbox", "thread", "t1", { from: "z", to: "b" })).toBe(false);
+      expect((await store.listLeases())[0]!.handoverTo).toBeUndefined();
+      expect(await store.requestLeaseHandover("sandbox", "thread", "t1", { from: "a", to: "b" })).toBe(true);
+      expect((await store.listLeases())[0]).toMatchObject({ ownerId: "a", handoverTo: "b" });
+      expect(await store.claimLease("sandbox", "thread", "t1", { from: "a", to: "b" })).toBe(true);
+      const [handedOver] = await store.listLeases();
+      expect(handedOver).toMatchObject({ ownerId: "b" });
+      expect(handedOver!.handoverTo).toBeUndefined();
+    });
+
+    it("stores a run's owner, lists runs by status and ends a run once by compare-and-set", async () => {
+      await store.ensureThread(thread());
+      await store.createRun(run({ id: "r1", ownerId: "a", startedAt: 1000 }));
+      await store.createRun(run({ id: "r2", ownerId: "b", startedAt: 2000 }));
+      await store.createRun(run({ id: "r3", status: "completed", startedAt: 3000 }));
+      expect((await store.listRunsByStatus("running")).map((found) => found.id)).toEqual(["r1", "r2"]);
+      expect((await store.getRun("r1"))?.ownerId).toBe("a");
+
+      const ends = await Promise.all([
+        store.settleRun("r1", "running", { status: "interrupted", endedAt: 5000, error: "gone" }),
+        store.settleRun("r1", "running", { status: "interrupted", endedAt: 6000 }),
+      ]);
+      expect(ends.filter(Boolean)).toHaveLength(1);
+      expect(await store.getRun("r1")).toMatchObject({ status: "interrupted", ownerId: "a" });
+      expect(await store.settleRun("missing", "running", { status: "interrupted" })).toBe(false);
+      expect((await store.listRunsByStatus("running")).map((found) => found.id)).toEqual(["r2"]);
+      expect((await store.listRunsByStatus("interrupted")).map((found) => found.id)).toEqual(["r1"]);
+      await expectCode(store.listRunsByStatus("lost" as never), "INVALID_ARGUMENT");
+    });
+  });
+
   describe("close", () => {
     it("rejects every method with STORE_CLOSED after close", async () => {
       await store.ensureThread(thread());
@@ -497,6 +573,19 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
       await expectCode(store.listLeases(), "STORE_CLOSED");
       await expectCode(store.touchLease("sandbox", "thread", "t1", 1), "STORE_CLOSED");
       await expectCode(store.deleteLease("sandbox", "thread", "t1"), "STORE_CLOSED");
+      await expectCode(store.claimLease("sandbox", "thread", "t1", { from: "a", to: "b" }), "STORE_CLOSED");
+      await expectCode(
+        store.requestLeaseHandover("sandbox", "thread", "t1", { from: "a", to: "b" }),
+        "STORE_CLOSED",
+      );
+      await expectCode(store.listRunsByStatus("running"), "STORE_CLOSED");
+      await expectCode(store.settleRun("r1", "running", { status: "interrupted" }), "STORE_CLOSED");
+      await expectCode(
+        store.heartbeatOwner({ ownerId: "a", host: "h", pid: 1, startedAt: 1, heartbeatAt: 1 }),
+        "STORE_CLOSED",
+      );
+      await expectCode(store.listOwners(), "STORE_CLOSED");
+      await expectCode(store.removeOwner("a"), "STORE_CLOSED");
     });
   });
 });

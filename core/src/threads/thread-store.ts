@@ -10,14 +10,19 @@ export interface ThreadRecord {
   updatedAt: number;
 }
 
-/** How a run ended, or `running` while it goes on. */
-export type RunStatus = "running" | "completed" | "suspended" | "cancelled" | "failed";
+/**
+ * How a run ended, or `running` while it goes on. `interrupted`: the process running it died (its owner stopped
+ * heartbeating); a live process marked it so and closed its open tool calls.
+ */
+export type RunStatus = "running" | "completed" | "suspended" | "cancelled" | "failed" | "interrupted";
 
 export interface RunRecord {
   id: string;
   threadId: string;
   agentId: string;
   status: RunStatus;
+  /** The runtime process (owner) that ran it; absent on runs recorded before owners existed. */
+  ownerId?: string | undefined;
   startedAt: number;
   endedAt?: number | undefined;
   /** Redacted error message when `status` is `failed`. */
@@ -83,6 +88,27 @@ export interface LeaseRecord {
   meta: Record<string, unknown>;
   createdAt: number;
   lastUsedAt: number;
+  /**
+   * The runtime process (owner) holding the resource. Only the holder uses, releases or hands it over. Absent on
+   * leases recorded before owners existed: they count as a dead owner's.
+   */
+  ownerId?: string | undefined;
+  /** An owner that asked the holder to hand the lease over (cleared by the next {@link ThreadStore.claimLease}). */
+  handoverTo?: string | undefined;
+}
+
+/**
+ * A runtime process, kept alive by heartbeats in the store. An owner whose heartbeat is older than the reader's
+ * `ownerTtlMs` (or that removed itself on close) is dead, on any host.
+ */
+export interface OwnerRecord {
+  ownerId: string;
+  /** The host name the process runs on (informational). */
+  host: string;
+  pid: number;
+  startedAt: number;
+  /** When the owner last said it is alive (its own clock). */
+  heartbeatAt: number;
 }
 
 /** Everything a run writes when it ends, committed atomically (all or nothing). */
@@ -112,6 +138,17 @@ export interface ThreadStore {
   getRun(runId: string): Promise<RunRecord | undefined>;
   listRuns(threadId: string): Promise<RunRecord[]>;
   updateRun(runId: string, patch: Partial<Omit<RunRecord, "id" | "threadId">>): Promise<void>;
+  /** Runs with `status`, oldest first (e.g. `running`, to find the runs of dead owners). */
+  listRunsByStatus(status: RunStatus): Promise<RunRecord[]>;
+  /**
+   * Compare-and-set: applies `patch` only while the run's status is still `expected`; true when this call
+   * changed it (so only one process ends a dead owner's run).
+   */
+  settleRun(
+    runId: string,
+    expected: RunStatus,
+    patch: Pick<RunRecord, "status"> & Partial<Pick<RunRecord, "endedAt" | "error">>,
+  ): Promise<boolean>;
   /** Replaces the thread's messages and stores the run's final record in one transaction. */
   commitRun(commit: RunCommit): Promise<void>;
 
@@ -143,6 +180,33 @@ export interface ThreadStore {
   }): Promise<LeaseRecord[]>;
   touchLease(capability: string, lifetime: CapabilityLifetime, key: string, at: number): Promise<void>;
   deleteLease(capability: string, lifetime: CapabilityLifetime, key: string): Promise<void>;
+  /**
+   * Compare-and-set of a lease's owner: sets `ownerId` to `to` (and clears `handoverTo`) only while it is `from`
+   * (`undefined`: a lease recorded without an owner). True when this call changed it; false for a missing lease.
+   */
+  claimLease(
+    capability: string,
+    lifetime: CapabilityLifetime,
+    key: string,
+    owners: { from: string | undefined; to: string },
+  ): Promise<boolean>;
+  /**
+   * Asks the holder of a lease to hand it over: sets `handoverTo` to `to` only while the lease's owner is `from`.
+   * True when recorded. The holder acts on it (see `claimLease`) when it no longer uses the resource.
+   */
+  requestLeaseHandover(
+    capability: string,
+    lifetime: CapabilityLifetime,
+    key: string,
+    owners: { from: string | undefined; to: string },
+  ): Promise<boolean>;
+
+  /** Records that `owner` is alive (insert or update). */
+  heartbeatOwner(owner: OwnerRecord): Promise<void>;
+  /** Every owner recorded, live or not (liveness is the reader's call: compare `heartbeatAt` with a TTL). */
+  listOwners(): Promise<OwnerRecord[]>;
+  /** Removes an owner (a clean close; also how dead owners are forgotten). */
+  removeOwner(ownerId: string): Promise<void>;
 
   close(): Promise<void>;
 }

@@ -1,0 +1,101 @@
+import type { CapabilityManager } from "../capabilities/capability-manager.ts";
+import type { OwnerRegistry } from "../ownership/owner-registry.ts";
+import type { ThreadStore } from "../threads/thread-store.ts";
+import { interruptDeadRuns } from "./interrupt-dead-runs.ts";
+
+/** How often the runtime's background work runs. */
+export interface MaintenanceIntervals {
+  /** Heartbeat, and handing leases over when asked. @default 5000 */
+  heartbeatIntervalMs?: number;
+  /**
+   * Interrupting dead owners' runs, taking over or freeing their leases and reaping their resources. With the
+   * owner TTL it bounds how long a dead process's containers outlive it. @default 15000
+   */
+  reconcileIntervalMs?: number;
+  /** Releasing `thread`/`user` leases idle past their TTL. @default 30000 */
+  sweepIdleIntervalMs?: number;
+}
+
+/** The runtime's background work, on one timer. */
+export interface RuntimeMaintenance {
+  /** Resolves once the first pass (heartbeat, dead owners' runs) is done. */
+  readonly started: Promise<void>;
+  /** Runs a full pass now (after the one under way, if any). */
+  runNow(): Promise<void>;
+  /** Stops the timer and waits for the pass under way. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the runtime's maintenance: every heartbeat it records this process as alive and follows its leases
+ * in the store (handovers); every reconcile interval it interrupts dead owners' runs, takes over or frees their
+ * leases and has the bindings reap, then forgets dead owners; every idle interval it releases idle leases. A
+ * pass never overlaps the previous one; errors go to `onError` and the next pass tries again.
+ */
+export function createRuntimeMaintenance(options: {
+  store: ThreadStore;
+  owners: OwnerRegistry;
+  capabilities: CapabilityManager;
+  intervals?: MaintenanceIntervals;
+  onError: (error: unknown) => void;
+}): RuntimeMaintenance {
+  const { store, owners, capabilities, onError } = options;
+  const heartbeatIntervalMs = options.intervals?.heartbeatIntervalMs ?? 5000;
+  const reconcileIntervalMs = options.intervals?.reconcileIntervalMs ?? 15_000;
+  const sweepIdleIntervalMs = options.intervals?.sweepIdleIntervalMs ?? 30_000;
+  let lastReconcile = Number.NEGATIVE_INFINITY;
+  let lastSweep = Date.now();
+  let running: Promise<void> = Promise.resolve();
+  let closed = false;
+
+  /** One step of a pass; a failing step does not stop the others. */
+  const step = (work: () => Promise<unknown>) => work().catch(onError);
+
+  async function pass(force: boolean): Promise<void> {
+    const now = Date.now();
+    await step(() => owners.heartbeat());
+    const live = await owners.liveOwners().catch((error: unknown) => {
+      onError(error);
+      return undefined;
+    });
+    if (!live) return;
+    await step(() => capabilities.syncLeases(live));
+    if (force || now - lastReconcile >= reconcileIntervalMs) {
+      lastReconcile = now;
+      await step(() => interruptDeadRuns(store, { live, self: owners }));
+      await step(() => capabilities.reconcile(live));
+      await step(() => owners.forgetDead(live));
+    }
+    if (force || now - lastSweep >= sweepIdleIntervalMs) {
+      lastSweep = now;
+      await step(() => capabilities.sweepIdle());
+    }
+  }
+
+  const enqueue = (force: boolean) => {
+    running = running.then(() => (closed ? undefined : pass(force)));
+    return running;
+  };
+
+  const started = enqueue(true);
+  let ticking = false;
+  const timer = setInterval(() => {
+    // A tick never queues behind a pass still running: it is skipped.
+    if (ticking || closed) return;
+    ticking = true;
+    void enqueue(false).finally(() => {
+      ticking = false;
+    });
+  }, heartbeatIntervalMs);
+  timer.unref();
+
+  return {
+    started,
+    runNow: () => enqueue(true),
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

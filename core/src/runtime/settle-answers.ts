@@ -1,0 +1,63 @@
+import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
+import { endedCall, waitingToolCallIds } from "../actions/tool-part-updates.ts";
+import type { PendingActionRecord } from "../threads/thread-store.ts";
+import type { PreparedRun } from "./prepare-run.ts";
+import type { CallOutcome } from "./tool-executor.ts";
+
+const SUPERSEDED = "The action was cancelled: the user sent a new message.";
+
+/**
+ * Settles the thread's calls that waited for an answer: answered actions are applied (a resume re-enters
+ * `execute`); a call without any action (its run died mid-call) ends as `interrupted`. With `supersede` (a new user message arrived), actions still pending are cancelled first, so the
+ * model never sees an orphan call; without it they stay pending and the run will not call the model.
+ */
+export async function settleAnswers(run: PreparedRun, options: { supersede: boolean }): Promise<void> {
+  const { state, transcript, runners } = run;
+  const waiting = waitingToolCallIds(transcript.messages);
+  if (waiting.length === 0) return;
+  const actions = await state.store.listPendingActions({ threadId: state.threadId });
+  for (const toolCallId of waiting) {
+    let action = latestAction(actions, toolCallId);
+    if (!action) {
+      // Open with nothing to wait for: its run died mid-call (not yet found by the dead-run sweep).
+      transcript.apply(endedCall(toolCallId, { reason: "interrupted" }));
+      continue;
+    }
+    if (action.status === "pending") {
+      if (!options.supersede) {
+        state.pendingActions.push(action);
+        continue;
+      }
+      action = await supersede(run, action);
+    }
+    const answer = action.answer as PendingActionAnswer | undefined;
+    const runner = runners.get(action.toolName);
+    const outcome: CallOutcome = !answer
+      ? { type: "error", message: SUPERSEDED }
+      : runner
+        ? await runner.settleAnswered(action, answer)
+        : { type: "error", message: `The tool "${action.toolName}" is no longer available.` };
+    if (outcome.type === "pending") continue;
+    transcript.settle({ toolCallId, outcome }, action);
+  }
+}
+
+/** Cancels a pending action because a new user message arrived; returns the action as stored afterwards. */
+async function supersede(run: PreparedRun, action: PendingActionRecord): Promise<PendingActionRecord> {
+  const answer: PendingActionAnswer = { type: "cancel", reason: SUPERSEDED };
+  const settled = await run.state.store.settlePendingAction(action.id, "pending", {
+    status: "cancelled",
+    answer,
+    settledAt: Date.now(),
+  });
+  return settled.action ?? action;
+}
+
+function latestAction(actions: PendingActionRecord[], toolCallId: string): PendingActionRecord | undefined {
+  let latest: PendingActionRecord | undefined;
+  for (const action of actions) {
+    if (action.toolCallId === toolCallId && (!latest || action.createdAt >= latest.createdAt))
+      latest = action;
+  }
+  return latest;
+}

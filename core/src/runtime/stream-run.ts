@@ -1,0 +1,71 @@
+import {
+  convertToModelMessages,
+  generateId,
+  isStepCount,
+  type LanguageModel,
+  type ModelMessage,
+  streamText,
+} from "ai";
+import type { PreparedRun } from "./prepare-run.ts";
+import { redactedMessage } from "./redaction.ts";
+import { resolveActiveTools } from "./resolve-enabled.ts";
+
+/** What the model loop left behind. */
+export interface StreamedRun {
+  /** The first error the model stream reported, if any. */
+  modelError: unknown;
+}
+
+/**
+ * Runs the model loop on `streamText` over the transcript's messages and streams it into the transcript, until
+ * the model finishes, a call waits for an answer, or the run is stopped.
+ */
+export async function streamRun(run: PreparedRun, model: LanguageModel): Promise<StreamedRun> {
+  const { state, transcript, tools } = run;
+  const { agent, resolverArgs, controller } = state;
+  const definition = agent.definition;
+  const streamed: StreamedRun = { modelError: undefined };
+  const instructions =
+    typeof definition.instructions === "function"
+      ? await definition.instructions(resolverArgs)
+      : definition.instructions;
+  const gated = [...agent.registrations.values()].some((registration) => registration.enabled !== undefined);
+  const modelMessages = await convertToModelMessages(transcript.messages, {
+    tools,
+    ignoreIncompleteToolCalls: true,
+  });
+  const result = streamText({
+    model,
+    ...(instructions !== undefined ? { instructions } : {}),
+    messages: modelMessages,
+    tools,
+    stopWhen: [isStepCount(definition.maxSteps), () => state.pendingActions.length > 0],
+    abortSignal: controller.signal,
+    // Only agents with `enabled` gates (or their own prepareStep) pay for a per-step hook.
+    ...(gated || definition.prepareStep
+      ? {
+          prepareStep: async ({ stepNumber, messages }: { stepNumber: number; messages: ModelMessage[] }) => {
+            const activeTools = gated
+              ? await resolveActiveTools(agent.registrations.values(), resolverArgs)
+              : undefined;
+            const extra = (await definition.prepareStep?.({ stepNumber, messages })) ?? {};
+            return { ...(activeTools ? { activeTools } : {}), ...extra };
+          },
+        }
+      : {}),
+    onError: ({ error }) => {
+      streamed.modelError ??= error;
+    },
+  });
+  await transcript.pipe(
+    result.toUIMessageStream({
+      originalMessages: transcript.messages,
+      generateMessageId: generateId,
+      messageMetadata: ({ part }) =>
+        part.type === "start" ? { runId: state.runId, agentId: agent.id } : undefined,
+      onError: redactedMessage,
+      onFinish: ({ messages }) => transcript.replyFinished(messages),
+    }),
+  );
+  return streamed;
+}
