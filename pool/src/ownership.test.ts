@@ -64,7 +64,7 @@ describe("container ownership", () => {
     const mineEarlier = driver.addContainer(labelled("sandbox", "me"));
     const unmanaged = driver.addContainer({ [poolLabels.owner]: "dead" });
 
-    const result = await pool.reapStrays({ keep: [deadKept], liveOwners: new Set(["me", "alive"]) });
+    const result = await pool.reapStrays({ keep: [deadKept], deadOwners: new Set(["dead"]) });
 
     expect(result.removed.sort()).toEqual(
       [deadSamePool, deadOtherPool, deadStopped, unownedSamePool, mineEarlier].sort(),
@@ -74,7 +74,7 @@ describe("container ownership", () => {
     );
   });
 
-  it("leaves other owners' containers alone when their liveness is not given", async () => {
+  it("leaves the containers of owners not known to be dead alone", async () => {
     const driver = createFakeDriver();
     const pool = makePool(driver, { poolId: "sandbox", ownerId: "me", min: 0 });
     const other = driver.addContainer(labelled("sandbox", "someone"));
@@ -135,7 +135,7 @@ describe("createPooledBinding ownership", () => {
         [...driver.containers.values()].filter((c) => c.labels[poolLabels.owner] === owner).map((c) => c.id);
       const liveBefore = ownedBy("live");
 
-      await live.reapUnowned({ keepResourceIds: [deadKept], liveOwnerIds: new Set(["live"]) });
+      await live.reapUnowned({ keepResourceIds: [deadKept], deadOwnerIds: new Set(["dead"]) });
 
       expect(liveBefore).toContain(liveLeased);
       for (const id of liveBefore) expect(driver.containers.has(id)).toBe(true);

@@ -67,8 +67,8 @@ export interface BindingStartContext {
 export interface ReapContext {
   /** Resource ids named by leases of live owners (any process): never removed. */
   keepResourceIds: readonly string[];
-  /** Owners whose heartbeat is fresh, this process included. */
-  liveOwnerIds: ReadonlySet<string>;
+  /** Owners the runtime's store knows to be dead: their containers are removed. */
+  deadOwnerIds: ReadonlySet<string>;
 }
 
 /** The lifecycle a capability binding needs from a warm pool: start, provision, reattach, reap, close. */
@@ -83,11 +83,10 @@ export interface PooledBinding<RESOURCE> {
   /** Adopts the container recorded on `lease` (after a restart); `undefined` when it is gone or not this pool's. */
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
   /**
-   * Removes the managed containers of this binding's engine that no kept lease names and whose owner is not
-   * live (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`).
-   * A bare list of ids (the runtime's call before owners existed) keeps them and reaps by pool id only.
+   * Removes the managed containers of this binding's engine that no kept lease names and whose owner is known
+   * dead (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`).
    */
-  reapUnowned(context: ReapContext | readonly string[]): Promise<void>;
+  reapUnowned(context: ReapContext): Promise<void>;
   /**
    * Removes this process's idle containers and stops the pool. Leased containers that were not released stay
    * running: the runtime decided to keep them (a lease another process may take over).
@@ -96,10 +95,6 @@ export interface PooledBinding<RESOURCE> {
   readonly poolId: string | undefined;
   readonly image: string | undefined;
   metrics(): ContainerPoolMetrics | undefined;
-}
-
-function isReapContext(context: ReapContext | readonly string[]): context is ReapContext {
-  return !Array.isArray(context);
 }
 
 /**
@@ -224,11 +219,7 @@ export function createPooledBinding<STATE, RESOURCE>(
     },
     async reapUnowned(context) {
       const current = await ready();
-      await current.reapStrays(
-        isReapContext(context)
-          ? { keep: context.keepResourceIds, liveOwners: context.liveOwnerIds }
-          : { keep: context },
-      );
+      await current.reapStrays({ keep: context.keepResourceIds, deadOwners: context.deadOwnerIds });
     },
     async close() {
       closed = true;

@@ -41,8 +41,11 @@ export interface BindingStartContext {
 export interface ReapContext {
   /** Resource ids named by leases of live owners (any process): never remove these. */
   keepResourceIds: readonly string[];
-  /** Owners whose heartbeat is fresh (this process included). */
-  liveOwnerIds: ReadonlySet<string>;
+  /**
+   * Owners this store knows to be dead (their heartbeats stopped). Only their resources are reaped: an owner the
+   * store does not know may be a live process of another app sharing the engine.
+   */
+  deadOwnerIds: ReadonlySet<string>;
 }
 
 /**
@@ -66,8 +69,8 @@ export interface CapabilityBinding<FACADE = unknown> {
   /** Reconnects to a resource recorded on a lease before a restart; `undefined` when it is gone. */
   reattach?(lease: LeaseRecord, signal: AbortSignal): Promise<ProvisionedResource<FACADE> | undefined>;
   /**
-   * Removes the resources on this binding's engine whose owner is not live and that no kept lease names (a dead
-   * process's containers). Never one whose owner is live. Called at start and then periodically.
+   * Removes the resources on this binding's engine whose owner is known dead and that no kept lease names (a
+   * dead process's containers). Never one of any other owner. Called at start and then periodically.
    */
   reapUnowned?(context: ReapContext): Promise<void>;
   /**

@@ -83,9 +83,9 @@ function fakeBinding(
     async reattach(lease) {
       return engine.has(lease.resourceId) ? resourceOf(lease.resourceId) : undefined;
     },
-    async reapUnowned({ keepResourceIds, liveOwnerIds }) {
+    async reapUnowned({ keepResourceIds, deadOwnerIds }) {
       for (const [id, entry] of engine) {
-        if (entry.owner === undefined || liveOwnerIds.has(entry.owner) || keepResourceIds.includes(id))
+        if (entry.owner === undefined || !deadOwnerIds.has(entry.owner) || keepResourceIds.includes(id))
           continue;
         engine.delete(id);
         reaped.push(id);

@@ -34,6 +34,8 @@ export interface OwnerLiveness {
   readonly ownerId: string;
   /** Owners whose heartbeat is fresh, this process included. */
   liveOwners(): Promise<ReadonlySet<string>>;
+  /** Owners recorded in the store whose heartbeat is stale (never this process). */
+  deadOwners(): Promise<ReadonlySet<string>>;
 }
 
 interface Lease {
@@ -343,6 +345,7 @@ export class CapabilityManager {
   async #reconcileBinding(binding: CapabilityBinding, live: ReadonlySet<string>): Promise<void> {
     const self = this.#owners.ownerId;
     const keep = new Set<string>();
+    const dead = new Set(await this.#owners.deadOwners());
     for (const record of await this.#store.listLeases({ capability: binding.capability })) {
       const id = leaseId(record.capability, record.lifetime, record.key);
       // A lease this process holds or is obtaining right now.
@@ -356,6 +359,7 @@ export class CapabilityManager {
         continue;
       }
       if (!mine) {
+        if (record.ownerId !== undefined) dead.add(record.ownerId);
         const claimed = await this.#store.claimLease(record.capability, record.lifetime, record.key, {
           from: record.ownerId,
           to: self,
@@ -384,7 +388,7 @@ export class CapabilityManager {
         });
       }
     }
-    await binding.reapUnowned?.({ keepResourceIds: [...keep], liveOwnerIds: live });
+    await binding.reapUnowned?.({ keepResourceIds: [...keep], deadOwnerIds: dead });
   }
 
   /** Prepares every binding now (warm pools, take over dead owners' leases) instead of on first use. */
