@@ -1,7 +1,7 @@
 export { type AnswerActionOptions, type AnswerActionResult, answerAction } from "./answer-action.ts";
 export { Assistant } from "./assistant.ts";
 export { AssistantTool, type AssistantToolProps } from "./assistant-tool.tsx";
-export { DefaultToolCard, type ToolCallStatus, toolCallStatus } from "./default-tool-card.tsx";
+export { DefaultToolCard } from "./default-tool-card.tsx";
 export { type FollowRunStreamOptions, followRunStream, upsertMessage } from "./follow-run-stream.ts";
 export {
   isPaiToolPart,
@@ -21,6 +21,7 @@ export {
 export { PaiResponseError } from "./pai-response-error.ts";
 export { pendingActionFor, pendingActionsOf } from "./pending-actions-of.ts";
 export { registeredToolCard, registerToolCard } from "./register-tool-card.ts";
+export { type ToolCallStatus, toolCallStatus } from "./tool-call-status.ts";
 export type { ToolCard, ToolCardProps, ToolCardPropsFor, ToolCards } from "./tool-card.ts";
 export { type ToolDataItem, toolDataOf } from "./tool-data-of.ts";
 export { type UsePaiChatHelpers, type UsePaiChatOptions, usePaiChat } from "./use-pai-chat.ts";
