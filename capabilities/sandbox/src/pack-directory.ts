@@ -105,6 +105,32 @@ async function readWhole(absolute: string, size: number): Promise<Buffer> {
   }
 }
 
+/** A large file's bytes in chunks of {@link CHUNK_BYTES}: the next chunk is read while one is written out. */
+async function* streamFile(
+  absolute: string,
+  size: number,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<Buffer> {
+  const fd = await openFile(absolute);
+  const readChunk = (position: number) => {
+    const chunk = readExactly(fd, absolute, Math.min(CHUNK_BYTES, size - position), position);
+    chunk.catch(() => {});
+    return chunk;
+  };
+  let reading = readChunk(0);
+  try {
+    for (let position = 0; position < size; position += CHUNK_BYTES) {
+      signal?.throwIfAborted();
+      const chunk = await reading;
+      if (position + CHUNK_BYTES < size) reading = readChunk(position + CHUNK_BYTES);
+      yield chunk;
+    }
+  } finally {
+    await reading.catch(() => {}); // no read may still use the descriptor when it closes
+    await closeFile(fd);
+  }
+}
+
 /** The header of a listed entry, as a tar reader would have seen it. */
 function headerOf(found: Found, linkname: string): Header {
   const { info } = found;
@@ -157,6 +183,11 @@ export function packDirectory(directory: string, options: PackDirectoryOptions =
   async function* archive(): AsyncGenerator<Buffer> {
     /** Set while the reader holds a chunk: an error thrown in then is the reader's, not the archive's. */
     let handedOut = false;
+    async function* handOut(chunk: Buffer): AsyncGenerator<Buffer> {
+      handedOut = true;
+      yield chunk;
+      handedOut = false;
+    }
     const queue: Queued[] = [];
     let queuedBytes = 0;
     let gathered: Buffer[] = [];
@@ -211,45 +242,16 @@ export function packDirectory(directory: string, options: PackDirectoryOptions =
         take(encodeTarHeader({ ...header, size }));
         if (body) take(body);
         else if (size > 0) {
-          if (gatheredBytes > 0) {
-            handedOut = true;
-            yield flush();
-            handedOut = false;
-          }
-          const fd = await openFile(entry.absolute);
-          const readChunk = (position: number) => {
-            const chunk = readExactly(fd, entry.absolute, Math.min(CHUNK_BYTES, size - position), position);
-            chunk.catch(() => {});
-            return chunk;
-          };
-          // one chunk is read while the one before it is written out
-          let reading = readChunk(0);
-          try {
-            for (let position = 0; position < size; position += CHUNK_BYTES) {
-              signal?.throwIfAborted();
-              const chunk = await reading;
-              if (position + CHUNK_BYTES < size) reading = readChunk(position + CHUNK_BYTES);
-              handedOut = true;
-              yield chunk;
-              handedOut = false;
-            }
-          } finally {
-            await reading.catch(() => {}); // no read may still use the descriptor when it closes
-            await closeFile(fd);
-          }
+          if (gatheredBytes > 0) yield* handOut(flush());
+          for await (const chunk of streamFile(entry.absolute, size, signal)) yield* handOut(chunk);
         }
         if (size % 512 !== 0) take(ZEROS.subarray(0, tarPadding(size)));
         stats.entries++;
         stats.bytes += size;
-        if (gatheredBytes >= CHUNK_BYTES) {
-          handedOut = true;
-          yield flush();
-          handedOut = false;
-        }
+        if (gatheredBytes >= CHUNK_BYTES) yield* handOut(flush());
       }
       take(ZEROS);
-      handedOut = true;
-      yield flush();
+      yield* handOut(flush());
       settle?.resolve(stats);
     } catch (error) {
       if (!handedOut) settle?.reject(error);
