@@ -7,6 +7,7 @@ import { benchColdStart } from "./cold-start.ts";
 import { benchCommandRoundTrip } from "./command-round-trip.ts";
 import { benchCommandsPerSecond } from "./commands-per-second.ts";
 import { benchConversationBursts } from "./conversation-burst.ts";
+import { benchDirectoryUpload } from "./directory-upload.ts";
 import { benchFileTransfer } from "./file-transfer.ts";
 import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
 import { benchPostgresStore } from "./postgres-store.ts";
@@ -44,6 +45,7 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
       }),
   ],
   ["file transfer", () => benchFileTransfer({ rounds: quick ? 1 : 3, megabytes: 100 })],
+  ["directory upload", () => benchDirectoryUpload({ rounds: quick ? 3 : 9 })],
   ["idle memory", () => benchIdleSandboxMemory({ count: quick ? 4 : 8 })],
 ];
 try {

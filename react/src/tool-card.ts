@@ -2,6 +2,7 @@ import type { PendingActionAnswer, PublicPendingAction } from "@pai/core";
 import type { UIMessage } from "ai";
 import type { ComponentType } from "react";
 import type { MessageTools, PaiToolPart } from "./is-pai-tool-part.ts";
+import type { ToolCallStatus } from "./tool-call-status.ts";
 import type { ToolDataItem } from "./tool-data-of.ts";
 
 /** What a tool card is rendered with. */
@@ -17,6 +18,10 @@ export interface ToolCardProps<
   toolId: string;
   /** The registration key (the model's name for the tool). */
   toolName: string;
+  /** What to call the tool: the part's `title`, else `<PaiProvider titles>`, else made from the registration key. */
+  title: string;
+  /** Where the call stands (`toolCallStatus`): what the badge shows, with the reason of a failure or denial. */
+  status: ToolCallStatus;
   /** What the call streamed with `ctx.data.write`, in write order. */
   data: ToolDataItem[];
   /** The action the call waits on (approval, client tool), while it is pending. */

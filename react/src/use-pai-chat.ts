@@ -144,7 +144,7 @@ export function usePaiChat<MESSAGE extends UIMessage = UIMessage>(
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: headers are compared by value
   const answer = useCallback(
-    async ({ action, answer: value }: PendingActionAnswerEvent) => {
+    async ({ action, answer: value, onAccepted }: PendingActionAnswerEvent) => {
       const result = await answerAction({
         api,
         threadId: action.threadId || threadId,
@@ -153,6 +153,7 @@ export function usePaiChat<MESSAGE extends UIMessage = UIMessage>(
         stream: true,
         ...(headers ? { headers } : {}),
       });
+      if (result.status === "accepted") onAccepted?.();
       if (result.stream) {
         await follow(result.stream);
         callbacks.current.onRunEnd?.();

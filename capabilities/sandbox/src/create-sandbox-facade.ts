@@ -449,11 +449,12 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
       // stream the sanitized archive through the engine's archive API: bulk bytes never cross the agent.
       const prepared = await script(uploadTargetScript, [target], { signal: uploadOptions.signal });
       const resolved = decode(prepared.stdout);
-      const input = typeof source === "string" ? packDirectory(source, uploadOptions) : source;
-      const sanitized = transformTar(
-        input,
-        createUploadHeaderSanitizer({ uid: options.uid ?? 1000, gid: options.gid ?? 1000 }),
-      );
+      const sanitize = createUploadHeaderSanitizer({ uid: options.uid ?? 1000, gid: options.gid ?? 1000 });
+      // a host directory is packed with sanitized headers directly; a tar stream is rewritten entry by entry
+      const sanitized =
+        typeof source === "string"
+          ? packDirectory(source, { ...uploadOptions, map: sanitize })
+          : transformTar(source, sanitize);
       const done = sanitized.done;
       done.catch(() => {});
       try {
@@ -464,7 +465,9 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
           uploadOptions.signal ? { signal: uploadOptions.signal } : {},
         );
       } catch (error) {
-        // The sanitizer's verdict (an entry escaping the target) explains a broken upload best.
+        // The engine may stop reading without closing the stream: stop packing. The sanitizer's verdict (an entry
+        // escaping the target) explains a broken upload best.
+        sanitized.stream.destroy();
         await done;
         throw error;
       }
