@@ -28,6 +28,7 @@ export {
 } from "./agents/define-agent.ts";
 export type {
   CapabilityBinding,
+  CapabilityConnectionEvent,
   ProvisionedResource,
   ProvisionRequest,
 } from "./capabilities/capability-binding.ts";

@@ -200,7 +200,9 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
 
   async function oomKilledSince(): Promise<boolean> {
     try {
-      const result = await executor.run({ argv: ["sh", "-c", oomCountScript], maxOutputBytes: 4096 });
+      const result = await executor
+        .spawn({ argv: ["sh", "-c", oomCountScript], maxOutputBytes: 4096 })
+        .wait();
       const match = /oom_kill (\d+)/.exec(decode(result.stdout));
       if (!match) return false;
       const count = Number(match[1]);
@@ -213,7 +215,7 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
   }
 
   async function toCommandResult(result: ExecutorProcessResult): Promise<CommandResult> {
-    const exitCode = result.exitCode ?? (result.signal !== null ? 128 + result.signal : -1);
+    const { exitCode } = result;
     const out: CommandResult = {
       exitCode,
       stdout: decode(result.stdout),
@@ -255,13 +257,15 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
       spec.signal?.throwIfAborted();
       const onStdout = streamingDecoder(commandOptions.onStdout);
       const onStderr = streamingDecoder(commandOptions.onStderr);
-      const result = await executor.run({
-        ...spec,
-        stdin: commandOptions.stdin,
-        killGroupOnExit: true,
-        onStdout: onStdout?.push,
-        onStderr: onStderr?.push,
-      });
+      const result = await executor
+        .spawn({
+          ...spec,
+          stdin: commandOptions.stdin,
+          killGroupOnExit: true,
+          onStdout: onStdout?.push,
+          onStderr: onStderr?.push,
+        })
+        .wait();
       onStdout?.flush();
       onStderr?.flush();
       return toCommandResult(result);

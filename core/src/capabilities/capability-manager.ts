@@ -1,6 +1,10 @@
 import { PaiError } from "../errors/pai-error.ts";
 import type { CapabilityLifetime, ThreadStore } from "../threads/thread-store.ts";
-import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
+import type {
+  CapabilityBinding,
+  CapabilityConnectionEvent,
+  ProvisionedResource,
+} from "./capability-binding.ts";
 import type { Capability } from "./define-capability.ts";
 
 /** Who is asking: the ids a lease key is chosen from. */
@@ -13,14 +17,19 @@ export interface LeaseScope {
   onStatus?: (event: CapabilityStatusEvent) => void;
 }
 
-/** Provisioning progress of one lease, as the run streams it (`data-pai-capability` parts). */
+/**
+ * Provisioning progress of one lease, and the network connections its resource made during the run, as the run
+ * streams them (`data-pai-capability` parts).
+ */
 export interface CapabilityStatusEvent {
   capability: string;
   lifetime: CapabilityLifetime;
-  status: "provisioning" | "ready" | "failed";
+  status: "provisioning" | "ready" | "failed" | "connection";
   resourceId?: string;
   durationMs?: number;
   error?: string;
+  /** With `status: "connection"`: the connection. */
+  connection?: CapabilityConnectionEvent;
 }
 
 interface Lease {
@@ -86,7 +95,15 @@ export class CapabilityManager {
     /** The facade bound to this scope's signal, made once per resource. */
     const facadeOf = (resource: ProvisionedResource) => {
       if (bound?.resource !== resource) {
-        const facade = resource.bind ? resource.bind({ signal: scope.signal }) : resource.facade;
+        const report = (connection: CapabilityConnectionEvent) =>
+          scope.onStatus?.({
+            capability,
+            lifetime: this.lifetimeOf(capability),
+            status: "connection",
+            resourceId: resource.resourceId,
+            connection,
+          });
+        const facade = resource.bind ? resource.bind({ signal: scope.signal, report }) : resource.facade;
         bound = { resource, facade: facade as Record<PropertyKey, unknown> };
       }
       return bound.facade;

@@ -10,7 +10,7 @@ import {
   signalName,
   signalNumber,
 } from "./agent-protocol.ts";
-import { SandboxAgentError } from "./sandbox-agent-error.ts";
+import { ContainerAgentError } from "./container-agent-error.ts";
 
 describe("agent protocol payloads", () => {
   it("encodes a spawn request as flags, ids, counts and NUL-terminated strings", () => {
@@ -38,11 +38,11 @@ describe("agent protocol payloads", () => {
       () => encodeReadFilePayload({ path: "/f", maxBytes: MAX_FRAME_PAYLOAD_BYTES + 1 }),
     ];
     for (const encode of cases) {
-      expect(() => encode()).toThrow(SandboxAgentError);
+      expect(() => encode()).toThrow(ContainerAgentError);
       try {
         encode();
       } catch (error) {
-        expect(SandboxAgentError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
+        expect(ContainerAgentError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
       }
     }
     expect(
@@ -68,6 +68,6 @@ describe("agent protocol payloads", () => {
     expect(signalNumber("SIGKILL")).toBe(9);
     expect(signalNumber("SIGUSR1")).toBe(10);
     expect(signalName(15)).toBe("SIGTERM");
-    expect(() => signalNumber(0)).toThrow(SandboxAgentError);
+    expect(() => signalNumber(0)).toThrow(ContainerAgentError);
   });
 });

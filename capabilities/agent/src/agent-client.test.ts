@@ -9,8 +9,8 @@ import { it as baseIt, beforeAll, describe, expect } from "vitest";
 import { buildAgentBinary } from "./agent-binary.ts";
 import { type AgentClient, createAgentClient } from "./agent-client.ts";
 import { AGENT_PROTOCOL_VERSION, FrameType, MAX_FRAME_PAYLOAD_BYTES } from "./agent-protocol.ts";
+import { ContainerAgentError } from "./container-agent-error.ts";
 import { encodeFrame } from "./frame-codec.ts";
-import { SandboxAgentError } from "./sandbox-agent-error.ts";
 
 const isRoot = process.getuid?.() === 0;
 const selfUser = `${process.getuid?.()}:${process.getgid?.()}`;
@@ -24,7 +24,7 @@ beforeAll(async () => {
 interface Agent {
   client: AgentClient;
   child: ChildProcessByStdio<Writable, Readable, null>;
-  closeErrors: Array<SandboxAgentError | undefined>;
+  closeErrors: Array<ContainerAgentError | undefined>;
 }
 
 function startAgent(args: string[] = ["--user", selfUser], user: { uid?: number; gid?: number } = {}): Agent {
@@ -89,7 +89,7 @@ describe("createAgentClient with the real agent", () => {
   it("says hello with its version, pid and users", async ({ agent }) => {
     const hello = await agent.client.hello;
     expect(hello.protocolVersion).toBe(AGENT_PROTOCOL_VERSION);
-    expect(hello.version).toMatch(/^0\.1\.0\+[0-9a-f]{12}$/);
+    expect(hello.version).toMatch(/^0\.2\.0\+[0-9a-f]{12}$/);
     expect(hello.pid).toBe(agent.child.pid);
     expect(`${hello.defaultUid}:${hello.defaultGid}`).toBe(selfUser);
     expect(await agent.client.ping()).toBeGreaterThan(0);
@@ -350,7 +350,7 @@ describe("createAgentClient with the real agent", () => {
       details: { errnoName: "ENOENT" },
       message: expect.stringMatching(/exec no-such-program-pai: No such file or directory/),
     });
-    await expect(missing.wait()).rejects.toThrow(SandboxAgentError);
+    await expect(missing.wait()).rejects.toThrow(ContainerAgentError);
     await expect(agent.client.spawn({ argv: ["true"], cwd: "/no/such/dir" }).wait()).rejects.toThrow(
       /chdir \/no\/such\/dir/,
     );
@@ -390,6 +390,63 @@ describe("createAgentClient with the real agent", () => {
     }
   });
 
+  it("gives a command fd 3 and fd 4 when asked, relayed both ways", async ({ agent }) => {
+    const received: Uint8Array[] = [];
+    const process = agent.client.spawn({
+      argv: ["sh", "-c", "ls /proc/$$/fd | sort -n | tr '\\n' ' ' >&2; head -c 11 <&3 | tr a-z A-Z >&4"],
+      onPipe: (chunk) => received.push(chunk),
+    });
+    await process.writePipe("hello ");
+    await process.writePipe("world");
+    const result = await process.wait();
+    expect(result.exitCode).toBe(0);
+    expect(text(result.stderr).trim()).toBe("0 1 2 3 4");
+    expect(Buffer.concat(received).toString()).toBe("HELLO WORLD");
+    await expect(agent.client.spawn({ argv: ["true"] }).writePipe("x")).rejects.toThrow(/onPipe/);
+  });
+
+  it("relays connections to its loopback listener both ways, flow-controlled, with half-closes", async ({
+    agent,
+  }) => {
+    const { connect } = await import("node:net");
+    const { createHash } = await import("node:crypto");
+    const accepted: number[] = [];
+    let onNext = (stream: Duplex) => stream.pipe(stream); // echo, ending when the program ends its side
+    const port = await agent.client.listen({
+      port: 0,
+      onConnection: (stream) => {
+        accepted.push(stream.id);
+        onNext(stream);
+      },
+    });
+    expect(port).toBeGreaterThan(0);
+    await expect(agent.client.listen({ port: 0, onConnection: () => {} })).rejects.toThrow(
+      /already listening/,
+    );
+    const payload = randomBytes(24 * 1024 * 1024);
+    const echoed = await new Promise<Buffer>((resolve, reject) => {
+      const socket = connect({ host: "127.0.0.1", port });
+      const chunks: Buffer[] = [];
+      socket.on("data", (chunk) => chunks.push(chunk));
+      socket.on("end", () => resolve(Buffer.concat(chunks)));
+      socket.on("error", reject);
+      socket.end(payload);
+    });
+    expect(createHash("sha256").update(echoed).digest("hex")).toBe(
+      createHash("sha256").update(payload).digest("hex"),
+    );
+    expect(accepted).toHaveLength(1);
+    expect(accepted[0]).toBeGreaterThanOrEqual(0x80000000);
+    // A program that resets its connection closes the host's stream too.
+    const closedOnHost = new Promise<void>((resolve) => {
+      onNext = (stream) => stream.on("close", () => resolve());
+    });
+    const socket = connect({ host: "127.0.0.1", port });
+    socket.on("connect", () => socket.resetAndDestroy());
+    await closedOnHost;
+    expect(accepted).toHaveLength(2);
+  });
+
   it("rejects everything in flight when the agent dies", async ({ agent }) => {
     const running = agent.client.spawn({ argv: ["sleep", "100"] });
     await running.pid;
@@ -399,7 +456,7 @@ describe("createAgentClient with the real agent", () => {
     await pending.catch(() => {});
     expect(agent.client.closed).toBe(true);
     expect(agent.closeErrors).toHaveLength(1);
-    expect(SandboxAgentError.hasCode(agent.closeErrors[0], "SANDBOX_PROTOCOL")).toBe(true);
+    expect(ContainerAgentError.hasCode(agent.closeErrors[0], "SANDBOX_PROTOCOL")).toBe(true);
     await expect(agent.client.ping()).rejects.toMatchObject({ code: "SANDBOX_PROTOCOL" });
     await expect(agent.client.spawn({ argv: ["true"] }).wait()).rejects.toMatchObject({
       code: "SANDBOX_PROTOCOL",
@@ -502,7 +559,7 @@ describe("createAgentClient against a misbehaving agent", () => {
   function fakeAgent() {
     const toHost = new PassThrough();
     const toAgent = new PassThrough();
-    const closeErrors: Array<SandboxAgentError | undefined> = [];
+    const closeErrors: Array<ContainerAgentError | undefined> = [];
     const client = createAgentClient({
       stream: { readable: toHost, writable: toAgent },
       onClose: (error) => closeErrors.push(error),
@@ -546,7 +603,7 @@ describe("createAgentClient against a misbehaving agent", () => {
     const other = fakeAgent();
     new DataView(other.helloPayload.buffer).setUint16(0, AGENT_PROTOCOL_VERSION + 1);
     other.toHost.write(encodeFrame(FrameType.Hello, 0, other.helloPayload));
-    await expect(other.client.hello).rejects.toThrow(/speaks protocol 2/);
+    await expect(other.client.hello).rejects.toThrow(`speaks protocol ${AGENT_PROTOCOL_VERSION + 1}`);
   });
 
   baseIt("fails on a malformed payload and on frames that answer the wrong request", async () => {
@@ -570,7 +627,7 @@ describe("createAgentClient against a misbehaving agent", () => {
     const process = fake.client.spawn({ argv: ["x"] });
     fake.toHost.end(encodeFrame(FrameType.Spawned, 1, new Uint8Array(4)).subarray(0, 5));
     await expect(process.pid).rejects.toThrow(/stream ended inside a frame/);
-    expect(SandboxAgentError.hasCode(fake.closeErrors[0], "SANDBOX_PROTOCOL")).toBe(true);
+    expect(ContainerAgentError.hasCode(fake.closeErrors[0], "SANDBOX_PROTOCOL")).toBe(true);
   });
 
   baseIt("ignores late answers to requests it gave up", async () => {
