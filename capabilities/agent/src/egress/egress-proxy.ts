@@ -41,6 +41,8 @@ export interface EgressProxy {
    * flight when it opened).
    */
   handle(client: Duplex, report?: (event: EgressConnectionEvent) => void): void;
+  /** The reason of the latest refusal of `target` (`host:port`), if any: for a program that shows none. */
+  refusalFor(target: string): string | undefined;
   /** Connections open now, connections seen, and bytes both ways so far. */
   stats(): { active: number; connections: number; bytes: number };
   /** Closes every connection and refuses new ones (the lease ended). Idempotent. */
@@ -170,6 +172,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   let connections = 0;
   let bytes = 0;
   let closed = false;
+  /** Latest refusal per target, most recent last (bounded). */
+  const refusals = new Map<string, string>();
 
   function emit(event: EgressConnectionEvent, report: ((event: EgressConnectionEvent) => void) | undefined) {
     for (const listener of [options.onConnection, report]) {
@@ -221,6 +225,12 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       request: Partial<Request> & { address?: string },
     ) => {
       const target = request.target;
+      if (target) {
+        const label = formatTarget(target);
+        refusals.delete(label);
+        refusals.set(label, reason);
+        if (refusals.size > 64) refusals.delete(refusals.keys().next().value as string);
+      }
       event = {
         id,
         target: target ? formatTarget(target) : "",
@@ -234,6 +244,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         ...(request.address !== undefined ? { address: request.address } : {}),
       };
       client.end(refusal(status, reason, error));
+      // Whatever else the program sends is dropped, so the connection can close once it hangs up.
+      client.resume();
     };
 
     const onHead = (chunk: Buffer) => {
@@ -315,8 +327,9 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       };
       upstream.on("error", () => client.destroy());
       upstream.once("close", () => {
-        // What the upstream sent is delivered, then the program sees the end.
+        // What the upstream sent is delivered, then the program sees the end; what it still sends is dropped.
         if (!client.writableEnded) client.end();
+        client.resume();
       });
       client.on("data", count("up"));
       upstream.on("data", count("down"));
@@ -347,6 +360,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 
   return {
     handle,
+    refusalFor: (target) => refusals.get(target),
     stats: () => ({ active: open.size, connections, bytes }),
     close() {
       if (closed) return;
