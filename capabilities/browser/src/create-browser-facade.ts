@@ -283,10 +283,8 @@ export function createBrowserFacade(options: BrowserFacadeOptions): BrowserFacad
           };
           const response = await navigate(2);
           // A plain-HTTP request the egress proxy refused comes back as the proxy's own 403 page.
-          const proxyStatus = (await response?.allHeaders())?.["proxy-status"];
-          if (proxyStatus?.startsWith("pai;")) {
-            const reason = (await active.title()) || (await active.locator("body").innerText());
-            throw refused(target, reason.trim());
+          if (response && (await response.allHeaders())["proxy-status"]?.startsWith("pai;")) {
+            throw refused(target, (await response.text()).trim());
           }
           return { url: active.url(), title: await active.title(), status: response?.status() ?? null };
         },
