@@ -6,6 +6,7 @@ import type { BenchRow } from "./bench-row.ts";
 import { benchCommandRoundTrip } from "./command-round-trip.ts";
 import { benchCommandsPerSecond } from "./commands-per-second.ts";
 import { benchConversationBursts } from "./conversation-burst.ts";
+import { benchEgressProxy } from "./egress-proxy.ts";
 import { benchFileTransfer } from "./file-transfer.ts";
 import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
 import { benchRuntimeOverhead } from "./runtime-overhead.ts";
@@ -41,6 +42,7 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ],
   ["file transfer", () => benchFileTransfer({ rounds: quick ? 1 : 3, megabytes: 100 })],
   ["idle memory", () => benchIdleSandboxMemory({ count: quick ? 4 : 8 })],
+  ["egress", () => benchEgressProxy({ rounds: quick ? 2 : 5, megabytes: 256 })],
 ];
 try {
   for (const [name, bench] of benches) {
