@@ -110,6 +110,7 @@ enum {
 #define FILE_HAS_UID 0x01u
 #define FILE_HAS_GID 0x02u
 #define FILE_HAS_MODE 0x04u
+#define FILE_CHECK_ONLY 0x08u
 
 extern char **environ;
 
@@ -842,50 +843,172 @@ static int write_all(int fd, const unsigned char *p, size_t n) {
   return 0;
 }
 
-/* Parses the common head of a file request: u8 flags | u32 a | u32 uid | u32 gid | path\0. */
+/*
+ * File requests are confined to a root directory (the sandbox's workspace), resolved the way the facade's
+ * `realpath -m` scripts resolve it: symlinks followed inside the container, and a path that resolves outside
+ * the root refused (EXDEV, the resolved path in the message). The final open then refuses any symlink that
+ * appeared meanwhile (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS from the root, where the kernel has it).
+ */
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+struct pai_open_how {
+  uint64_t flags, mode, resolve;
+};
+#define PAI_RESOLVE_NO_SYMLINKS 0x04
+#define PAI_RESOLVE_BENEATH 0x08
+
+/* `realpath -m`: the longest existing prefix resolved, the rest (normalised by the host) appended. */
+static char *resolve_missing(const char *path) {
+  size_t n = strlen(path);
+  char *head = strdup(path);
+  if (!head) die("out of memory");
+  size_t cut = n;
+  for (;;) {
+    head[cut] = 0;
+    char *real = realpath(cut == 0 ? "/" : head, NULL);
+    if (real) {
+      const char *rest = path + cut;
+      size_t rl = strlen(real);
+      char *out = malloc(rl + strlen(rest) + 2);
+      if (!out) die("out of memory");
+      strcpy(out, real);
+      if (*rest) {
+        if (rl == 1) out[0] = 0; /* "/" + "/rest" */
+        strcat(out, rest);
+      }
+      free(real);
+      free(head);
+      return out;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) {
+      int e = errno;
+      free(head);
+      errno = e;
+      return NULL;
+    }
+    while (cut > 0 && path[cut - 1] != '/') cut--; /* drop the last component */
+    if (cut > 0) cut--;
+  }
+}
+
+static int within(const char *path, const char *root) {
+  size_t rl = strlen(root);
+  return strncmp(path, root, rl) == 0 && (path[rl] == 0 || path[rl] == '/');
+}
+
+/* Opens `resolved` (inside `root`) with no symlink anywhere below the root; falls back to O_NOFOLLOW. */
+static int open_beneath(const char *root, const char *resolved, int flags, mode_t mode) {
+  const char *rel = resolved + strlen(root);
+  while (*rel == '/') rel++;
+  int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd >= 0) {
+    struct pai_open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .mode = mode,
+                               .resolve = PAI_RESOLVE_BENEATH | PAI_RESOLVE_NO_SYMLINKS};
+    long fd = syscall(SYS_openat2, rootfd, *rel ? rel : ".", &how, sizeof how);
+    int e = errno;
+    close(rootfd);
+    if (fd >= 0 || (e != ENOSYS && e != EPERM && e != E2BIG)) {
+      errno = e;
+      return (int)fd;
+    }
+  }
+  return open(resolved, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+}
+
+/* Parses a file request: u8 flags | u32 a | u32 uid | u32 gid | root\0 | path\0 [| bytes]. */
 static char *file_head(uint32_t id, unsigned char *p, size_t len, unsigned *flags, uint32_t *a, uid_t *uid,
-                       gid_t *gid, size_t *off) {
-  if (len < 14) goto bad;
+                       gid_t *gid, char **root, size_t *off) {
+  if (len < 15) goto bad;
   *flags = p[0];
   *a = get_u32(p + 1);
   *uid = (*flags & FILE_HAS_UID) ? (uid_t)get_u32(p + 5) : default_uid;
   *gid = (*flags & FILE_HAS_GID) ? (gid_t)get_u32(p + 9) : default_gid;
-  char *path = (char *)p + 13;
-  unsigned char *z = memchr(path, 0, len - 13);
-  if (!z) goto bad;
-  *off = (size_t)(z - p) + 1;
-  if (path[0] != '/') {
-    send_error(id, EINVAL, "path must be absolute: %s", path);
+  size_t at = 13;
+  char *strings[2];
+  if (take_strings(p, len, &at, strings, 2)) goto bad;
+  *root = strings[0];
+  *off = at;
+  if ((*root)[0] != '/' || strings[1][0] != '/') {
+    send_error(id, EINVAL, "root and path must be absolute: %s, %s", *root, strings[1]);
     return NULL;
   }
-  return user_allowed(id, *uid, *gid) ? path : NULL;
+  return user_allowed(id, *uid, *gid) ? strings[1] : NULL;
 bad:
   send_error(id, EINVAL, "malformed file request");
   return NULL;
 }
 
-/* WRITE_FILE payload: u8 flags | u32 mode | u32 uid | u32 gid | path\0 | bytes */
+/* Resolves `path`, refusing it (EXDEV) when it leaves `root`. The caller frees the result. */
+static char *resolve_within(uint32_t id, const char *verb, const char *path, const char *root) {
+  char *resolved = resolve_missing(path);
+  if (!resolved) {
+    send_error(id, errno, "%s %s: %s", verb, path, strerror(errno));
+    return NULL;
+  }
+  if (!within(resolved, root)) {
+    send_error(id, EXDEV, "%s", resolved); /* the host reports it as outside the workspace */
+    free(resolved);
+    return NULL;
+  }
+  return resolved;
+}
+
+/*
+ * WRITE_FILE payload: u8 flags | u32 mode | u32 uid | u32 gid | root\0 | path\0 | bytes. The file is written by
+ * its name in its (resolved) parent: an existing symlink there is replaced, as tar would; a directory is
+ * refused (EISDIR). Flag 8 checks only (nothing is written): the host checks every file of a batch first.
+ */
 static void do_write_file(uint32_t id, unsigned char *p, size_t len) {
   unsigned flags;
   uint32_t mode;
   uid_t uid;
   gid_t gid;
+  char *root;
   size_t off;
-  char *path = file_head(id, p, len, &flags, &mode, &uid, &gid, &off);
+  char *path = file_head(id, p, len, &flags, &mode, &uid, &gid, &root, &off);
   if (!path) return;
   if (fs_become(uid, gid)) {
     send_error(id, errno, "write %s: cannot act as %u:%u: %s", path, (unsigned)uid, (unsigned)gid, strerror(errno));
     return;
   }
-  const char *step = "mkdir";
-  int fd = -1;
-  if (mkdir_parents(path)) goto fail;
-  step = "open";
-  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK,
-            (flags & FILE_HAS_MODE) ? (mode & 07777) : 0644);
-  if (fd < 0) goto fail;
+  const char *step = "resolve";
+  int fd = -1, dirfd = -1;
+  char *resolved = NULL, *parent = NULL;
+  char *slash = strrchr(path, '/');
+  const char *name = slash + 1;
+  if (!(resolved = resolve_within(id, "write", path, root))) goto done;
+  *slash = 0;
+  parent = resolve_within(id, "write", slash == path ? "/" : path, root);
+  *slash = '/';
+  if (!parent) goto done;
   struct stat st;
+  if (strcmp(resolved, root) == 0 || *name == 0 || (stat(resolved, &st) == 0 && S_ISDIR(st.st_mode))) {
+    errno = EISDIR;
+    goto fail;
+  }
+  if (flags & FILE_CHECK_ONLY) {
+    send_frame(T_FILE_WRITTEN, id, NULL, 0);
+    goto done;
+  }
+  step = "mkdir";
+  size_t pl = strlen(parent);
+  char *probe = malloc(pl + 3);
+  if (!probe) die("out of memory");
+  memcpy(probe, parent, pl);
+  memcpy(probe + pl, "/x", 3);
+  int made = mkdir_parents(probe);
+  free(probe);
+  if (made && errno != EEXIST) goto fail;
   step = "open";
+  dirfd = open_beneath(root, parent, O_PATH | O_DIRECTORY, 0);
+  if (dirfd < 0) goto fail;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) && unlinkat(dirfd, name, 0))
+    goto fail;
+  fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW,
+              (flags & FILE_HAS_MODE) ? (mode & 07777) : 0644);
+  if (fd < 0) goto fail;
   if (fstat(fd, &st)) goto fail;
   if (!S_ISREG(st.st_mode)) {
     errno = EINVAL;
@@ -895,26 +1018,29 @@ static void do_write_file(uint32_t id, unsigned char *p, size_t len) {
   if ((flags & FILE_HAS_MODE) && fchmod(fd, mode & 07777)) goto fail;
   step = "write";
   if (write_all(fd, p + off, len - off)) goto fail;
-  close(fd);
-  fs_restore();
   send_frame(T_FILE_WRITTEN, id, NULL, 0);
-  return;
+  goto done;
 fail: {
   int e = errno;
-  if (fd >= 0) close(fd);
-  fs_restore();
   send_error(id, e, "write %s: %s: %s", path, step, e == EINVAL ? "not a regular file" : strerror(e));
 }
+done:
+  if (fd >= 0) close(fd);
+  if (dirfd >= 0) close(dirfd);
+  fs_restore();
+  free(resolved);
+  free(parent);
 }
 
-/* READ_FILE payload: u8 flags | u32 max bytes | u32 uid | u32 gid | path\0 */
+/* READ_FILE payload: u8 flags | u32 max bytes | u32 uid | u32 gid | root\0 | path\0 */
 static void do_read_file(uint32_t id, unsigned char *p, size_t len) {
   unsigned flags;
   uint32_t max;
   uid_t uid;
   gid_t gid;
+  char *root;
   size_t off;
-  char *path = file_head(id, p, len, &flags, &max, &uid, &gid, &off);
+  char *path = file_head(id, p, len, &flags, &max, &uid, &gid, &root, &off);
   if (!path) return;
   if (off != len) {
     send_error(id, EINVAL, "malformed file request");
@@ -925,9 +1051,15 @@ static void do_read_file(uint32_t id, unsigned char *p, size_t len) {
     send_error(id, errno, "read %s: cannot act as %u:%u: %s", path, (unsigned)uid, (unsigned)gid, strerror(errno));
     return;
   }
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  char *resolved = resolve_within(id, "read", path, root);
+  if (!resolved) {
+    fs_restore();
+    return;
+  }
+  int fd = open_beneath(root, resolved, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
   int e = errno;
   fs_restore();
+  free(resolved);
   if (fd < 0) {
     if (e == ENOENT || e == ENOTDIR) send_frame(T_FILE_MISSING, id, NULL, 0);
     else send_error(id, e, "read %s: %s", path, strerror(e));

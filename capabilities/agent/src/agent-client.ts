@@ -156,6 +156,11 @@ export interface AgentProcess {
 
 /** Options of {@link AgentClient.readFile}. */
 export interface AgentReadFileOptions {
+  /**
+   * The directory the read is confined to: `path` is resolved inside the container (symlinks followed) and
+   * refused with `SANDBOX_FILE_FAILED` `EXDEV` (the resolved path as the message) when it leaves `root`.
+   */
+  root: string;
   /** Largest file accepted; a larger one fails with `SANDBOX_FILE_FAILED`. @default 1048576 (the maximum) */
   maxBytes?: number | undefined;
   /** Read as this user. @default the agent's default user */
@@ -168,8 +173,15 @@ export interface AgentReadFileOptions {
 
 /** Options of {@link AgentClient.writeFile}. */
 export interface AgentWriteFileOptions {
+  /**
+   * The directory the write is confined to, as for reads. The file is written by its name in its parent (a
+   * symlink there is replaced; a directory is refused with `EISDIR`); missing parents are created.
+   */
+  root: string;
   /** Permission bits, applied even when the file exists. @default 0o644 for a new file, unchanged otherwise */
   mode?: number | undefined;
+  /** Only check where the file would go (outside `root`, a directory): nothing is written. */
+  checkOnly?: boolean | undefined;
   /** Write as this user (it owns new files and directories). @default the agent's default user */
   uid?: number | undefined;
   /** Write as this group. @default the agent's default group */
@@ -187,9 +199,9 @@ export interface AgentClient {
   /** Starts a command. Throws `INVALID_ARGUMENT` synchronously when the request cannot be encoded. */
   spawn(options: AgentSpawnOptions): AgentProcess;
   /** A small file's bytes, or null when it (or a parent directory) does not exist. */
-  readFile(path: string, options?: AgentReadFileOptions): Promise<Uint8Array | null>;
+  readFile(path: string, options: AgentReadFileOptions): Promise<Uint8Array | null>;
   /** Writes a small file (at most about 1 MiB), creating parent directories. */
-  writeFile(path: string, content: Uint8Array | string, options?: AgentWriteFileOptions): Promise<void>;
+  writeFile(path: string, content: Uint8Array | string, options: AgentWriteFileOptions): Promise<void>;
   /** Round trip through the agent, in milliseconds. */
   ping(options?: { signal?: AbortSignal | undefined }): Promise<number>;
   /**
@@ -841,10 +853,11 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
 
   // ----------------------------------------------------------------- files and ping
 
-  function readFile(path: string, readOptions: AgentReadFileOptions = {}): Promise<Uint8Array | null> {
+  function readFile(path: string, readOptions: AgentReadFileOptions): Promise<Uint8Array | null> {
     let payload: Uint8Array;
     try {
       payload = encodeReadFilePayload({
+        root: readOptions.root,
         path,
         maxBytes: readOptions.maxBytes ?? MAX_FRAME_PAYLOAD_BYTES,
         uid: readOptions.uid,
@@ -867,13 +880,15 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     });
   }
 
-  function writeFile(path: string, content: Uint8Array | string, writeOptions: AgentWriteFileOptions = {}) {
+  function writeFile(path: string, content: Uint8Array | string, writeOptions: AgentWriteFileOptions) {
     let payload: Uint8Array;
     try {
       payload = encodeWriteFilePayload({
+        root: writeOptions.root,
         path,
         content: toBytes(content),
         mode: writeOptions.mode,
+        checkOnly: writeOptions.checkOnly,
         uid: writeOptions.uid,
         gid: writeOptions.gid,
       });

@@ -32,10 +32,16 @@ describe("agent protocol payloads", () => {
       () => encodeSpawnPayload({ argv: ["sh"], env: { "A=B": "1" }, stdin: false }),
       () => encodeSpawnPayload({ argv: ["sh"], uid: -1, stdin: false }),
       () => encodeSpawnPayload({ argv: ["x".repeat(MAX_FRAME_PAYLOAD_BYTES)], stdin: false }),
-      () => encodeWriteFilePayload({ path: "relative", content: new Uint8Array() }),
-      () => encodeWriteFilePayload({ path: "/f", content: new Uint8Array(maxWriteFileBytes("/f") + 1) }),
-      () => encodeWriteFilePayload({ path: "/f", content: new Uint8Array(), mode: 0o10000 }),
-      () => encodeReadFilePayload({ path: "/f", maxBytes: MAX_FRAME_PAYLOAD_BYTES + 1 }),
+      () => encodeWriteFilePayload({ root: "/w", path: "relative", content: new Uint8Array() }),
+      () => encodeWriteFilePayload({ root: "w", path: "/w/f", content: new Uint8Array() }),
+      () =>
+        encodeWriteFilePayload({
+          root: "/w",
+          path: "/w/f",
+          content: new Uint8Array(maxWriteFileBytes("/w/f", "/w") + 1),
+        }),
+      () => encodeWriteFilePayload({ root: "/w", path: "/w/f", content: new Uint8Array(), mode: 0o10000 }),
+      () => encodeReadFilePayload({ root: "/w", path: "/w/f", maxBytes: MAX_FRAME_PAYLOAD_BYTES + 1 }),
     ];
     for (const encode of cases) {
       expect(() => encode()).toThrow(ContainerAgentError);
@@ -46,7 +52,11 @@ describe("agent protocol payloads", () => {
       }
     }
     expect(
-      encodeWriteFilePayload({ path: "/f", content: new Uint8Array(maxWriteFileBytes("/f")) }),
+      encodeWriteFilePayload({
+        root: "/w",
+        path: "/w/f",
+        content: new Uint8Array(maxWriteFileBytes("/w/f", "/w")),
+      }),
     ).toHaveLength(MAX_FRAME_PAYLOAD_BYTES);
   });
 

@@ -141,6 +141,7 @@ const SPAWN_PIPE = 0x20;
 const FILE_HAS_UID = 0x01;
 const FILE_HAS_GID = 0x02;
 const FILE_HAS_MODE = 0x04;
+const FILE_CHECK_ONLY = 0x08;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -258,14 +259,21 @@ export function encodeU32Payload(value: number): Uint8Array {
   return out;
 }
 
-/** Who a file request acts as; absent fields mean the agent's default user. */
-export interface FileRequestUser {
+/**
+ * Who a file request acts as (absent: the agent's default user) and the directory it is confined to: the agent
+ * resolves `path` inside the container and refuses (EXDEV) one that leaves `root`.
+ */
+export interface FileRequestScope {
+  root: string;
   uid?: number | undefined;
   gid?: number | undefined;
 }
 
-function fileHead(flags: number, value: number, user: FileRequestUser, path: string): Uint8Array[] {
-  if (!path.startsWith("/")) throw invalid(`path must be absolute: ${path}`);
+function fileHead(flags: number, value: number, scope: FileRequestScope, path: string): Uint8Array[] {
+  if (!path.startsWith("/") || !scope.root.startsWith("/")) {
+    throw invalid(`root and path must be absolute: ${scope.root}, ${path}`);
+  }
+  const user = scope;
   const head = new Uint8Array(13);
   const view = new DataView(head.buffer);
   if (user.uid !== undefined) flags |= FILE_HAS_UID;
@@ -274,36 +282,45 @@ function fileHead(flags: number, value: number, user: FileRequestUser, path: str
   view.setUint32(1, value);
   view.setUint32(5, checkId(user.uid, "uid"));
   view.setUint32(9, checkId(user.gid, "gid"));
-  return [head, cString(path, "path")];
+  return [head, cString(scope.root, "root"), cString(path, "path")];
 }
 
-/** The largest file content a WRITE_FILE frame can carry for `path`. */
-export function maxWriteFileBytes(path: string): number {
-  return MAX_FRAME_PAYLOAD_BYTES - 13 - encoder.encode(path).length - 1;
+/** The largest file content a WRITE_FILE frame can carry for `path` under `root`. */
+export function maxWriteFileBytes(path: string, root: string): number {
+  return MAX_FRAME_PAYLOAD_BYTES - 13 - encoder.encode(root).length - 1 - encoder.encode(path).length - 1;
 }
 
-/** WRITE_FILE payload: `u8 flags | u32 mode | u32 uid | u32 gid | path\0 | content`. */
+/**
+ * WRITE_FILE payload: `u8 flags | u32 mode | u32 uid | u32 gid | root\0 | path\0 | content`; with `checkOnly`
+ * the agent only checks where the file would go.
+ */
 export function encodeWriteFilePayload(
-  request: FileRequestUser & { path: string; content: Uint8Array; mode?: number | undefined },
+  request: FileRequestScope & {
+    path: string;
+    content: Uint8Array;
+    mode?: number | undefined;
+    checkOnly?: boolean | undefined;
+  },
 ): Uint8Array {
   const { mode } = request;
   if (mode !== undefined && (!Number.isInteger(mode) || mode < 0 || mode > 0o7777)) {
     throw invalid(`invalid file mode ${mode}`);
   }
-  const parts = fileHead(mode === undefined ? 0 : FILE_HAS_MODE, mode ?? 0, request, request.path);
+  const flags = (mode === undefined ? 0 : FILE_HAS_MODE) | (request.checkOnly ? FILE_CHECK_ONLY : 0);
+  const parts = fileHead(flags, mode ?? 0, request, request.path);
   parts.push(request.content);
   const total = parts.reduce((sum, part) => sum + part.length, 0);
   if (total > MAX_FRAME_PAYLOAD_BYTES) {
     throw invalid(
-      `file too large for the agent (${request.content.length} bytes, at most ${maxWriteFileBytes(request.path)}); use the archive API`,
+      `file too large for the agent (${request.content.length} bytes, at most ${maxWriteFileBytes(request.path, request.root)}); use the archive API`,
     );
   }
   return concat(parts, total);
 }
 
-/** READ_FILE payload: `u8 flags | u32 max bytes | u32 uid | u32 gid | path\0`. */
+/** READ_FILE payload: `u8 flags | u32 max bytes | u32 uid | u32 gid | root\0 | path\0`. */
 export function encodeReadFilePayload(
-  request: FileRequestUser & { path: string; maxBytes: number },
+  request: FileRequestScope & { path: string; maxBytes: number },
 ): Uint8Array {
   const { maxBytes } = request;
   if (!Number.isInteger(maxBytes) || maxBytes < 1 || maxBytes > MAX_FRAME_PAYLOAD_BYTES) {
@@ -446,6 +463,7 @@ const LINUX_ERRNO: Readonly<Record<number, string>> = {
   12: "ENOMEM",
   13: "EACCES",
   17: "EEXIST",
+  18: "EXDEV",
   20: "ENOTDIR",
   21: "EISDIR",
   22: "EINVAL",

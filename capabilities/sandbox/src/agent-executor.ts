@@ -6,16 +6,25 @@ import {
   type ContainerAgentConnection,
   ContainerAgentError,
   connectContainerAgent,
+  MAX_FRAME_PAYLOAD_BYTES,
 } from "@pai/container-agent";
 import { PaiError } from "@pai/core";
 import type { ContainerDriver } from "@pai/pool";
 import type {
   CommandExecutor,
+  ExecutorFile,
   ExecutorProcess,
   ExecutorProcessResult,
   ExecutorSpawnOptions,
 } from "./command-executor.ts";
 import { createDockerExecExecutor } from "./docker-exec-executor.ts";
+import {
+  invalidTarget,
+  outsideWorkspace,
+  overLimit,
+  readFileByScript,
+  writeFilesByScript,
+} from "./run-file-script.ts";
 import type { SandboxSignal } from "./sandbox-facade.ts";
 
 /** Options of {@link createAgentExecutor}. */
@@ -26,6 +35,8 @@ export interface AgentExecutorOptions {
   agentPath?: string | undefined;
   /** `uid:gid` the agent (and the `docker exec` fallback) runs as. @default the container's user */
   user?: string | undefined;
+  /** The directory file operations are confined to. @default "/workspace" */
+  workspace?: string | undefined;
   /** How long to wait for the agent's HELLO. @default 5000 */
   helloTimeoutMs?: number | undefined;
   /**
@@ -55,6 +66,29 @@ export interface AgentExecutor extends CommandExecutor {
   restart(options?: { signal?: AbortSignal | undefined }): Promise<void>;
   /** Round trip through the agent in milliseconds; rejects when it is not connected. */
   ping(options?: { signal?: AbortSignal | undefined }): Promise<number>;
+}
+
+/** The largest file one frame carries (a little under the 1 MiB payload, for the paths). */
+const FRAME_FILE_BYTES = MAX_FRAME_PAYLOAD_BYTES - 8192;
+
+/** An agent's file error as the script path reports the same case. */
+function fileError(error: unknown, path: string, workspace: string): unknown {
+  if (!ContainerAgentError.hasCode(error, "SANDBOX_FILE_FAILED")) return error;
+  switch (error.details?.errnoName) {
+    case "EXDEV":
+      return outsideWorkspace(path, error.message, workspace);
+    case "EISDIR":
+      return invalidTarget(path, "is a directory");
+    case "EINVAL":
+      return invalidTarget(path, "is not a regular file");
+    case "EFBIG":
+      return overLimit(path);
+    default:
+      return new PaiError("CONTAINER_FAILED", `sandbox file operation on ${path} failed: ${error.message}`, {
+        cause: error,
+        details: { path, errnoName: error.details?.errnoName },
+      });
+  }
 }
 
 /** A spawn the agent refused, as the result a shell would have given (127 not found, 126 not runnable, 2 bad cwd). */
@@ -124,7 +158,8 @@ function fromAgentProcess(
 
 /**
  * Starts `pai-agent` inside a running container (one `docker exec` session, see `connectContainerAgent`) and
- * runs commands through it: ~1 ms per command instead of `docker exec`'s ~60 ms. When the agent is gone
+ * runs commands through it: ~1 ms per command instead of `docker exec`'s ~60 ms; files up to a frame's size are
+ * one READ_FILE/WRITE_FILE frame each (larger ones go through the scripts). When the agent is gone
  * (killed, or its session broke) commands fall back to `docker exec` while a fresh agent is started in the
  * background; both paths give the same results.
  *
@@ -212,6 +247,7 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     fallback ??= createDockerExecExecutor({
       driver,
       containerId,
+      workspace: options.workspace,
       ...(options.user !== undefined ? { user: options.user } : {}),
     });
     return fallback;
@@ -234,6 +270,62 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     });
   }
 
+  const workspace = options.workspace ?? "/workspace";
+
+  async function readFile(
+    path: string,
+    readOptions: { maxBytes: number; signal?: AbortSignal | undefined },
+  ): Promise<Uint8Array | null> {
+    const client = agent();
+    if (!client) return viaFallback().readFile(path, readOptions);
+    try {
+      return await client.readFile(path, {
+        root: workspace,
+        maxBytes: Math.min(readOptions.maxBytes, MAX_FRAME_PAYLOAD_BYTES),
+        signal: readOptions.signal,
+      });
+    } catch (error) {
+      // Larger than a frame but within the caller's limit: stream it through `cat`.
+      if (
+        readOptions.maxBytes > MAX_FRAME_PAYLOAD_BYTES &&
+        ContainerAgentError.hasCode(error, "SANDBOX_FILE_FAILED") &&
+        error.details?.errnoName === "EFBIG"
+      ) {
+        return readFileByScript(spawn, workspace, path, readOptions);
+      }
+      throw fileError(error, path, workspace);
+    }
+  }
+
+  async function writeFiles(
+    files: readonly ExecutorFile[],
+    writeOptions: { signal?: AbortSignal | undefined },
+  ): Promise<void> {
+    const client = agent();
+    if (!client) return viaFallback().writeFiles(files, writeOptions);
+    if (files.some((file) => file.content.length > FRAME_FILE_BYTES)) {
+      return writeFilesByScript(spawn, workspace, files, writeOptions);
+    }
+    const each = (checkOnly: boolean) =>
+      Promise.all(
+        files.map((file) =>
+          client
+            .writeFile(file.path, file.content, {
+              root: workspace,
+              mode: file.mode,
+              checkOnly,
+              signal: writeOptions.signal,
+            })
+            .catch((error: unknown) => {
+              throw fileError(error, file.path, workspace);
+            }),
+        ),
+      );
+    // Every target is checked before any is written, as the script does.
+    if (files.length > 1) await each(true);
+    await each(false);
+  }
+
   return {
     get kind() {
       return connection && !connection.client.closed ? "agent" : "docker-exec";
@@ -245,6 +337,8 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
       return connection && !connection.client.closed ? connection.hello : undefined;
     },
     spawn,
+    readFile,
+    writeFiles,
     restart,
     ping(pingOptions = {}) {
       const client = agent();

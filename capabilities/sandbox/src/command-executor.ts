@@ -30,17 +30,42 @@ export interface ExecutorProcess {
   closeStdin(): Promise<void>;
 }
 
+/** One file for {@link CommandExecutor.writeFiles}. */
+export interface ExecutorFile {
+  /** Absolute, already inside the workspace lexically (`resolveWorkspacePath`). */
+  path: string;
+  content: Uint8Array;
+  /** Permission bits. */
+  mode: number;
+}
+
 /**
- * How commands reach a sandbox container — the one contract both executors keep, with the same results for the
- * same command: the in-container agent (`createAgentExecutor`, ~1 ms a command) and `docker exec`
- * (`createDockerExecExecutor`, ~60 ms, the agent's fallback). File operations are commands too (the facade's
- * scripts), and bulk files go through the engine's archive API, so an executor only runs commands.
+ * How commands and small files reach a sandbox container — the one contract both executors keep, with the same
+ * results and the same errors for the same request: the in-container agent (`createAgentExecutor`: ~1 ms a
+ * command, files in one frame each) and `docker exec` (`createDockerExecExecutor`: ~60 ms, the agent's
+ * fallback, files through small scripts). Paths are resolved inside the container, symlinks followed, and one
+ * that leaves the workspace is refused with `PATH_OUTSIDE_WORKSPACE`; other file operations are the facade's
+ * scripts, and bulk files go through the engine's archive API.
  */
 export interface CommandExecutor {
   /** `agent` or `docker-exec`: which path commands take now. */
   readonly kind: "agent" | "docker-exec";
   /** Starts a command (synchronously returns its handle; failures surface through `pid` and `wait`). */
   spawn(options: ExecutorSpawnOptions): ExecutorProcess;
+  /**
+   * A file's bytes, or `null` when it does not exist. A directory, a non-regular file or one larger than
+   * `maxBytes` is `INVALID_ARGUMENT`.
+   */
+  readFile(
+    path: string,
+    options: { maxBytes: number; signal?: AbortSignal | undefined },
+  ): Promise<Uint8Array | null>;
+  /**
+   * Writes files as the sandbox user, creating parent directories and replacing what is there (a symlink is
+   * replaced, not written through). Every target is checked before any is written: one that leaves the
+   * workspace or is a directory fails the whole call.
+   */
+  writeFiles(files: readonly ExecutorFile[], options: { signal?: AbortSignal | undefined }): Promise<void>;
   /** Stops every command it started and frees its connections. */
   close(): Promise<void>;
 }

@@ -7,6 +7,7 @@ import type {
   ExecutorProcessResult,
   ExecutorSpawnOptions,
 } from "./command-executor.ts";
+import { readFileByScript, writeFilesByScript } from "./run-file-script.ts";
 import type { SandboxSignal, TerminationReason } from "./sandbox-facade.ts";
 
 /** Options of {@link createDockerExecExecutor}. */
@@ -15,6 +16,8 @@ export interface DockerExecExecutorOptions {
   containerId: string;
   /** `uid:gid` commands run as. @default the container's user */
   user?: string | undefined;
+  /** The directory file operations are confined to. @default "/workspace" */
+  workspace?: string | undefined;
 }
 
 /** Kept bytes per stream when `maxOutputBytes` is not given. */
@@ -378,9 +381,12 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
     return handle();
   }
 
+  const workspace = options.workspace ?? "/workspace";
   return {
     kind: "docker-exec",
     spawn,
+    readFile: (path, readOptions) => readFileByScript(spawn, workspace, path, readOptions),
+    writeFiles: (files, writeOptions) => writeFilesByScript(spawn, workspace, files, writeOptions),
     async close() {
       if (closed) return;
       closed = true;
