@@ -1,7 +1,7 @@
 import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import { dockerSandbox } from "@pai/sandbox";
-import { benchImage, benchPoolId } from "./bench-containers.ts";
+import { benchDriver, benchImage, benchPoolId } from "./bench-containers.ts";
 import type { BenchRow } from "./bench-row.ts";
 import { summarize } from "./stats.ts";
 
@@ -18,6 +18,32 @@ async function startByteServer(): Promise<{ port: number; stop: () => void }> {
     child.once("exit", (code) => reject(new Error(`the byte server exited (${code})`)));
   });
   return { port, stop: () => child.kill() };
+}
+
+/** MiB/s of `bytes` written into `cat > /dev/null` over one `docker exec` stream: the engine's own ceiling. */
+async function execStreamRate(containerId: string, bytes: number): Promise<number> {
+  const session = await benchDriver.execDuplex(containerId, { cmd: ["sh", "-c", "cat > /dev/null"] });
+  const block = Buffer.alloc(MIB, 1);
+  const started = performance.now();
+  try {
+    await new Promise<void>((resolve) => {
+      let left = bytes;
+      const pump = () => {
+        while (left > 0) {
+          left -= block.length;
+          if (!session.stdin.write(block)) return void session.stdin.once("drain", pump);
+        }
+        session.stdin.end();
+      };
+      session.stdout.resume();
+      session.stderr.resume();
+      session.stdout.once("end", () => resolve());
+      pump();
+    });
+  } finally {
+    session.close();
+  }
+  return bytes / MIB / ((performance.now() - started) / 1000);
 }
 
 /** `curl` options that print what the benchmark reads: bytes per second and seconds to the first byte. */
@@ -49,6 +75,7 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
     network: { allow: [target], maxBytes: Number.MAX_SAFE_INTEGER, maxConnections: 64 },
   });
   const viaProxy: number[] = [];
+  const execCeiling: number[] = [];
   const direct: number[] = [];
   const setupProxy: number[] = [];
   const setupDirect: number[] = [];
@@ -56,7 +83,7 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
   const tiny = `http://${target}/bytes/1`;
   const perRound = 20;
   try {
-    const { facade, release } = await binding.provision({
+    const { facade, release, resourceId } = await binding.provision({
       leaseKey: "bench:egress",
       lifetime: "thread",
       signal: new AbortController().signal,
@@ -83,6 +110,7 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
         const b = await second(big, 1);
         (first === inSandbox ? viaProxy : direct).push(...a.map((sample) => sample.bytesPerSecond / MIB));
         (second === inSandbox ? viaProxy : direct).push(...b.map((sample) => sample.bytesPerSecond / MIB));
+        execCeiling.push(await execStreamRate(resourceId, options.megabytes * MIB));
         const c = await first(tiny, perRound);
         const d = await second(tiny, perRound);
         (first === inSandbox ? setupProxy : setupDirect).push(...c.map((sample) => sample.firstByteMs));
@@ -109,7 +137,7 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
       ratio: share,
       target: "≥ 50% of direct and ≥ 200 MiB/s",
       met: share >= 0.5 && proxyRate >= 200,
-      note: `through the proxy ${proxyRate.toFixed(0)} MiB/s, direct ${directRate.toFixed(0)} MiB/s (p50 of ${viaProxy.length} each); ratio = proxy / direct`,
+      note: `through the proxy ${proxyRate.toFixed(0)} MiB/s, direct ${directRate.toFixed(0)} MiB/s (p50 of ${viaProxy.length} each); ratio = proxy / direct; the engine's bare docker exec stream (its ceiling) ${summarize(execCeiling).p50.toFixed(0)} MiB/s`,
     },
     {
       name: "egress proxy: time to first byte on a new connection, via proxy vs direct",

@@ -10,6 +10,7 @@ import { benchEgressProxy } from "./egress-proxy.ts";
 import { benchFileTransfer } from "./file-transfer.ts";
 import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
 import { benchRuntimeOverhead } from "./runtime-overhead.ts";
+import { benchSmallFileFrames } from "./small-file-frames.ts";
 import { fmt } from "./stats.ts";
 import { benchTimeToFirstCommand } from "./time-to-first-command.ts";
 
@@ -42,6 +43,7 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ],
   ["file transfer", () => benchFileTransfer({ rounds: quick ? 1 : 3, megabytes: 100 })],
   ["idle memory", () => benchIdleSandboxMemory({ count: quick ? 4 : 8 })],
+  ["file frames", () => benchSmallFileFrames({ rounds: quick ? 40 : 200 })],
   ["egress", () => benchEgressProxy({ rounds: quick ? 2 : 5, megabytes: 256 })],
 ];
 try {
