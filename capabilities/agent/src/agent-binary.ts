@@ -6,7 +6,7 @@ const agentDirectory = fileURLToPath(new URL("../native/", import.meta.url));
 
 /**
  * Where `capabilities/agent/native/build.sh` puts the static agent binary (for this machine's architecture).
- * Copy it into a container (e.g. to `/opt/pai/pai-agent`, mode 0755) before starting it.
+ * `prepareAgentVolume` puts it on a named volume every container mounts read-only at `/opt/pai`.
  */
 export const agentBinaryPath = `${agentDirectory}build/pai-agent`;
 
