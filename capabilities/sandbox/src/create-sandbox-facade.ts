@@ -120,8 +120,9 @@ function createOutputStream(maxBytes: number) {
 }
 
 /**
- * The {@link SandboxFacade} over one container: commands through `executor`, file methods through small
- * scripts that resolve paths inside the container, directory download through the archive API.
+ * The {@link SandboxFacade} over one container: commands, `readFile` and `writeFiles` through `executor` (the
+ * agent's frames, or `docker exec`), the other file methods through small scripts that resolve paths inside the
+ * container, directory upload and download through the archive API.
  */
 export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacade {
   const { executor, driver, containerId, image } = options;
