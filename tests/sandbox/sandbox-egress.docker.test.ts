@@ -17,6 +17,7 @@ import {
   type DockerSandboxOptions,
   dockerSandbox,
   type ProvisionedSandbox,
+  resolveDefaultSandboxImage,
   type SandboxConnectionEvent,
   sandbox,
 } from "@pai/sandbox";
@@ -26,13 +27,14 @@ import {
   dockerOptedOut,
   poolContainers,
   removePoolContainers,
-  sandboxImage,
   uniquePoolId,
   waitFor,
 } from "./docker-helpers.ts";
 import { type EgressServers, startEgressServers, WHEEL } from "./fixtures/egress-servers.ts";
 
 let servers: EgressServers;
+/** The image this checkout's Dockerfile builds (curl and pip in it), not whatever `latest` points at now. */
+let image: string;
 const bindings: Array<{ binding: DockerSandboxBinding; poolId: string }> = [];
 const leases: ProvisionedSandbox[] = [];
 
@@ -42,7 +44,7 @@ function egressBinding(
 ): DockerSandboxBinding {
   const poolId = uniquePoolId("egress");
   const binding = dockerSandbox({
-    image: sandboxImage,
+    image,
     poolId,
     pool: { min: 0, max: 3 },
     network,
@@ -73,6 +75,7 @@ describe.skipIf(dockerOptedOut)("sandbox egress through the proxy", () => {
   const events: SandboxConnectionEvent[] = [];
 
   beforeAll(async () => {
+    image = process.env.PAI_SANDBOX_IMAGE ?? (await resolveDefaultSandboxImage());
     servers = await startEgressServers();
     allowed = egressBinding({ allow: [servers.web, servers.tls] }, events);
   });

@@ -1,4 +1,4 @@
-import { lookup as dnsLookup } from "node:dns/promises";
+import { lookup as dnsLookup, Resolver } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
 import { PaiError } from "@pai/core";
 import { canonicalAddress, type RestrictedAddressClass, restrictedAddressClass } from "./address-class.ts";
@@ -190,14 +190,35 @@ export function formatTarget(target: EgressTarget): string {
 export function parseEgressPolicy(
   allow: readonly EgressAllowEntry[],
   options: {
-    /** The resolver. @default dns.lookup with every address */
+    /**
+     * The resolver. @default names an entry gives with an exact port (`localhost:8080`, a mirror in `/etc/hosts`)
+     * through the system's (`dns.lookup`); every other name through DNS queries (c-ares: A and AAAA, 3 s, two
+     * tries), so names a program picks never hold the host's thread pool
+     */
     lookup?: (host: string) => Promise<Array<{ address: string; family: number }>>;
   } = {},
 ): EgressPolicy {
   if (!Array.isArray(allow))
     throw new PaiError("INVALID_ARGUMENT", "network.allow must be an array of strings");
   const rules = allow.map(parseRule);
-  const lookup = options.lookup ?? ((host: string) => dnsLookup(host, { all: true, verbatim: true }));
+  const exactNames = new Set(
+    rules.flatMap((rule) =>
+      typeof rule.port === "number" && rule.host.kind === "name" ? [rule.host.name] : [],
+    ),
+  );
+  const resolver = new Resolver({ timeout: 3_000, tries: 2 });
+  const lookup =
+    options.lookup ??
+    (async (host: string) => {
+      if (exactNames.has(host)) return dnsLookup(host, { all: true, verbatim: true });
+      const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+      const addresses = [
+        ...(v4.status === "fulfilled" ? v4.value.map((address) => ({ address, family: 4 })) : []),
+        ...(v6.status === "fulfilled" ? v6.value.map((address) => ({ address, family: 6 })) : []),
+      ];
+      if (addresses.length === 0 && v4.status === "rejected") throw v4.reason;
+      return addresses;
+    });
 
   async function decide(
     target: EgressTarget,
