@@ -30,6 +30,7 @@ export {
 export type {
   BindingStartContext,
   CapabilityBinding,
+  CapabilityConnectionEvent,
   ProvisionedResource,
   ProvisionRequest,
   ReapContext,

@@ -17,9 +17,26 @@ export interface ProvisionedResource<FACADE = unknown> {
   detach?(): Promise<void>;
   /**
    * The facade as one run sees it: every operation is also stopped by `signal` (the run's Stop), so a tool
-   * that passes no signal of its own is still cancelled with its run.
+   * that passes no signal of its own is still cancelled with its run. `report` streams a network connection the
+   * resource made on the run's behalf as a capability status event (`status: "connection"`).
    */
-  bind?(scope: { signal: AbortSignal }): FACADE;
+  bind?(scope: { signal: AbortSignal; report?: (event: CapabilityConnectionEvent) => void }): FACADE;
+}
+
+/** One network connection a resource made (e.g. through a sandbox's egress proxy), reported when it ends. */
+export interface CapabilityConnectionEvent {
+  /** `host:port` as the program asked for it. */
+  target: string;
+  decision: "allowed" | "refused";
+  /** Why it was refused or failed, in one line. */
+  reason?: string;
+  /** The address connected to (or refused). */
+  address?: string;
+  /** Bytes from the resource to the target. */
+  bytesUp: number;
+  /** Bytes from the target to the resource. */
+  bytesDown: number;
+  durationMs: number;
 }
 
 /** What a binding is asked to provision. */

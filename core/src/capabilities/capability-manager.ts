@@ -1,6 +1,10 @@
 import { PaiError } from "../errors/pai-error.ts";
 import type { CapabilityLifetime, LeaseRecord, ThreadStore } from "../threads/thread-store.ts";
-import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
+import type {
+  CapabilityBinding,
+  CapabilityConnectionEvent,
+  ProvisionedResource,
+} from "./capability-binding.ts";
 import type { Capability } from "./define-capability.ts";
 import { markProvisionFailure } from "./provision-failure.ts";
 
@@ -14,11 +18,14 @@ export interface LeaseScope {
   onStatus?: (event: CapabilityStatusEvent) => void;
 }
 
-/** Provisioning progress of one lease, as the run streams it (`data-pai-capability` parts). */
+/**
+ * Provisioning progress of one lease, and the network connections its resource made during the run, as the run
+ * streams them (`data-pai-capability` parts).
+ */
 export interface CapabilityStatusEvent {
   capability: string;
   lifetime: CapabilityLifetime;
-  status: "provisioning" | "ready" | "failed";
+  status: "provisioning" | "ready" | "failed" | "connection";
   resourceId?: string;
   durationMs?: number;
   /** Why it failed, safe to show (the code and the numbers, e.g. the pool's for `POOL_EXHAUSTED`). */
@@ -27,6 +34,8 @@ export interface CapabilityStatusEvent {
   code?: string;
   /** The failure's numbers, e.g. `{ max, borrowed, pending, waitedMs }`. */
   details?: Record<string, unknown>;
+  /** With `status: "connection"`: the connection. */
+  connection?: CapabilityConnectionEvent;
 }
 
 /** The process's identity and which owners are alive (see `createOwnerRegistry`). */
@@ -118,7 +127,15 @@ export class CapabilityManager {
     /** The facade bound to this scope's signal, made once per resource. */
     const facadeOf = (resource: ProvisionedResource) => {
       if (bound?.resource !== resource) {
-        const facade = resource.bind ? resource.bind({ signal: scope.signal }) : resource.facade;
+        const report = (connection: CapabilityConnectionEvent) =>
+          scope.onStatus?.({
+            capability,
+            lifetime: this.lifetimeOf(capability),
+            status: "connection",
+            resourceId: resource.resourceId,
+            connection,
+          });
+        const facade = resource.bind ? resource.bind({ signal: scope.signal, report }) : resource.facade;
         bound = { resource, facade: facade as Record<PropertyKey, unknown> };
       }
       return bound.facade;

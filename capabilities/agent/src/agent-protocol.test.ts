@@ -10,7 +10,7 @@ import {
   signalName,
   signalNumber,
 } from "./agent-protocol.ts";
-import { SandboxAgentError } from "./sandbox-agent-error.ts";
+import { ContainerAgentError } from "./container-agent-error.ts";
 
 describe("agent protocol payloads", () => {
   it("encodes a spawn request as flags, ids, counts and NUL-terminated strings", () => {
@@ -32,21 +32,31 @@ describe("agent protocol payloads", () => {
       () => encodeSpawnPayload({ argv: ["sh"], env: { "A=B": "1" }, stdin: false }),
       () => encodeSpawnPayload({ argv: ["sh"], uid: -1, stdin: false }),
       () => encodeSpawnPayload({ argv: ["x".repeat(MAX_FRAME_PAYLOAD_BYTES)], stdin: false }),
-      () => encodeWriteFilePayload({ path: "relative", content: new Uint8Array() }),
-      () => encodeWriteFilePayload({ path: "/f", content: new Uint8Array(maxWriteFileBytes("/f") + 1) }),
-      () => encodeWriteFilePayload({ path: "/f", content: new Uint8Array(), mode: 0o10000 }),
-      () => encodeReadFilePayload({ path: "/f", maxBytes: MAX_FRAME_PAYLOAD_BYTES + 1 }),
+      () => encodeWriteFilePayload({ root: "/w", path: "relative", content: new Uint8Array() }),
+      () => encodeWriteFilePayload({ root: "w", path: "/w/f", content: new Uint8Array() }),
+      () =>
+        encodeWriteFilePayload({
+          root: "/w",
+          path: "/w/f",
+          content: new Uint8Array(maxWriteFileBytes("/w/f", "/w") + 1),
+        }),
+      () => encodeWriteFilePayload({ root: "/w", path: "/w/f", content: new Uint8Array(), mode: 0o10000 }),
+      () => encodeReadFilePayload({ root: "/w", path: "/w/f", maxBytes: MAX_FRAME_PAYLOAD_BYTES + 1 }),
     ];
     for (const encode of cases) {
-      expect(() => encode()).toThrow(SandboxAgentError);
+      expect(() => encode()).toThrow(ContainerAgentError);
       try {
         encode();
       } catch (error) {
-        expect(SandboxAgentError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
+        expect(ContainerAgentError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
       }
     }
     expect(
-      encodeWriteFilePayload({ path: "/f", content: new Uint8Array(maxWriteFileBytes("/f")) }),
+      encodeWriteFilePayload({
+        root: "/w",
+        path: "/w/f",
+        content: new Uint8Array(maxWriteFileBytes("/w/f", "/w")),
+      }),
     ).toHaveLength(MAX_FRAME_PAYLOAD_BYTES);
   });
 
@@ -68,6 +78,6 @@ describe("agent protocol payloads", () => {
     expect(signalNumber("SIGKILL")).toBe(9);
     expect(signalNumber("SIGUSR1")).toBe(10);
     expect(signalName(15)).toBe("SIGTERM");
-    expect(() => signalNumber(0)).toThrow(SandboxAgentError);
+    expect(() => signalNumber(0)).toThrow(ContainerAgentError);
   });
 });

@@ -1,7 +1,7 @@
 const marker = Symbol.for("pai.error");
 
 /**
- * Every code a {@link SandboxAgentError} can carry.
+ * Every code a {@link ContainerAgentError} can carry.
  *
  * - `SANDBOX_PROTOCOL`: the connection to the agent is unusable — it closed, or sent something that is not
  *   a valid frame (oversize, unknown type, malformed payload). Every request in flight fails with it.
@@ -11,13 +11,13 @@ const marker = Symbol.for("pai.error");
  *   large). A missing file is not an error: `readFile` returns `null`.
  * - `INVALID_ARGUMENT`: the request cannot be encoded (a NUL in an argument, a file over the frame limit).
  */
-export type SandboxAgentErrorCode =
+export type ContainerAgentErrorCode =
   | "SANDBOX_PROTOCOL"
   | "SANDBOX_SPAWN_FAILED"
   | "SANDBOX_FILE_FAILED"
   | "INVALID_ARGUMENT";
 
-const codes: ReadonlySet<string> = new Set<SandboxAgentErrorCode>([
+const codes: ReadonlySet<string> = new Set<ContainerAgentErrorCode>([
   "SANDBOX_PROTOCOL",
   "SANDBOX_SPAWN_FAILED",
   "SANDBOX_FILE_FAILED",
@@ -25,41 +25,41 @@ const codes: ReadonlySet<string> = new Set<SandboxAgentErrorCode>([
 ]);
 
 /**
- * The error the sandbox agent client throws on purpose. It carries the `Symbol.for('pai.error')` marker of
+ * The error the container agent client throws on purpose. It carries the `Symbol.for('pai.error')` marker of
  * `@pai/core`'s `PaiError`, so `PaiError.isInstance(e)` and `PaiError.hasCode(e, 'SANDBOX_PROTOCOL')` recognize
  * it without this module depending on core.
  */
-export class SandboxAgentError extends Error {
+export class ContainerAgentError extends Error {
   readonly [marker] = true;
   /** What went wrong. */
-  readonly code: SandboxAgentErrorCode;
+  readonly code: ContainerAgentErrorCode;
   /** Extra facts for logs (errno, path, argv[0]); never secrets. */
   readonly details: Readonly<Record<string, unknown>> | undefined;
 
   constructor(
-    code: SandboxAgentErrorCode,
+    code: ContainerAgentErrorCode,
     message: string,
     options: { cause?: unknown; details?: Record<string, unknown> } = {},
   ) {
     super(message, { cause: options.cause });
-    this.name = "SandboxAgentError";
+    this.name = "ContainerAgentError";
     this.code = code;
     this.details = options.details;
   }
 
   /** True for any error carrying the PAI marker and one of this class's codes, from any copy of the package. */
-  static isInstance(error: unknown): error is SandboxAgentError {
+  static isInstance(error: unknown): error is ContainerAgentError {
     if (typeof error !== "object" || error === null) return false;
     const record = error as Record<string | symbol, unknown>;
     return record[marker] === true && typeof record.code === "string" && codes.has(record.code);
   }
 
-  /** True when `error` is a sandbox agent error with the given code. */
-  static hasCode(error: unknown, code: SandboxAgentErrorCode): error is SandboxAgentError {
-    return SandboxAgentError.isInstance(error) && error.code === code;
+  /** True when `error` is a container agent error with the given code. */
+  static hasCode(error: unknown, code: ContainerAgentErrorCode): error is ContainerAgentError {
+    return ContainerAgentError.isInstance(error) && error.code === code;
   }
 
-  toJSON(): { code: SandboxAgentErrorCode; message: string; details?: Readonly<Record<string, unknown>> } {
+  toJSON(): { code: ContainerAgentErrorCode; message: string; details?: Readonly<Record<string, unknown>> } {
     return this.details
       ? { code: this.code, message: this.message, details: this.details }
       : { code: this.code, message: this.message };
@@ -67,6 +67,6 @@ export class SandboxAgentError extends Error {
 }
 
 /** A `SANDBOX_PROTOCOL` error. Internal shorthand. */
-export function protocolError(message: string, options: { cause?: unknown } = {}): SandboxAgentError {
-  return new SandboxAgentError("SANDBOX_PROTOCOL", message, options);
+export function protocolError(message: string, options: { cause?: unknown } = {}): ContainerAgentError {
+  return new ContainerAgentError("SANDBOX_PROTOCOL", message, options);
 }

@@ -7,20 +7,24 @@ import {
   decodeErrorPayload,
   decodeExitPayload,
   decodeHelloPayload,
+  decodeListeningPayload,
   decodeU32Payload,
+  encodeListenPayload,
   encodeReadFilePayload,
   encodeSignalPayload,
   encodeSpawnPayload,
   encodeWriteFilePayload,
   errnoName,
+  FIRST_STREAM_ID,
   FrameType,
   LINUX_SIGNALS,
   MAX_FRAME_PAYLOAD_BYTES,
   signalNumber,
 } from "./agent-protocol.ts";
-import { createFrameDecoder, encodeFrame, type Frame } from "./frame-codec.ts";
+import { AgentStream } from "./agent-stream.ts";
+import { ContainerAgentError, protocolError } from "./container-agent-error.ts";
+import { createFrameDecoder, encodeFrameHeader, type Frame } from "./frame-codec.ts";
 import { createOutputCollector, type OutputCollector } from "./output-collector.ts";
-import { protocolError, SandboxAgentError } from "./sandbox-agent-error.ts";
 
 /** The byte stream to the agent: a duplex (a socket), or separate ends (a child process's stdout and stdin). */
 export type AgentTransport = Duplex | { readable: Readable; writable: Writable };
@@ -36,7 +40,7 @@ export interface AgentClientOptions {
    * Called once when the connection ends: with `undefined` after {@link AgentClient.close}, else with the
    * `SANDBOX_PROTOCOL` error that ended it (the agent exited, the stream broke, the agent sent garbage).
    */
-  onClose?: ((error: SandboxAgentError | undefined) => void) | undefined;
+  onClose?: ((error: ContainerAgentError | undefined) => void) | undefined;
   /**
    * Stdin bytes per command that may be in flight, sent but not yet taken by the command. Bounds the
    * agent's memory when a command reads its stdin slowly.
@@ -95,6 +99,11 @@ export interface AgentSpawnOptions {
    * @default false
    */
   killGroupOnExit?: boolean | undefined;
+  /**
+   * Gives the command fd 3 and fd 4 (Chromium's `--remote-debugging-pipe`): what it writes to fd 4 arrives
+   * here, and {@link AgentProcess.writePipe} reaches its fd 3. Absent: the command gets neither.
+   */
+  onPipe?: ((chunk: Uint8Array) => void) | undefined;
 }
 
 /** How a command ended, with its (capped) output. */
@@ -138,10 +147,20 @@ export interface AgentProcess {
   writeStdin(data: Uint8Array | string): Promise<void>;
   /** Closes the command's stdin after what was written. */
   closeStdin(): Promise<void>;
+  /**
+   * Sends bytes to the command's fd 3 (needs `onPipe`), flow-controlled like stdin; bytes for a command that has
+   * exited are dropped.
+   */
+  writePipe(data: Uint8Array | string): Promise<void>;
 }
 
 /** Options of {@link AgentClient.readFile}. */
 export interface AgentReadFileOptions {
+  /**
+   * The directory the read is confined to: `path` is resolved inside the container (symlinks followed) and
+   * refused with `SANDBOX_FILE_FAILED` `EXDEV` (the resolved path as the message) when it leaves `root`.
+   */
+  root: string;
   /** Largest file accepted; a larger one fails with `SANDBOX_FILE_FAILED`. @default 1048576 (the maximum) */
   maxBytes?: number | undefined;
   /** Read as this user. @default the agent's default user */
@@ -154,8 +173,15 @@ export interface AgentReadFileOptions {
 
 /** Options of {@link AgentClient.writeFile}. */
 export interface AgentWriteFileOptions {
+  /**
+   * The directory the write is confined to, as for reads. The file is written by its name in its parent (a
+   * symlink there is replaced; a directory is refused with `EISDIR`); missing parents are created.
+   */
+  root: string;
   /** Permission bits, applied even when the file exists. @default 0o644 for a new file, unchanged otherwise */
   mode?: number | undefined;
+  /** Only check where the file would go (outside `root`, a directory): nothing is written. */
+  checkOnly?: boolean | undefined;
   /** Write as this user (it owns new files and directories). @default the agent's default user */
   uid?: number | undefined;
   /** Write as this group. @default the agent's default group */
@@ -173,11 +199,21 @@ export interface AgentClient {
   /** Starts a command. Throws `INVALID_ARGUMENT` synchronously when the request cannot be encoded. */
   spawn(options: AgentSpawnOptions): AgentProcess;
   /** A small file's bytes, or null when it (or a parent directory) does not exist. */
-  readFile(path: string, options?: AgentReadFileOptions): Promise<Uint8Array | null>;
+  readFile(path: string, options: AgentReadFileOptions): Promise<Uint8Array | null>;
   /** Writes a small file (at most about 1 MiB), creating parent directories. */
-  writeFile(path: string, content: Uint8Array | string, options?: AgentWriteFileOptions): Promise<void>;
+  writeFile(path: string, content: Uint8Array | string, options: AgentWriteFileOptions): Promise<void>;
   /** Round trip through the agent, in milliseconds. */
   ping(options?: { signal?: AbortSignal | undefined }): Promise<number>;
+  /**
+   * Makes the agent listen on the container's `127.0.0.1:port` (0: a port the kernel picks; one listener per
+   * agent) and hands every connection a program makes there to `onConnection` as an {@link AgentStream}.
+   * Resolves to the port.
+   */
+  listen(options: {
+    port: number;
+    onConnection: (stream: AgentStream) => void;
+    signal?: AbortSignal | undefined;
+  }): Promise<number>;
   /**
    * Ends the connection: every request in flight rejects with `SANDBOX_PROTOCOL`, and the agent, seeing its
    * stdin end, kills every command it started and exits. Resolves when its output has ended (at most ~2 s).
@@ -221,6 +257,13 @@ interface StdinItem {
   fail: ((error: unknown) => void) | undefined;
 }
 
+/** Bytes on their way to one of a command's inputs (stdin or fd 3), flow-controlled by acknowledgements. */
+interface InputChannel {
+  frame: number;
+  unacked: number;
+  queue: StdinItem[];
+}
+
 interface ProcessState {
   id: number;
   argv0: string;
@@ -236,8 +279,8 @@ interface ProcessState {
   callbackError: { error: unknown } | undefined;
   stdinPipe: boolean;
   stdinEnded: boolean;
-  unacked: number;
-  stdinQueue: StdinItem[];
+  stdin: InputChannel;
+  pipe: InputChannel;
   forceKillTimer: ReturnType<typeof setTimeout> | undefined;
   timeoutTimer: ReturnType<typeof setTimeout> | undefined;
   removeAbortListener: () => void;
@@ -263,7 +306,7 @@ function agentError(
   details: object,
 ) {
   const { errno, message } = decodeErrorPayload(payload);
-  return new SandboxAgentError(code, message, {
+  return new ContainerAgentError(code, message, {
     details: { ...details, errno, errnoName: errnoName(errno) },
   });
 }
@@ -297,6 +340,9 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
   let closedByClient = false;
   let lastRequestId = 0;
   let corked = false;
+  /** The connections the agent accepted on its listener, by id. */
+  const streams = new Map<number, AgentStream>();
+  let onConnection: ((stream: AgentStream) => void) | undefined;
 
   // ----------------------------------------------------------------- connection
 
@@ -310,7 +356,9 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
       decoder.write(chunk);
     } catch (error) {
       fail(
-        SandboxAgentError.isInstance(error) ? error : protocolError("invalid agent frame", { cause: error }),
+        ContainerAgentError.isInstance(error)
+          ? error
+          : protocolError("invalid agent frame", { cause: error }),
         true,
       );
     }
@@ -319,15 +367,15 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     if (closed) return;
     try {
       decoder.end();
-      fail(protocolError("the sandbox agent closed the connection"), false);
+      fail(protocolError("the container agent closed the connection"), false);
     } catch (error) {
-      fail(error as SandboxAgentError, false);
+      fail(error as ContainerAgentError, false);
     }
   };
   const onError = (error: unknown) => {
     if (closed) return;
     const message = error instanceof Error ? error.message : String(error);
-    fail(protocolError(`the sandbox agent connection failed: ${message}`, { cause: error }), true);
+    fail(protocolError(`the container agent connection failed: ${message}`, { cause: error }), true);
   };
   readable.on("data", onData);
   readable.on("end", onEnd);
@@ -337,7 +385,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
   writable.on("close", onEnd);
 
   function send(type: number, requestId: number, payload?: Uint8Array): void {
-    if (closed) throw protocolError("the sandbox agent connection is closed");
+    if (closed) throw protocolError("the container agent connection is closed");
     if (!corked && typeof writable.cork === "function") {
       // Batch the frames of one tick into one write.
       corked = true;
@@ -347,17 +395,18 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
         writable.uncork();
       });
     }
-    writable.write(encodeFrame(type, requestId, payload));
+    writable.write(encodeFrameHeader(type, requestId, payload?.length ?? 0));
+    if (payload && payload.length > 0) writable.write(payload);
   }
 
   function nextRequestId(): number {
-    do lastRequestId = lastRequestId >= 0xffffffff ? 1 : lastRequestId + 1;
+    do lastRequestId = lastRequestId >= FIRST_STREAM_ID - 1 ? 1 : lastRequestId + 1;
     while (requests.has(lastRequestId));
     return lastRequestId;
   }
 
   /** Ends the connection; every request in flight fails with `error`. */
-  function fail(error: SandboxAgentError, destroy: boolean): void {
+  function fail(error: ContainerAgentError, destroy: boolean): void {
     if (closed) return;
     closed = true;
     hello.reject(error);
@@ -367,6 +416,9 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
       if (request.kind === "call") request.fail(error);
       else failProcess(request.state, error);
     }
+    const open = [...streams.values()];
+    streams.clear();
+    for (const stream of open) stream.closedByAgent();
     if (destroy) {
       readable.destroy();
       writable.destroy();
@@ -382,7 +434,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
       const info = decodeHelloPayload(frame.payload);
       if (info.protocolVersion !== AGENT_PROTOCOL_VERSION) {
         throw protocolError(
-          `the sandbox agent speaks protocol ${info.protocolVersion}, this client ${AGENT_PROTOCOL_VERSION} (agent ${info.version})`,
+          `the container agent speaks protocol ${info.protocolVersion}, this client ${AGENT_PROTOCOL_VERSION} (agent ${info.version})`,
         );
       }
       helloReceived = true;
@@ -391,9 +443,13 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     }
     if (frame.requestId === 0) {
       if (frame.type === FrameType.Error) {
-        throw protocolError(`the sandbox agent failed: ${decodeErrorPayload(frame.payload).message}`);
+        throw protocolError(`the container agent failed: ${decodeErrorPayload(frame.payload).message}`);
       }
       throw protocolError(`protocol error: unexpected frame type 0x${frame.type.toString(16)} on request 0`);
+    }
+    if (frame.requestId >= FIRST_STREAM_ID) {
+      onStreamFrame(frame);
+      return;
     }
     const request = requests.get(frame.requestId);
     if (!request) return; // a late answer to a request the host gave up (aborted, or exited)
@@ -411,7 +467,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     signal: AbortSignal | undefined,
     onReply: (frame: Frame) => T,
   ): Promise<T> {
-    if (closed) return Promise.reject(protocolError("the sandbox agent connection is closed"));
+    if (closed) return Promise.reject(protocolError("the container agent connection is closed"));
     if (signal?.aborted) return Promise.reject(signal.reason);
     const id = nextRequestId();
     return new Promise<T>((resolve, reject) => {
@@ -430,7 +486,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
           try {
             value = onReply(frame);
           } catch (error) {
-            if (SandboxAgentError.hasCode(error, "SANDBOX_PROTOCOL")) throw error;
+            if (ContainerAgentError.hasCode(error, "SANDBOX_PROTOCOL")) throw error;
             cleanup();
             reject(error);
             return;
@@ -450,6 +506,72 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
 
   function unexpected(frame: Frame, what: string): never {
     throw protocolError(`protocol error: unexpected frame type 0x${frame.type.toString(16)} for ${what}`);
+  }
+
+  // ----------------------------------------------------------------- connections
+
+  const streamLink = (id: number) => ({
+    send: (type: number, payload?: Uint8Array) => send(type, id, payload),
+    get open() {
+      return !closed;
+    },
+  });
+
+  function onStreamFrame(frame: Frame): void {
+    const id = frame.requestId;
+    if (frame.type === FrameType.StreamOpen) {
+      if (streams.has(id)) throw protocolError(`protocol error: connection ${id} opened twice`);
+      const stream = new AgentStream(id, streamLink(id));
+      streams.set(id, stream);
+      if (onConnection) onConnection(stream);
+      else stream.destroy();
+      return;
+    }
+    const stream = streams.get(id);
+    switch (frame.type) {
+      case FrameType.StreamDataOut:
+        stream?.receive(frame.payload);
+        return;
+      case FrameType.StreamEofOut:
+        stream?.receiveEnd();
+        return;
+      case FrameType.StreamAckOut:
+        stream?.acknowledged(decodeU32Payload(frame.payload, "STREAM_ACK"));
+        return;
+      case FrameType.StreamClosed:
+        streams.delete(id);
+        stream?.closedByAgent();
+        return;
+      default:
+        unexpected(frame, "a connection");
+    }
+  }
+
+  function listen(listenOptions: {
+    port: number;
+    onConnection: (stream: AgentStream) => void;
+    signal?: AbortSignal | undefined;
+  }): Promise<number> {
+    let payload: Uint8Array;
+    try {
+      payload = encodeListenPayload(listenOptions.port);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return call(FrameType.Listen, payload, listenOptions.signal, (frame) => {
+      if (frame.type === FrameType.Listening) {
+        // Set while handling LISTENING: no connection can be announced before it.
+        onConnection = listenOptions.onConnection;
+        return decodeListeningPayload(frame.payload);
+      }
+      if (frame.type === FrameType.Error) {
+        const { errno, message } = decodeErrorPayload(frame.payload);
+        throw new ContainerAgentError("SANDBOX_SPAWN_FAILED", message, {
+          details: { errno, errnoName: errnoName(errno), port: listenOptions.port },
+        });
+      }
+      return unexpected(frame, "LISTEN");
+    });
   }
 
   // ----------------------------------------------------------------- processes
@@ -480,12 +602,26 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
         if (collector.truncated && state.options.onOutputLimit === "kill") terminate(state, "output-limit");
         return;
       }
-      case FrameType.StdinAck: {
+      case FrameType.StdinAck:
+      case FrameType.PipeAck: {
+        const channel = frame.type === FrameType.StdinAck ? state.stdin : state.pipe;
         const count = decodeU32Payload(frame.payload, "STDIN_ACK");
-        if (count > state.unacked)
-          throw protocolError("protocol error: STDIN_ACK for more bytes than were sent");
-        state.unacked -= count;
-        pumpStdin(state);
+        if (count > channel.unacked)
+          throw protocolError("protocol error: an acknowledgement for more bytes than were sent");
+        channel.unacked -= count;
+        pumpInput(state, channel);
+        return;
+      }
+      case FrameType.PipeOut: {
+        if (!state.spawned || !state.options.onPipe) unexpected(frame, "a command without a pipe");
+        if (!state.callbackError) {
+          try {
+            state.options.onPipe(frame.payload);
+          } catch (error) {
+            state.callbackError = { error };
+            terminate(state, "abort", LINUX_SIGNALS.SIGKILL, 0);
+          }
+        }
         return;
       }
       case FrameType.Exit: {
@@ -526,13 +662,13 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     clearTimeout(state.forceKillTimer);
     state.removeAbortListener();
     // Input for a command that is gone is dropped, not an error.
-    for (const item of state.stdinQueue.splice(0)) item.done?.();
+    for (const item of [...state.stdin.queue.splice(0), ...state.pipe.queue.splice(0)]) item.done?.();
   }
 
   function failProcess(state: ProcessState, error: unknown): void {
     if (state.done) return;
     settle(state);
-    for (const item of state.stdinQueue.splice(0)) item.fail?.(error);
+    for (const item of [...state.stdin.queue.splice(0), ...state.pipe.queue.splice(0)]) item.fail?.(error);
     state.pid.reject(error);
     state.result.reject(error);
   }
@@ -560,42 +696,47 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     }
   }
 
-  function pumpStdin(state: ProcessState): void {
-    while (!state.done && !closed && state.stdinQueue.length > 0) {
-      const item = state.stdinQueue[0]!;
+  function pumpInput(state: ProcessState, channel: InputChannel): void {
+    while (!state.done && !closed && channel.queue.length > 0) {
+      const item = channel.queue[0]!;
       if (item.data === undefined) {
-        state.stdinQueue.shift();
+        channel.queue.shift();
         send(FrameType.StdinEof, state.id);
         item.done?.();
         continue;
       }
-      if (state.unacked > 0 && state.unacked + item.data.length > stdinWindowBytes) return;
-      state.stdinQueue.shift();
-      send(FrameType.Stdin, state.id, item.data);
-      state.unacked += item.data.length;
+      if (channel.unacked > 0 && channel.unacked + item.data.length > stdinWindowBytes) return;
+      channel.queue.shift();
+      send(channel.frame, state.id, item.data);
+      channel.unacked += item.data.length;
       item.done?.();
     }
   }
 
-  function queueStdin(state: ProcessState, data: Uint8Array | undefined): Promise<void> {
+  /** Queues bytes (or, with `undefined`, the end of stdin) for one of a command's inputs. */
+  function queueInput(
+    state: ProcessState,
+    channel: InputChannel,
+    data: Uint8Array | undefined,
+  ): Promise<void> {
     if (state.done || closed) return Promise.resolve();
     const { promise, resolve, reject } = Promise.withResolvers<void>();
     if (data === undefined) {
-      state.stdinQueue.push({ data: undefined, done: resolve, fail: reject });
+      channel.queue.push({ data: undefined, done: resolve, fail: reject });
     } else if (data.length === 0) {
       return Promise.resolve();
     } else {
       for (let offset = 0; offset < data.length; offset += STDIN_CHUNK_BYTES) {
         const end = Math.min(offset + STDIN_CHUNK_BYTES, data.length);
         const last = end === data.length;
-        state.stdinQueue.push({
+        channel.queue.push({
           data: data.slice(offset, end),
           done: last ? resolve : undefined,
           fail: last ? reject : undefined,
         });
       }
     }
-    pumpStdin(state);
+    pumpInput(state, channel);
     return promise;
   }
 
@@ -603,7 +744,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     const { stdin, signal, timeoutMs } = spawnOptions;
     const maxOutputBytes = spawnOptions.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0) {
-      throw new SandboxAgentError("INVALID_ARGUMENT", "maxOutputBytes must be a non-negative integer");
+      throw new ContainerAgentError("INVALID_ARGUMENT", "maxOutputBytes must be a non-negative integer");
     }
     const payload = encodeSpawnPayload({
       argv: spawnOptions.argv,
@@ -614,6 +755,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
       gid: spawnOptions.gid,
       stdin: stdin !== undefined,
       killGroupOnExit: spawnOptions.killGroupOnExit,
+      pipe: spawnOptions.onPipe !== undefined,
     });
     const state: ProcessState = {
       id: 0,
@@ -630,8 +772,8 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
       callbackError: undefined,
       stdinPipe: stdin === "pipe",
       stdinEnded: stdin === undefined,
-      unacked: 0,
-      stdinQueue: [],
+      stdin: { frame: FrameType.Stdin, unacked: 0, queue: [] },
+      pipe: { frame: FrameType.PipeIn, unacked: 0, queue: [] },
       forceKillTimer: undefined,
       timeoutTimer: undefined,
       removeAbortListener: noop,
@@ -647,23 +789,31 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
       writeStdin(data) {
         if (!state.stdinPipe) {
           return Promise.reject(
-            new SandboxAgentError("INVALID_ARGUMENT", "writeStdin needs spawn({ stdin: 'pipe' })"),
+            new ContainerAgentError("INVALID_ARGUMENT", "writeStdin needs spawn({ stdin: 'pipe' })"),
           );
         }
         if (state.stdinEnded) {
-          return Promise.reject(new SandboxAgentError("INVALID_ARGUMENT", "stdin was already closed"));
+          return Promise.reject(new ContainerAgentError("INVALID_ARGUMENT", "stdin was already closed"));
         }
-        return queueStdin(state, toBytes(data));
+        return queueInput(state, state.stdin, toBytes(data));
       },
       closeStdin() {
         if (state.stdinEnded) return Promise.resolve();
         state.stdinEnded = true;
-        return queueStdin(state, undefined);
+        return queueInput(state, state.stdin, undefined);
+      },
+      writePipe(data) {
+        if (!spawnOptions.onPipe) {
+          return Promise.reject(
+            new ContainerAgentError("INVALID_ARGUMENT", "writePipe needs spawn({ onPipe })"),
+          );
+        }
+        return queueInput(state, state.pipe, toBytes(data));
       },
     };
 
     if (closed) {
-      failProcess(state, protocolError("the sandbox agent connection is closed"));
+      failProcess(state, protocolError("the container agent connection is closed"));
       return handle;
     }
     if (signal?.aborted) {
@@ -687,8 +837,8 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     send(FrameType.Spawn, state.id, payload);
     if (stdin !== undefined && stdin !== "pipe") {
       state.stdinEnded = true;
-      void queueStdin(state, toBytes(stdin)).catch(noop);
-      void queueStdin(state, undefined).catch(noop);
+      void queueInput(state, state.stdin, toBytes(stdin)).catch(noop);
+      void queueInput(state, state.stdin, undefined).catch(noop);
     }
     if (timeoutMs !== undefined && Number.isFinite(timeoutMs)) {
       state.timeoutTimer = setTimeout(() => terminate(state, "timeout"), Math.max(0, timeoutMs));
@@ -703,10 +853,11 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
 
   // ----------------------------------------------------------------- files and ping
 
-  function readFile(path: string, readOptions: AgentReadFileOptions = {}): Promise<Uint8Array | null> {
+  function readFile(path: string, readOptions: AgentReadFileOptions): Promise<Uint8Array | null> {
     let payload: Uint8Array;
     try {
       payload = encodeReadFilePayload({
+        root: readOptions.root,
         path,
         maxBytes: readOptions.maxBytes ?? MAX_FRAME_PAYLOAD_BYTES,
         uid: readOptions.uid,
@@ -729,13 +880,15 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     });
   }
 
-  function writeFile(path: string, content: Uint8Array | string, writeOptions: AgentWriteFileOptions = {}) {
+  function writeFile(path: string, content: Uint8Array | string, writeOptions: AgentWriteFileOptions) {
     let payload: Uint8Array;
     try {
       payload = encodeWriteFilePayload({
+        root: writeOptions.root,
         path,
         content: toBytes(content),
         mode: writeOptions.mode,
+        checkOnly: writeOptions.checkOnly,
         uid: writeOptions.uid,
         gid: writeOptions.gid,
       });
@@ -771,7 +924,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     if (closing) return closing;
     closedByClient = true;
     closing = (async () => {
-      fail(protocolError("the sandbox agent client was closed"), false);
+      fail(protocolError("the container agent client was closed"), false);
       const ended = new Promise<void>((resolve) => {
         if (readable.readableEnded || readable.destroyed) resolve();
         readable.once("end", resolve);
@@ -805,6 +958,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     readFile,
     writeFile,
     ping,
+    listen,
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -1,5 +1,5 @@
 import { FRAME_HEADER_BYTES, MAX_FRAME_PAYLOAD_BYTES } from "./agent-protocol.ts";
-import { protocolError, type SandboxAgentError } from "./sandbox-agent-error.ts";
+import { type ContainerAgentError, protocolError } from "./container-agent-error.ts";
 
 /** One decoded frame. */
 export interface Frame {
@@ -16,7 +16,16 @@ export interface Frame {
 
 /** Encodes one frame: `u32 BE payload length | u8 type | u32 BE request id | payload`. */
 export function encodeFrame(type: number, requestId: number, payload?: Uint8Array): Uint8Array {
-  const length = payload?.length ?? 0;
+  const header = encodeFrameHeader(type, requestId, payload?.length ?? 0);
+  if (!payload || payload.length === 0) return header;
+  const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
+  frame.set(header);
+  frame.set(payload, FRAME_HEADER_BYTES);
+  return frame;
+}
+
+/** Encodes a frame's header alone, for a payload sent as it is (no copy). */
+export function encodeFrameHeader(type: number, requestId: number, length: number): Uint8Array {
   if (!Number.isInteger(type) || type < 0 || type > 0xff) throw new RangeError(`invalid frame type ${type}`);
   if (!Number.isInteger(requestId) || requestId < 0 || requestId > 0xffffffff) {
     throw new RangeError(`invalid request id ${requestId}`);
@@ -24,13 +33,12 @@ export function encodeFrame(type: number, requestId: number, payload?: Uint8Arra
   if (length > MAX_FRAME_PAYLOAD_BYTES) {
     throw new RangeError(`frame payload of ${length} bytes exceeds ${MAX_FRAME_PAYLOAD_BYTES}`);
   }
-  const frame = new Uint8Array(FRAME_HEADER_BYTES + length);
-  const view = new DataView(frame.buffer);
+  const header = new Uint8Array(FRAME_HEADER_BYTES);
+  const view = new DataView(header.buffer);
   view.setUint32(0, length);
-  frame[4] = type;
+  header[4] = type;
   view.setUint32(5, requestId);
-  if (payload) frame.set(payload, FRAME_HEADER_BYTES);
-  return frame;
+  return header;
 }
 
 /** Options of {@link createFrameDecoder}. */
@@ -71,7 +79,7 @@ export function createFrameDecoder(options: FrameDecoderOptions): FrameDecoder {
   let requestId = 0;
   let payload: Uint8Array | undefined; // set while a split payload is being gathered
   let payloadLength = 0;
-  let failure: SandboxAgentError | undefined;
+  let failure: ContainerAgentError | undefined;
 
   const fail = (message: string): never => {
     failure = protocolError(message);

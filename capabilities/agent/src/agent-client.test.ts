@@ -9,8 +9,8 @@ import { it as baseIt, beforeAll, describe, expect } from "vitest";
 import { buildAgentBinary } from "./agent-binary.ts";
 import { type AgentClient, createAgentClient } from "./agent-client.ts";
 import { AGENT_PROTOCOL_VERSION, FrameType, MAX_FRAME_PAYLOAD_BYTES } from "./agent-protocol.ts";
+import { ContainerAgentError } from "./container-agent-error.ts";
 import { encodeFrame } from "./frame-codec.ts";
-import { SandboxAgentError } from "./sandbox-agent-error.ts";
 
 const isRoot = process.getuid?.() === 0;
 const selfUser = `${process.getuid?.()}:${process.getgid?.()}`;
@@ -24,7 +24,7 @@ beforeAll(async () => {
 interface Agent {
   client: AgentClient;
   child: ChildProcessByStdio<Writable, Readable, null>;
-  closeErrors: Array<SandboxAgentError | undefined>;
+  closeErrors: Array<ContainerAgentError | undefined>;
 }
 
 function startAgent(args: string[] = ["--user", selfUser], user: { uid?: number; gid?: number } = {}): Agent {
@@ -89,7 +89,7 @@ describe("createAgentClient with the real agent", () => {
   it("says hello with its version, pid and users", async ({ agent }) => {
     const hello = await agent.client.hello;
     expect(hello.protocolVersion).toBe(AGENT_PROTOCOL_VERSION);
-    expect(hello.version).toMatch(/^0\.1\.0\+[0-9a-f]{12}$/);
+    expect(hello.version).toMatch(/^0\.2\.0\+[0-9a-f]{12}$/);
     expect(hello.pid).toBe(agent.child.pid);
     expect(`${hello.defaultUid}:${hello.defaultGid}`).toBe(selfUser);
     expect(await agent.client.ping()).toBeGreaterThan(0);
@@ -350,56 +350,160 @@ describe("createAgentClient with the real agent", () => {
       details: { errnoName: "ENOENT" },
       message: expect.stringMatching(/exec no-such-program-pai: No such file or directory/),
     });
-    await expect(missing.wait()).rejects.toThrow(SandboxAgentError);
+    await expect(missing.wait()).rejects.toThrow(ContainerAgentError);
     await expect(agent.client.spawn({ argv: ["true"], cwd: "/no/such/dir" }).wait()).rejects.toThrow(
       /chdir \/no\/such\/dir/,
     );
   });
 
-  it("writes and reads files, creating parents; a missing file reads as null", async ({ agent }) => {
-    const dir = await mkdtemp(join(tmpdir(), "pai-agent-"));
+  it("writes and reads files confined to a root, creating parents; a missing file reads as null", async ({
+    agent,
+  }) => {
+    const root = await mkdtemp(join(tmpdir(), "pai-agent-"));
+    const within = { root };
     try {
-      const path = join(dir, "a/b/c.bin");
+      const path = join(root, "a/b/c.bin");
       const content = Uint8Array.from({ length: 256 }, (_, i) => i);
-      await agent.client.writeFile(path, content, { mode: 0o600 });
+      await agent.client.writeFile(path, content, { root, mode: 0o600 });
       expect(new Uint8Array(await readFile(path))).toEqual(content);
       expect((await stat(path)).mode & 0o777).toBe(0o600);
-      expect(await agent.client.readFile(path)).toEqual(content);
-      await agent.client.writeFile(path, "replaced");
-      expect(text((await agent.client.readFile(path))!)).toBe("replaced");
+      expect(await agent.client.readFile(path, within)).toEqual(content);
+      await agent.client.writeFile(path, "replaced", within);
+      expect(text((await agent.client.readFile(path, within))!)).toBe("replaced");
 
-      expect(await agent.client.readFile(join(dir, "missing"))).toBeNull();
-      expect(await agent.client.readFile(join(dir, "missing/dir/file"))).toBeNull();
-      expect(await agent.client.readFile(join(path, "under-a-file"))).toBeNull();
-      await expect(agent.client.readFile(dir)).rejects.toMatchObject({
+      expect(await agent.client.readFile(join(root, "missing"), within)).toBeNull();
+      expect(await agent.client.readFile(join(root, "missing/dir/file"), within)).toBeNull();
+      expect(await agent.client.readFile(join(path, "under-a-file"), within)).toBeNull();
+      await expect(agent.client.readFile(join(root, "a"), within)).rejects.toMatchObject({
         code: "SANDBOX_FILE_FAILED",
         details: { errnoName: "EISDIR" },
       });
-      await writeFile(join(dir, "big"), new Uint8Array(5000));
-      await expect(agent.client.readFile(join(dir, "big"), { maxBytes: 4096 })).rejects.toMatchObject({
+      await expect(agent.client.writeFile(join(root, "a"), "x", within)).rejects.toMatchObject({
+        details: { errnoName: "EISDIR" },
+      });
+      await writeFile(join(root, "big"), new Uint8Array(5000));
+      await expect(agent.client.readFile(join(root, "big"), { root, maxBytes: 4096 })).rejects.toMatchObject({
         details: { errnoName: "EFBIG" },
       });
       const large = randomBytes(MAX_FRAME_PAYLOAD_BYTES - 4096);
-      await agent.client.writeFile(join(dir, "large"), large);
-      expect(Buffer.from((await agent.client.readFile(join(dir, "large")))!).equals(large)).toBe(true);
+      await agent.client.writeFile(join(root, "large"), large, within);
+      expect(Buffer.from((await agent.client.readFile(join(root, "large"), within))!).equals(large)).toBe(
+        true,
+      );
       await expect(
-        agent.client.writeFile(join(dir, "huge"), new Uint8Array(MAX_FRAME_PAYLOAD_BYTES)),
+        agent.client.writeFile(join(root, "huge"), new Uint8Array(MAX_FRAME_PAYLOAD_BYTES), within),
       ).rejects.toThrow(/use the archive API/);
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await rm(root, { recursive: true, force: true });
     }
+  });
+
+  it("resolves symlinks inside the container and refuses a path that leaves the root", async ({ agent }) => {
+    const { symlink, mkdir } = await import("node:fs/promises");
+    const base = await mkdtemp(join(tmpdir(), "pai-agent-"));
+    const root = join(base, "workspace");
+    try {
+      await mkdir(root);
+      await writeFile(join(base, "outside.txt"), "secret");
+      await writeFile(join(root, "inside.txt"), "mine");
+      await symlink(join(base, "outside.txt"), join(root, "escape"));
+      await symlink(base, join(root, "up"));
+      await symlink(join(root, "inside.txt"), join(root, "alias"));
+      const outside = { code: "SANDBOX_FILE_FAILED", details: { errnoName: "EXDEV" } };
+      await expect(agent.client.readFile(join(root, "escape"), { root })).rejects.toMatchObject({
+        ...outside,
+        message: join(base, "outside.txt"),
+      });
+      await expect(agent.client.readFile(join(root, "up/outside.txt"), { root })).rejects.toMatchObject(
+        outside,
+      );
+      await expect(agent.client.writeFile(join(root, "up/new.txt"), "x", { root })).rejects.toMatchObject(
+        outside,
+      );
+      await expect(
+        agent.client.writeFile(join(root, "escape"), "x", { root, checkOnly: true }),
+      ).rejects.toMatchObject(outside);
+      await expect(agent.client.readFile("/etc/hostname", { root })).rejects.toMatchObject(outside);
+      expect(await readFile(join(base, "outside.txt"), "utf8")).toBe("secret");
+      // A symlink that stays inside is followed for reading, and replaced (as tar does) when written.
+      expect(text((await agent.client.readFile(join(root, "alias"), { root }))!)).toBe("mine");
+      await agent.client.writeFile(join(root, "alias"), "replaced", { root });
+      expect(await readFile(join(root, "inside.txt"), "utf8")).toBe("mine");
+      expect(await readFile(join(root, "alias"), "utf8")).toBe("replaced");
+      await agent.client.writeFile(join(root, "checked.txt"), "x", { root, checkOnly: true });
+      await expect(stat(join(root, "checked.txt"))).rejects.toMatchObject({ code: "ENOENT" });
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+
+  it("gives a command fd 3 and fd 4 when asked, relayed both ways", async ({ agent }) => {
+    const received: Uint8Array[] = [];
+    const process = agent.client.spawn({
+      argv: ["sh", "-c", "ls /proc/$$/fd | sort -n | tr '\\n' ' ' >&2; head -c 11 <&3 | tr a-z A-Z >&4"],
+      onPipe: (chunk) => received.push(chunk),
+    });
+    await process.writePipe("hello ");
+    await process.writePipe("world");
+    const result = await process.wait();
+    expect(result.exitCode).toBe(0);
+    expect(text(result.stderr).trim()).toBe("0 1 2 3 4");
+    expect(Buffer.concat(received).toString()).toBe("HELLO WORLD");
+    await expect(agent.client.spawn({ argv: ["true"] }).writePipe("x")).rejects.toThrow(/onPipe/);
+  });
+
+  it("relays connections to its loopback listener both ways, flow-controlled, with half-closes", async ({
+    agent,
+  }) => {
+    const { connect } = await import("node:net");
+    const { createHash } = await import("node:crypto");
+    const accepted: number[] = [];
+    let onNext = (stream: Duplex) => stream.pipe(stream); // echo, ending when the program ends its side
+    const port = await agent.client.listen({
+      port: 0,
+      onConnection: (stream) => {
+        accepted.push(stream.id);
+        onNext(stream);
+      },
+    });
+    expect(port).toBeGreaterThan(0);
+    await expect(agent.client.listen({ port: 0, onConnection: () => {} })).rejects.toThrow(
+      /already listening/,
+    );
+    const payload = randomBytes(24 * 1024 * 1024);
+    const echoed = await new Promise<Buffer>((resolve, reject) => {
+      const socket = connect({ host: "127.0.0.1", port });
+      const chunks: Buffer[] = [];
+      socket.on("data", (chunk) => chunks.push(chunk));
+      socket.on("end", () => resolve(Buffer.concat(chunks)));
+      socket.on("error", reject);
+      socket.end(payload);
+    });
+    expect(createHash("sha256").update(echoed).digest("hex")).toBe(
+      createHash("sha256").update(payload).digest("hex"),
+    );
+    expect(accepted).toHaveLength(1);
+    expect(accepted[0]).toBeGreaterThanOrEqual(0x80000000);
+    // A program that resets its connection closes the host's stream too.
+    const closedOnHost = new Promise<void>((resolve) => {
+      onNext = (stream) => stream.on("close", () => resolve());
+    });
+    const socket = connect({ host: "127.0.0.1", port });
+    socket.on("connect", () => socket.resetAndDestroy());
+    await closedOnHost;
+    expect(accepted).toHaveLength(2);
   });
 
   it("rejects everything in flight when the agent dies", async ({ agent }) => {
     const running = agent.client.spawn({ argv: ["sleep", "100"] });
     await running.pid;
-    const pending = agent.client.readFile("/proc/self/status"); // may or may not win the race
+    const pending = agent.client.readFile("/proc/self/status", { root: "/proc" }); // may or may not win the race
     agent.child.kill("SIGKILL");
     await expect(running.wait()).rejects.toMatchObject({ code: "SANDBOX_PROTOCOL" });
     await pending.catch(() => {});
     expect(agent.client.closed).toBe(true);
     expect(agent.closeErrors).toHaveLength(1);
-    expect(SandboxAgentError.hasCode(agent.closeErrors[0], "SANDBOX_PROTOCOL")).toBe(true);
+    expect(ContainerAgentError.hasCode(agent.closeErrors[0], "SANDBOX_PROTOCOL")).toBe(true);
     await expect(agent.client.ping()).rejects.toMatchObject({ code: "SANDBOX_PROTOCOL" });
     await expect(agent.client.spawn({ argv: ["true"] }).wait()).rejects.toMatchObject({
       code: "SANDBOX_PROTOCOL",
@@ -434,16 +538,16 @@ describe.runIf(isRoot)("a root agent", () => {
 
       // Files: created as 1000, and root-only files stay unreadable.
       await writeFile(join(dir, "secret"), "root only", { mode: 0o600 });
-      await expect(agent.client.readFile(join(dir, "secret"))).rejects.toMatchObject({
+      await expect(agent.client.readFile(join(dir, "secret"), { root: dir })).rejects.toMatchObject({
         details: { errnoName: "EACCES" },
       });
-      await expect(agent.client.writeFile(join(dir, "sub/file"), "x")).rejects.toMatchObject({
+      await expect(agent.client.writeFile(join(dir, "sub/file"), "x", { root: dir })).rejects.toMatchObject({
         code: "SANDBOX_FILE_FAILED",
       }); // the temp dir is root's 0700
       const shared = await mkdtemp(join(tmpdir(), "pai-agent-shared-"));
       try {
         await import("node:fs/promises").then((fs) => fs.chmod(shared, 0o777));
-        await agent.client.writeFile(join(shared, "sub/file"), "x");
+        await agent.client.writeFile(join(shared, "sub/file"), "x", { root: shared });
         const info = await stat(join(shared, "sub/file"));
         expect([info.uid, info.gid]).toEqual([1000, 1000]);
         expect((await stat(join(shared, "sub"))).uid).toBe(1000);
@@ -466,7 +570,9 @@ describe.runIf(isRoot)("a root agent", () => {
         code: "SANDBOX_SPAWN_FAILED",
         details: { errnoName: "EPERM" },
       });
-      await expect(agent.client.readFile("/etc/hostname", { uid: 0, gid: 0 })).rejects.toMatchObject({
+      await expect(
+        agent.client.readFile("/etc/hostname", { root: "/etc", uid: 0, gid: 0 }),
+      ).rejects.toMatchObject({
         code: "SANDBOX_FILE_FAILED",
         details: { errnoName: "EPERM" },
       });
@@ -502,7 +608,7 @@ describe("createAgentClient against a misbehaving agent", () => {
   function fakeAgent() {
     const toHost = new PassThrough();
     const toAgent = new PassThrough();
-    const closeErrors: Array<SandboxAgentError | undefined> = [];
+    const closeErrors: Array<ContainerAgentError | undefined> = [];
     const client = createAgentClient({
       stream: { readable: toHost, writable: toAgent },
       onClose: (error) => closeErrors.push(error),
@@ -546,13 +652,13 @@ describe("createAgentClient against a misbehaving agent", () => {
     const other = fakeAgent();
     new DataView(other.helloPayload.buffer).setUint16(0, AGENT_PROTOCOL_VERSION + 1);
     other.toHost.write(encodeFrame(FrameType.Hello, 0, other.helloPayload));
-    await expect(other.client.hello).rejects.toThrow(/speaks protocol 2/);
+    await expect(other.client.hello).rejects.toThrow(`speaks protocol ${AGENT_PROTOCOL_VERSION + 1}`);
   });
 
   baseIt("fails on a malformed payload and on frames that answer the wrong request", async () => {
     const fake = fakeAgent();
     fake.toHost.write(encodeFrame(FrameType.Hello, 0, fake.helloPayload));
-    const read = fake.client.readFile("/x");
+    const read = fake.client.readFile("/x", { root: "/" });
     fake.toHost.write(encodeFrame(FrameType.Stdout, 1, new Uint8Array(3)));
     await expect(read).rejects.toThrow(/unexpected frame type 0x84 for READ_FILE/);
 
@@ -570,14 +676,14 @@ describe("createAgentClient against a misbehaving agent", () => {
     const process = fake.client.spawn({ argv: ["x"] });
     fake.toHost.end(encodeFrame(FrameType.Spawned, 1, new Uint8Array(4)).subarray(0, 5));
     await expect(process.pid).rejects.toThrow(/stream ended inside a frame/);
-    expect(SandboxAgentError.hasCode(fake.closeErrors[0], "SANDBOX_PROTOCOL")).toBe(true);
+    expect(ContainerAgentError.hasCode(fake.closeErrors[0], "SANDBOX_PROTOCOL")).toBe(true);
   });
 
   baseIt("ignores late answers to requests it gave up", async () => {
     const fake = fakeAgent();
     fake.toHost.write(encodeFrame(FrameType.Hello, 0, fake.helloPayload));
     const controller = new AbortController();
-    const read = fake.client.readFile("/x", { signal: controller.signal });
+    const read = fake.client.readFile("/x", { root: "/", signal: controller.signal });
     controller.abort();
     await expect(read).rejects.toThrow();
     fake.toHost.write(encodeFrame(FrameType.FileMissing, 1));

@@ -1,15 +1,19 @@
-import { protocolError, SandboxAgentError } from "./sandbox-agent-error.ts";
+import { ContainerAgentError, protocolError } from "./container-agent-error.ts";
 
 /**
- * The wire protocol between the host and `pai-agent` (capabilities/sandbox/agent/pai-agent.c).
+ * The wire protocol between the host and `pai-agent` (capabilities/agent/native/pai-agent.c).
  *
  * One byte stream each way (the agent's stdin and stdout). Every frame is
  * `u32 BE payload length | u8 type | u32 BE request id | payload`, with payloads of at most
  * {@link MAX_FRAME_PAYLOAD_BYTES}. Host → agent types are below 0x80, agent → host types 0x80 and above.
- * Request id 0 is the connection itself (HELLO, connection errors); the host numbers its requests from 1.
- * Command output travels as raw bytes; the few structured payloads are fixed binary layouts (below).
+ * Request id 0 is the connection itself (HELLO, connection errors); the host numbers its requests from 1 up to
+ * {@link FIRST_STREAM_ID} − 1, and the agent numbers the connections it accepts from {@link FIRST_STREAM_ID}.
+ * Command output and connection bytes travel raw; the few structured payloads are fixed binary layouts (below).
  */
-export const AGENT_PROTOCOL_VERSION = 1;
+export const AGENT_PROTOCOL_VERSION = 2;
+
+/** The first id of a connection the agent accepted; host request ids stay below it. */
+export const FIRST_STREAM_ID = 0x80000000;
 
 /** Bytes in a frame header: length (4), type (1), request id (4). */
 export const FRAME_HEADER_BYTES = 9;
@@ -33,6 +37,18 @@ export const FrameType = {
   WriteFile: 0x06,
   /** host → agent: read a small file (see {@link encodeReadFilePayload}); FILE_DATA, FILE_MISSING or ERROR. */
   ReadFile: 0x07,
+  /** host → agent: bytes for the command's fd 3 (SPAWN flag 0x20); acknowledged with PIPE_ACK. */
+  PipeIn: 0x08,
+  /** host → agent: u16 port; listen on the container's 127.0.0.1 (0: any port). LISTENING or ERROR. */
+  Listen: 0x09,
+  /** host → agent (connection id): bytes to write to the connection; acknowledged with STREAM_ACK. */
+  StreamData: 0x0a,
+  /** host → agent (connection id): shut down the connection's write side once queued bytes are written. */
+  StreamEof: 0x0b,
+  /** host → agent (connection id): close the connection now. */
+  StreamClose: 0x0c,
+  /** host → agent (connection id): u32 count of STREAM_DATA bytes the host has consumed. */
+  StreamAck: 0x0d,
   /** agent → host, request id 0, sent once at start (see {@link decodeHelloPayload}). */
   Hello: 0x81,
   /** agent → host: the PING payload. */
@@ -55,6 +71,22 @@ export const FrameType = {
   FileWritten: 0x8a,
   /** agent → host: u32 count of stdin bytes the agent consumed (written to the command or dropped). */
   StdinAck: 0x8b,
+  /** agent → host: bytes the command wrote to fd 4. */
+  PipeOut: 0x8c,
+  /** agent → host: u32 count of PIPE_IN bytes the agent consumed. */
+  PipeAck: 0x8d,
+  /** agent → host: u16 port the agent listens on (answers LISTEN). */
+  Listening: 0x8e,
+  /** agent → host (new connection id): a connection was accepted on the listener. */
+  StreamOpen: 0x8f,
+  /** agent → host (connection id): bytes read from the connection. */
+  StreamDataOut: 0x90,
+  /** agent → host (connection id): the connection's peer shut down its write side. */
+  StreamEofOut: 0x91,
+  /** agent → host (connection id): the connection is closed; the last frame of the id. */
+  StreamClosed: 0x92,
+  /** agent → host (connection id): u32 count of STREAM_DATA bytes written to the connection. */
+  StreamAckOut: 0x93,
 } as const;
 
 /** One of the {@link FrameType} numbers. */
@@ -73,6 +105,14 @@ export const AGENT_FRAME_TYPES: ReadonlySet<number> = new Set([
   FrameType.FileMissing,
   FrameType.FileWritten,
   FrameType.StdinAck,
+  FrameType.PipeOut,
+  FrameType.PipeAck,
+  FrameType.Listening,
+  FrameType.StreamOpen,
+  FrameType.StreamDataOut,
+  FrameType.StreamEofOut,
+  FrameType.StreamClosed,
+  FrameType.StreamAckOut,
 ]);
 
 /** The frame types the host may send. */
@@ -84,6 +124,12 @@ export const HOST_FRAME_TYPES: ReadonlySet<number> = new Set([
   FrameType.Signal,
   FrameType.WriteFile,
   FrameType.ReadFile,
+  FrameType.PipeIn,
+  FrameType.Listen,
+  FrameType.StreamData,
+  FrameType.StreamEof,
+  FrameType.StreamClose,
+  FrameType.StreamAck,
 ]);
 
 const SPAWN_STDIN = 0x01;
@@ -91,15 +137,17 @@ const SPAWN_HAS_UID = 0x02;
 const SPAWN_HAS_GID = 0x04;
 const SPAWN_INHERIT_ENV = 0x08;
 const SPAWN_KILL_GROUP_ON_EXIT = 0x10;
+const SPAWN_PIPE = 0x20;
 const FILE_HAS_UID = 0x01;
 const FILE_HAS_GID = 0x02;
 const FILE_HAS_MODE = 0x04;
+const FILE_CHECK_ONLY = 0x08;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-function invalid(message: string): SandboxAgentError {
-  return new SandboxAgentError("INVALID_ARGUMENT", message);
+function invalid(message: string): ContainerAgentError {
+  return new ContainerAgentError("INVALID_ARGUMENT", message);
 }
 
 function cString(value: string, what: string): Uint8Array {
@@ -144,6 +192,8 @@ export interface SpawnRequest {
   stdin: boolean;
   /** SIGKILL what is left of the command's process group when the command exits (SPAWN flag 0x10). */
   killGroupOnExit?: boolean | undefined;
+  /** Give the command fd 3 (PIPE_IN bytes) and fd 4 (PIPE_OUT bytes) (SPAWN flag 0x20). */
+  pipe?: boolean | undefined;
 }
 
 /** SPAWN payload: `u8 flags | u32 uid | u32 gid | u16 argc | u16 envc | cwd\0 | argv[argc]\0 | KEY=VALUE[envc]\0`. */
@@ -162,6 +212,7 @@ export function encodeSpawnPayload(request: SpawnRequest): Uint8Array {
   if (request.gid !== undefined) flags |= SPAWN_HAS_GID;
   if (request.inheritEnv ?? true) flags |= SPAWN_INHERIT_ENV;
   if (request.killGroupOnExit) flags |= SPAWN_KILL_GROUP_ON_EXIT;
+  if (request.pipe) flags |= SPAWN_PIPE;
   head[0] = flags;
   view.setUint32(1, checkId(request.uid, "uid"));
   view.setUint32(5, checkId(request.gid, "gid"));
@@ -189,14 +240,40 @@ export function encodeSignalPayload(signal: number): Uint8Array {
   return out;
 }
 
-/** Who a file request acts as; absent fields mean the agent's default user. */
-export interface FileRequestUser {
+/** LISTEN payload: `u16 port` (0: any). */
+export function encodeListenPayload(port: number): Uint8Array {
+  if (!Number.isInteger(port) || port < 0 || port > 0xffff) throw invalid(`invalid port ${port}`);
+  return new Uint8Array([port >> 8, port & 0xff]);
+}
+
+/** LISTENING payload: `u16 port`. */
+export function decodeListeningPayload(payload: Uint8Array): number {
+  if (payload.length !== 2) throw protocolError("malformed LISTENING frame");
+  return (payload[0]! << 8) | payload[1]!;
+}
+
+/** A payload that is exactly one u32 (STREAM_ACK). */
+export function encodeU32Payload(value: number): Uint8Array {
+  const out = new Uint8Array(4);
+  new DataView(out.buffer).setUint32(0, value);
+  return out;
+}
+
+/**
+ * Who a file request acts as (absent: the agent's default user) and the directory it is confined to: the agent
+ * resolves `path` inside the container and refuses (EXDEV) one that leaves `root`.
+ */
+export interface FileRequestScope {
+  root: string;
   uid?: number | undefined;
   gid?: number | undefined;
 }
 
-function fileHead(flags: number, value: number, user: FileRequestUser, path: string): Uint8Array[] {
-  if (!path.startsWith("/")) throw invalid(`path must be absolute: ${path}`);
+function fileHead(flags: number, value: number, scope: FileRequestScope, path: string): Uint8Array[] {
+  if (!path.startsWith("/") || !scope.root.startsWith("/")) {
+    throw invalid(`root and path must be absolute: ${scope.root}, ${path}`);
+  }
+  const user = scope;
   const head = new Uint8Array(13);
   const view = new DataView(head.buffer);
   if (user.uid !== undefined) flags |= FILE_HAS_UID;
@@ -205,36 +282,45 @@ function fileHead(flags: number, value: number, user: FileRequestUser, path: str
   view.setUint32(1, value);
   view.setUint32(5, checkId(user.uid, "uid"));
   view.setUint32(9, checkId(user.gid, "gid"));
-  return [head, cString(path, "path")];
+  return [head, cString(scope.root, "root"), cString(path, "path")];
 }
 
-/** The largest file content a WRITE_FILE frame can carry for `path`. */
-export function maxWriteFileBytes(path: string): number {
-  return MAX_FRAME_PAYLOAD_BYTES - 13 - encoder.encode(path).length - 1;
+/** The largest file content a WRITE_FILE frame can carry for `path` under `root`. */
+export function maxWriteFileBytes(path: string, root: string): number {
+  return MAX_FRAME_PAYLOAD_BYTES - 13 - encoder.encode(root).length - 1 - encoder.encode(path).length - 1;
 }
 
-/** WRITE_FILE payload: `u8 flags | u32 mode | u32 uid | u32 gid | path\0 | content`. */
+/**
+ * WRITE_FILE payload: `u8 flags | u32 mode | u32 uid | u32 gid | root\0 | path\0 | content`; with `checkOnly`
+ * the agent only checks where the file would go.
+ */
 export function encodeWriteFilePayload(
-  request: FileRequestUser & { path: string; content: Uint8Array; mode?: number | undefined },
+  request: FileRequestScope & {
+    path: string;
+    content: Uint8Array;
+    mode?: number | undefined;
+    checkOnly?: boolean | undefined;
+  },
 ): Uint8Array {
   const { mode } = request;
   if (mode !== undefined && (!Number.isInteger(mode) || mode < 0 || mode > 0o7777)) {
     throw invalid(`invalid file mode ${mode}`);
   }
-  const parts = fileHead(mode === undefined ? 0 : FILE_HAS_MODE, mode ?? 0, request, request.path);
+  const flags = (mode === undefined ? 0 : FILE_HAS_MODE) | (request.checkOnly ? FILE_CHECK_ONLY : 0);
+  const parts = fileHead(flags, mode ?? 0, request, request.path);
   parts.push(request.content);
   const total = parts.reduce((sum, part) => sum + part.length, 0);
   if (total > MAX_FRAME_PAYLOAD_BYTES) {
     throw invalid(
-      `file too large for the agent (${request.content.length} bytes, at most ${maxWriteFileBytes(request.path)}); use the archive API`,
+      `file too large for the agent (${request.content.length} bytes, at most ${maxWriteFileBytes(request.path, request.root)}); use the archive API`,
     );
   }
   return concat(parts, total);
 }
 
-/** READ_FILE payload: `u8 flags | u32 max bytes | u32 uid | u32 gid | path\0`. */
+/** READ_FILE payload: `u8 flags | u32 max bytes | u32 uid | u32 gid | root\0 | path\0`. */
 export function encodeReadFilePayload(
-  request: FileRequestUser & { path: string; maxBytes: number },
+  request: FileRequestScope & { path: string; maxBytes: number },
 ): Uint8Array {
   const { maxBytes } = request;
   if (!Number.isInteger(maxBytes) || maxBytes < 1 || maxBytes > MAX_FRAME_PAYLOAD_BYTES) {
@@ -284,7 +370,7 @@ export function decodeHelloPayload(payload: Uint8Array): AgentHello {
   };
 }
 
-/** A payload that is exactly one u32 (SPAWNED, STDIN_ACK). */
+/** A payload that is exactly one u32 (SPAWNED, STDIN_ACK, PIPE_ACK, STREAM_ACK). */
 export function decodeU32Payload(payload: Uint8Array, frame: string): number {
   if (payload.length !== 4) throw protocolError(`malformed ${frame} frame`);
   return view(payload).getUint32(0);
@@ -377,6 +463,7 @@ const LINUX_ERRNO: Readonly<Record<number, string>> = {
   12: "ENOMEM",
   13: "EACCES",
   17: "EEXIST",
+  18: "EXDEV",
   20: "ENOTDIR",
   21: "EISDIR",
   22: "EINVAL",
@@ -389,6 +476,9 @@ const LINUX_ERRNO: Readonly<Record<number, string>> = {
   36: "ENAMETOOLONG",
   40: "ELOOP",
   71: "EPROTO",
+  98: "EADDRINUSE",
+  99: "EADDRNOTAVAIL",
+  104: "ECONNRESET",
   105: "ENOBUFS",
   122: "EDQUOT",
 };

@@ -2,11 +2,11 @@ import { execFile } from "node:child_process";
 import { access, constants } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 
-const agentDirectory = fileURLToPath(new URL("../../agent/", import.meta.url));
+const agentDirectory = fileURLToPath(new URL("../native/", import.meta.url));
 
 /**
- * Where `capabilities/sandbox/agent/build.sh` puts the static agent binary (for this machine's architecture).
- * Copy it into a container (e.g. to `/opt/pai/pai-agent`, mode 0755) before starting it.
+ * Where `capabilities/agent/native/build.sh` puts the static agent binary (for this machine's architecture).
+ * `prepareAgentVolume` puts it on a named volume every container mounts read-only at `/opt/pai`.
  */
 export const agentBinaryPath = `${agentDirectory}build/pai-agent`;
 
@@ -26,7 +26,7 @@ export async function buildAgentBinary(options: { signal?: AbortSignal | undefin
       (error, _stdout, stderr) => {
         if (error)
           reject(
-            new Error(`building the sandbox agent failed: ${error.message}\n${stderr}`, { cause: error }),
+            new Error(`building the container agent failed: ${error.message}\n${stderr}`, { cause: error }),
           );
         else resolve();
       },

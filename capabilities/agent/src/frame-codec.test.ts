@@ -5,8 +5,8 @@ import {
   FrameType,
   MAX_FRAME_PAYLOAD_BYTES,
 } from "./agent-protocol.ts";
+import { ContainerAgentError } from "./container-agent-error.ts";
 import { createFrameDecoder, encodeFrame, type Frame } from "./frame-codec.ts";
-import { SandboxAgentError } from "./sandbox-agent-error.ts";
 
 /** A small deterministic PRNG (mulberry32), so failures reproduce. */
 function random(seed: number) {
@@ -112,7 +112,7 @@ describe("createFrameDecoder", () => {
     } catch (caught) {
       error = caught;
     }
-    expect(SandboxAgentError.hasCode(error, "SANDBOX_PROTOCOL")).toBe(true);
+    expect(ContainerAgentError.hasCode(error, "SANDBOX_PROTOCOL")).toBe(true);
     expect((error as Error).message).toMatch(/exceeds the limit/);
     expect(decoder.bufferedBytes).toBe(0);
     // Failed for good: later input throws the same error.
@@ -175,7 +175,7 @@ describe("createFrameDecoder", () => {
         }
         decoder.end();
       } catch (error) {
-        expect(SandboxAgentError.hasCode(error, "SANDBOX_PROTOCOL")).toBe(true);
+        expect(ContainerAgentError.hasCode(error, "SANDBOX_PROTOCOL")).toBe(true);
       }
     }
   });

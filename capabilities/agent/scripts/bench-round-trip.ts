@@ -12,7 +12,7 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
-import { type AgentClient, buildAgentBinary, createAgentClient } from "../src/agent/index.ts";
+import { type AgentClient, buildAgentBinary, createAgentClient } from "../src/index.ts";
 
 const run = promisify(execFile);
 const args = process.argv.slice(2);
