@@ -210,6 +210,12 @@ export interface ContainerPool<STATE = undefined> {
   readonly poolId: string;
   /** The `pai.owner` label of its containers, when it has one. */
   readonly ownerId: string | undefined;
+  /**
+   * Gives a pool made without an owner one: containers created from now on carry it (earlier ones stay
+   * unowned, reaped by pool id). Idempotent for the same id.
+   * @throws Error when the pool already has another owner.
+   */
+  claimOwner(ownerId: string): void;
   readonly spec: ResolvedContainerSpec;
   readonly specHash: string;
   readonly driver: ContainerDriver;
@@ -363,7 +369,7 @@ export function createContainerPool<STATE = undefined>(
   const spec = resolveContainerSpec(options.spec);
   const hash = specHash(spec);
   const poolId = options.poolId ?? `pool-${randomBytes(4).toString("hex")}`;
-  const { ownerId } = options;
+  let { ownerId } = options;
   if (ownerId !== undefined && (typeof ownerId !== "string" || ownerId === "")) {
     throw new TypeError("createContainerPool: ownerId must be a non-empty string");
   }
@@ -963,9 +969,23 @@ export function createContainerPool<STATE = undefined>(
 
   void start();
 
+  function claimOwner(claimed: string): void {
+    if (typeof claimed !== "string" || claimed === "") {
+      throw new TypeError("claimOwner: ownerId must be a non-empty string");
+    }
+    if (ownerId !== undefined && ownerId !== claimed) {
+      throw new Error(`Container pool ${poolId} already belongs to owner ${ownerId}, not ${claimed}`);
+    }
+    ownerId = claimed;
+    labels[poolLabels.owner] = claimed;
+  }
+
   return {
     poolId,
-    ownerId,
+    get ownerId() {
+      return ownerId;
+    },
+    claimOwner,
     spec,
     specHash: hash,
     driver,

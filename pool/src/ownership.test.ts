@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { type ContainerPool, type ContainerPoolOptions, createContainerPool } from "./container-pool.ts";
 import { poolLabels } from "./labels.ts";
 import { createPooledBinding } from "./pooled-binding.ts";
@@ -118,6 +118,26 @@ describe("createPooledBinding ownership", () => {
       resourceOf: (lease) => lease.containerId,
     });
   }
+
+  it("takes the runtime's owner when it was warmed by hand first, and refuses a second owner", async () => {
+    const driver = createFakeDriver();
+    const warmed = binding(driver, "pai-sandbox-3");
+    try {
+      await warmed.start();
+      const [early] = [...driver.containers.values()];
+      expect(early?.labels[poolLabels.owner]).toBeUndefined();
+      await warmed.start({ ownerId: "runtime" });
+      const leased = await warmed.provision({ leaseKey: "thread:a", signal: new AbortController().signal });
+      // The lease took the early warm container; the refill is the runtime's.
+      expect(leased).toBe(early?.id);
+      await vi.waitFor(() => expect(driver.containers.size).toBe(2));
+      const refill = [...driver.containers.values()].find((c) => c.id !== leased);
+      expect(refill?.labels[poolLabels.owner]).toBe("runtime");
+      await expect(warmed.start({ ownerId: "someone-else" })).rejects.toThrow(/already/);
+    } finally {
+      await warmed.close();
+    }
+  });
 
   it("creates containers for the owner it was started with and reaps only dead owners' across pools", async () => {
     const driver = createFakeDriver();

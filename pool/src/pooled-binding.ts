@@ -75,7 +75,8 @@ export interface ReapContext {
 export interface PooledBinding<RESOURCE> {
   /**
    * Makes and warms the pool once; its containers carry `context.ownerId` as `pai.owner`. Later calls share the
-   * first one (provisioning calls it without a context).
+   * first one (provisioning calls it without a context). A binding warmed by hand without a context takes the
+   * owner of the first start that names one, for the containers it creates from then on.
    * @throws Error when called again with another owner id.
    */
   start(context?: BindingStartContext): Promise<void>;
@@ -132,7 +133,7 @@ export function createPooledBinding<STATE, RESOURCE>(
   function start(context?: BindingStartContext): Promise<void> {
     if (closed) return Promise.reject(options.closedError());
     if (context !== undefined) {
-      if (starting && context.ownerId !== ownerId) {
+      if (ownerId !== undefined && context.ownerId !== ownerId) {
         return Promise.reject(
           new Error(
             `${options.name} binding: already started for owner ${ownerId ?? "(none)"}, not ${context.ownerId}`,
@@ -140,6 +141,9 @@ export function createPooledBinding<STATE, RESOURCE>(
         );
       }
       ownerId = context.ownerId;
+      // Started earlier without an owner (warmed by hand before the runtime): its pool takes this one now.
+      const owner = ownerId;
+      if (starting) return starting.then(() => pool?.claimOwner(owner));
     }
     starting ??= (async () => {
       const prepared = await options.preparePool();

@@ -172,7 +172,7 @@ function shared(
       return binding.provision(request);
     },
     reattach: (lease, signal) => binding.reattach(lease, signal),
-    reapUnowned: (keep) => binding.reapUnowned?.(keep) ?? Promise.resolve(),
+    reapUnowned: (context) => binding.reapUnowned?.(context) ?? Promise.resolve(),
     close: async () => {},
   };
 }
