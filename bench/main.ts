@@ -11,6 +11,7 @@ import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
 import { benchRuntimeOverhead } from "./runtime-overhead.ts";
 import { fmt } from "./stats.ts";
 import { benchTimeToFirstCommand } from "./time-to-first-command.ts";
+import { benchVitestFixture } from "./vitest-fixture.ts";
 
 const quick = process.argv.includes("--quick");
 /** `--only "time to first command,burst"` runs just those benchmarks. */
@@ -41,6 +42,7 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ],
   ["file transfer", () => benchFileTransfer({ rounds: quick ? 1 : 3, megabytes: 100 })],
   ["idle memory", () => benchIdleSandboxMemory({ count: quick ? 4 : 8 })],
+  ["vitest fixture", () => benchVitestFixture({ rounds: quick ? 5 : 15 })],
 ];
 try {
   for (const [name, bench] of benches) {
