@@ -38,6 +38,10 @@ export function writeMessage(socket: Socket, message: PoolRequest | PoolReply): 
  */
 export function readLine(socket: Socket): Promise<string> {
   return new Promise<string>((resolve, reject) => {
+    if (socket.destroyed || socket.readableEnded) {
+      reject(new Error("the connection has ended"));
+      return;
+    }
     let buffered: Buffer = Buffer.alloc(0);
     const cleanup = () => {
       socket.off("data", onData);

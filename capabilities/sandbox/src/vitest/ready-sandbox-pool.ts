@@ -177,8 +177,8 @@ export function createReadySandboxPool(options: ReadySandboxPoolOptions): ReadyS
           reject(
             new PaiError(
               "POOL_EXHAUSTED",
-              `No sandbox within ${acquireTimeoutMs} ms (${leased} handed out, max ${max})`,
-              { details: { leased, max, acquireTimeoutMs } },
+              `No sandbox within ${acquireTimeoutMs} ms (${leased} handed out, ${preparations.size} being prepared, max ${max})`,
+              { details: { leased, preparing: preparations.size, max, acquireTimeoutMs } },
             ),
           );
         }, acquireTimeoutMs);
