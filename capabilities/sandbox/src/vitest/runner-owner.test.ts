@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -9,6 +9,7 @@ import {
   machineLivenessProbe,
   parseRunnerOwnerId,
   processStartTicks,
+  pruneRunnerRecords,
   type RunnerLivenessProbe,
 } from "./runner-owner.ts";
 
@@ -119,5 +120,24 @@ describe("createRunnerOwner", () => {
       await runner.close();
     }
     expect(await readdir(join(stateDirectory, "owners"))).toEqual([]);
+  });
+
+  it("prunes the records of dead runs and keeps the live ones", async () => {
+    const runner = await createRunnerOwner({ stateDirectory });
+    try {
+      const dead = `vitest:${hostname()}:${await deadPid()}:1:0a1b2c3d`;
+      const owners = join(stateDirectory, "owners");
+      await writeFile(
+        join(owners, `${encodeURIComponent(dead)}.json`),
+        JSON.stringify({ id: dead, heartbeatAt: Date.now() }),
+      );
+      expect(await readdir(owners)).toHaveLength(2);
+
+      await pruneRunnerRecords(stateDirectory, await machineLivenessProbe(stateDirectory));
+
+      expect(await readdir(owners)).toEqual([`${encodeURIComponent(runner.id)}.json`]);
+    } finally {
+      await runner.close();
+    }
   });
 });

@@ -57,7 +57,7 @@ export function defaultStateDirectory(): string {
 }
 
 function recordPath(stateDirectory: string, ownerId: string): string {
-  return join(stateDirectory, "owners", `${ownerId.replace(/[^A-Za-z0-9_.-]/g, "_")}.json`);
+  return join(stateDirectory, "owners", `${encodeURIComponent(ownerId)}.json`);
 }
 
 /** Parses a runner owner id; `undefined` for anything else (a runtime process's owner, garbage). */
@@ -140,6 +140,20 @@ async function readHeartbeats(stateDirectory: string): Promise<Map<string, numbe
       }),
   );
   return heartbeats;
+}
+
+/** Removes the heartbeat records of runs that are no longer alive (a run killed with -9 leaves its record). */
+export async function pruneRunnerRecords(stateDirectory: string, probe: RunnerLivenessProbe): Promise<void> {
+  const directory = join(stateDirectory, "owners");
+  const names = await readdir(directory).catch(() => [] as string[]);
+  await Promise.all(
+    names
+      .filter((name) => name.endsWith(".json"))
+      .map(async (name) => {
+        const owner = parseRunnerOwnerId(decodeURIComponent(name.slice(0, -".json".length)));
+        if (owner && !isRunnerOwnerLive(owner, probe)) await rm(join(directory, name), { force: true });
+      }),
+  );
 }
 
 /**

@@ -16,7 +16,12 @@ import {
 } from "./pool-wire.ts";
 import { createReadySandboxPool, type ReadySandbox, type ReadySandboxPool } from "./ready-sandbox-pool.ts";
 import { reapDeadRuns, runnerPoolId } from "./reap-dead-runs.ts";
-import { createRunnerOwner, defaultStateDirectory, machineLivenessProbe } from "./runner-owner.ts";
+import {
+  createRunnerOwner,
+  defaultStateDirectory,
+  machineLivenessProbe,
+  pruneRunnerRecords,
+} from "./runner-owner.ts";
 
 /** Where test workers reach the run's pool: handed to them with Vitest's `provide`. */
 export interface SandboxPoolAddress {
@@ -85,15 +90,18 @@ export async function createSandboxPoolServer(
   const closing = new AbortController();
   let closed = false;
 
-  const sweep = () =>
-    machineLivenessProbe(stateDirectory)
-      .then((probe) => reapDeadRuns({ driver, probe, signal: closing.signal }))
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          if (!closing.signal.aborted) warn("could not sweep the containers of dead test runs", error);
-        },
-      );
+  const sweep = async () => {
+    try {
+      const probe = await machineLivenessProbe(stateDirectory);
+      await reapDeadRuns({ driver, probe, signal: closing.signal });
+      await pruneRunnerRecords(stateDirectory, probe);
+    } catch (error) {
+      // Without an engine there is nothing to sweep; a test that needs a sandbox says so itself.
+      if (!closing.signal.aborted && !PaiError.hasCode(error, "DOCKER_UNAVAILABLE")) {
+        warn("could not sweep the containers of dead test runs", error);
+      }
+    }
+  };
   const swept = sweep();
   const sweeper = setInterval(() => void sweep(), options.reapIntervalMs ?? 30_000);
   sweeper.unref();
