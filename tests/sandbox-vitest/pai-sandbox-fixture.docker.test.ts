@@ -81,6 +81,24 @@ describe("paiSandboxFixture", () => {
     });
   });
 
+  test("tells the user to add the global setup when the run has none", { timeout: 240_000 }, async () => {
+    const caseRun = await startCaseRun({
+      cases: ["cases/next-run.case.ts"],
+      stateDirectory,
+      withoutSetup: true,
+    });
+    try {
+      await caseRun.exited;
+      const [result] = await caseRun.results();
+      expect(result?.status).toBe("failed");
+      expect(result?.failureMessages.join("\n")).toContain(
+        'paiSandboxFixture needs the run\'s sandbox pool: add globalSetup: ["@pai/sandbox/vitest/setup"]',
+      );
+    } finally {
+      await caseRun.dispose();
+    }
+  });
+
   test("removes the sandbox after a passing, a failing and a timed-out test, and closes the pool at the end", {
     timeout: 240_000,
   }, async () => {

@@ -44,6 +44,8 @@ export async function startCaseRun(options: {
   cases: string[];
   pool?: "threads" | "forks";
   stateDirectory: string;
+  /** Leaves the fixture's global setup out of the run's config. @default false */
+  withoutSetup?: boolean;
 }): Promise<CaseRun> {
   const directory = await mkdtemp(join(tmpdir(), "pai-case-run-"));
   const log = join(directory, "records.jsonl");
@@ -59,6 +61,7 @@ export async function startCaseRun(options: {
         PAI_CASE_POOL: options.pool ?? "threads",
         PAI_CASE_LOG: log,
         PAI_SANDBOX_STATE_DIR: options.stateDirectory,
+        PAI_CASE_SETUP: options.withoutSetup ? "none" : "",
       },
       // Its own process group, so a SIGKILL to the group takes its workers down with it.
       detached: true,
