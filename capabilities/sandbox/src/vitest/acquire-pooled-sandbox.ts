@@ -133,6 +133,8 @@ export async function acquirePooledSandbox(request: AcquirePooledSandboxOptions)
       driver: withRelayedAgent(driver, reply.containerId, relayedSession(agentSocket)),
       containerId: reply.containerId,
       agentPath: AGENT_PATH,
+      // Should the relayed agent be gone already, commands start on `docker exec` while a fresh agent starts.
+      requireAgent: false,
       signal,
     }).catch((error: unknown) => {
       agentSocket.destroy();
@@ -152,9 +154,8 @@ export async function acquirePooledSandbox(request: AcquirePooledSandboxOptions)
       containerId: reply.containerId,
       release() {
         releasing ??= (async () => {
-          await executor.close();
           writeMessage(lease, { type: "release" });
-          const released = await nextReply(lease, undefined);
+          const [released] = await Promise.all([nextReply(lease, undefined), executor.close()]);
           lease.destroy();
           if (released.type === "error") throw replyError(released);
         })();

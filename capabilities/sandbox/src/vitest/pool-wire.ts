@@ -32,6 +32,11 @@ export function writeMessage(socket: Socket, message: PoolRequest | PoolReply): 
   socket.write(`${JSON.stringify(message)}\n`);
 }
 
+/** Writes a last message and ends the connection. */
+export function endWithMessage(socket: Socket, message: PoolReply): void {
+  socket.end(`${JSON.stringify(message)}\n`);
+}
+
 /**
  * The next line the socket carries. Bytes after it are pushed back onto the (paused) socket for whoever reads
  * next. Rejects when the socket ends first or the line is longer than {@link MAX_LINE_BYTES} (which destroys it).

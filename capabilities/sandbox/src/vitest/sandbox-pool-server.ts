@@ -7,6 +7,7 @@ import { PaiError } from "@pai/core";
 import { type ContainerDriver, createDockerDriver } from "@pai/pool";
 import { type PaiSandboxPoolOptions, poolKeyOf, poolOptionsOf } from "./fixture-options.ts";
 import {
+  endWithMessage,
   errorReply,
   type PoolReply,
   parseMessage,
@@ -143,7 +144,7 @@ export async function createSandboxPoolServer(
     readLine(socket).then(
       (line) => {
         if (parseMessage(line)?.type !== "release") socket.destroy();
-        else void release().then((reply) => socket.end(`${JSON.stringify(reply)}\n`));
+        else void release().then((reply) => endWithMessage(socket, reply));
       },
       () => socket.destroy(),
     );
@@ -151,7 +152,7 @@ export async function createSandboxPoolServer(
       try {
         sandbox = await pool(poolOptions).acquire(gone.signal);
       } catch (error) {
-        if (!gone.signal.aborted) socket.end(`${JSON.stringify(errorReply(error))}\n`);
+        if (!gone.signal.aborted) endWithMessage(socket, errorReply(error));
         return;
       }
       if (gone.signal.aborted) {
@@ -172,8 +173,9 @@ export async function createSandboxPoolServer(
   function serveAgent(socket: Socket, token: unknown): void {
     const sandbox = typeof token === "string" ? unclaimed.get(token) : undefined;
     if (!sandbox) {
-      socket.end(
-        `${JSON.stringify(errorReply(new PaiError("INVALID_ARGUMENT", "no sandbox waits for this agent token")))}\n`,
+      endWithMessage(
+        socket,
+        errorReply(new PaiError("INVALID_ARGUMENT", "no sandbox waits for this agent token")),
       );
       return;
     }
