@@ -1,17 +1,15 @@
 // `@pai/sandbox/vitest`: the fixture in this suite (the root config lists its global setup), and whole Vitest runs
 // of the case files in ./cases started as child processes, observed through their reports and the engine.
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { poolLabels } from "@pai/pool";
 import { paiSandboxFixture } from "@pai/sandbox/vitest";
 import { afterAll, test as base, beforeAll, describe, expect } from "vitest";
 import { testDriver, waitFor } from "../sandbox/docker-helpers.ts";
 import { type CaseRun, runContainers, startCaseRun } from "./run-cases.ts";
 
-const run = promisify(execFile);
 const test = base.extend({ sandbox: paiSandboxFixture() });
 
 async function exists(containerId: string): Promise<boolean> {
@@ -24,28 +22,42 @@ async function exists(containerId: string): Promise<boolean> {
   );
 }
 
-/** Containers the engine created for `poolId` between `since` and now (seconds since the epoch). */
-async function createdFor(poolId: string, since: number): Promise<number> {
-  const { stdout } = await run(
-    "docker",
-    [
-      "events",
-      "--since",
-      String(since),
-      "--until",
-      String(Math.ceil(Date.now() / 1000) + 1),
-      "--filter",
-      "type=container",
-      "--filter",
-      "event=create",
-      "--filter",
-      `label=${poolLabels.pool}=${poolId}`,
-      "--format",
-      "{{.Actor.ID}}",
-    ],
-    { timeout: 60_000 },
-  );
-  return stdout.split("\n").filter((line) => line.trim() !== "").length;
+/**
+ * Follows the engine's container-create events from now on (a live stream: the engine's history of past events
+ * is a small buffer that a busy engine overwrites). `stop()` returns the pool id of every container created.
+ */
+function watchCreates(): { stop(): Promise<string[]> } {
+  const events = spawn("docker", [
+    "events",
+    "--since",
+    String(Math.floor(Date.now() / 1000) - 1),
+    "--filter",
+    "type=container",
+    "--filter",
+    "event=create",
+    "--filter",
+    `label=${poolLabels.managed}=true`,
+    "--format",
+    `{{index .Actor.Attributes "${poolLabels.pool}"}}`,
+  ]);
+  let output = "";
+  events.stdout.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise((resolve) => events.once("exit", resolve));
+  let stopped: Promise<string[]> | undefined;
+  return {
+    stop() {
+      stopped ??= (async () => {
+        // Events are streamed as the engine emits them; give the last ones a moment to arrive.
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        events.kill();
+        await exited;
+        return output.split("\n").filter((line) => line.trim() !== "");
+      })();
+      return stopped;
+    },
+  };
 }
 
 describe("paiSandboxFixture", () => {
@@ -126,7 +138,7 @@ describe("paiSandboxFixture", () => {
 
   describe.each(["threads", "forks"] as const)("with Vitest's %s pool", (pool) => {
     test("shares one pool between two test files running in two workers", { timeout: 240_000 }, async () => {
-      const since = Math.floor(Date.now() / 1000) - 1;
+      const creates = watchCreates();
       const caseRun = await startCaseRun({
         cases: ["cases/share-a.case.ts", "cases/share-b.case.ts"],
         pool,
@@ -145,11 +157,12 @@ describe("paiSandboxFixture", () => {
         const poolIds = new Set(records.map((entry) => entry.poolId));
         expect(poolIds.size).toBe(1);
         // One pool kept `min: 2` ready for both files: a pool per file would have made 6 + 2 × 2.
-        const created = await createdFor([...poolIds][0] ?? "", since);
+        const created = (await creates.stop()).filter((poolId) => poolIds.has(poolId)).length;
         expect(created).toBeGreaterThanOrEqual(6);
         expect(created).toBeLessThanOrEqual(6 + 2);
         expect(await runContainers(caseRun.child.pid ?? -1)).toEqual([]);
       } finally {
+        await creates.stop();
         await caseRun.dispose();
       }
     });

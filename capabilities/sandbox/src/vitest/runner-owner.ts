@@ -41,7 +41,7 @@ export interface RunnerOwnerOptions {
   /**
    * Where heartbeat records live. Put it on a filesystem shared by the hosts that share an engine to let
    * one host free what a dead run on another left.
-   * @default `$PAI_SANDBOX_STATE_DIR`, else `<tmpdir>/pai-sandbox-vitest`
+   * @default `$PAI_SANDBOX_STATE_DIR`, else `<tmpdir>/pai-sandbox-vitest-<uid>`
    */
   stateDirectory?: string;
   /** @default 5000 */
@@ -51,9 +51,11 @@ export interface RunnerOwnerOptions {
 /** Heartbeats older than this belong to a dead run. */
 export const RUNNER_HEARTBEAT_TTL_MS = 30_000;
 
-/** Where runs keep their heartbeat records: `$PAI_SANDBOX_STATE_DIR`, else `<tmpdir>/pai-sandbox-vitest`. */
+/** Where runs keep their heartbeat records: `$PAI_SANDBOX_STATE_DIR`, else `<tmpdir>/pai-sandbox-vitest-<uid>`. */
 export function defaultStateDirectory(): string {
-  return process.env.PAI_SANDBOX_STATE_DIR ?? join(tmpdir(), "pai-sandbox-vitest");
+  return (
+    process.env.PAI_SANDBOX_STATE_DIR ?? join(tmpdir(), `pai-sandbox-vitest-${process.getuid?.() ?? "user"}`)
+  );
 }
 
 function recordPath(stateDirectory: string, ownerId: string): string {
@@ -171,12 +173,14 @@ export async function createRunnerOwner(options: RunnerOwnerOptions = {}): Promi
   const startedAt = Date.now();
   let writing: Promise<void> = Promise.resolve();
   const beat = () => {
-    writing = writing.then(async () => {
-      const record = { id, host: hostname(), pid: process.pid, startedAt, heartbeatAt: Date.now() };
-      const temporary = `${path}.${process.pid}.tmp`;
-      await writeFile(temporary, `${JSON.stringify(record)}\n`, { mode: 0o600 });
-      await rename(temporary, path);
-    });
+    writing = writing
+      .catch(() => {})
+      .then(async () => {
+        const record = { id, host: hostname(), pid: process.pid, startedAt, heartbeatAt: Date.now() };
+        const temporary = `${path}.${process.pid}.tmp`;
+        await writeFile(temporary, `${JSON.stringify(record)}\n`, { mode: 0o600 });
+        await rename(temporary, path);
+      });
     return writing;
   };
   await beat();

@@ -38,7 +38,7 @@ export interface SandboxPoolServerOptions {
   warm?: readonly PaiSandboxPoolOptions[];
   /** @default createDockerDriver() */
   driver?: ContainerDriver;
-  /** Heartbeat records of runs (see `PAI_SANDBOX_STATE_DIR`). @default `<tmpdir>/pai-sandbox-vitest` */
+  /** Heartbeat records of runs (see `PAI_SANDBOX_STATE_DIR`). @default `<tmpdir>/pai-sandbox-vitest-<uid>` */
   stateDirectory?: string;
   /** How often containers of dead runs are looked for, after the sweep at start. @default 30000 */
   reapIntervalMs?: number;

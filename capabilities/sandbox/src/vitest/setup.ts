@@ -10,7 +10,7 @@ export interface PaiSandboxSetupOptions {
    * Without it a pool is made on the first test that asks. @default []
    */
   warm?: readonly PaiSandboxPoolOptions[];
-  /** Where runs keep heartbeat records. @default `$PAI_SANDBOX_STATE_DIR`, else `<tmpdir>/pai-sandbox-vitest` */
+  /** Where runs keep heartbeat records. @default `$PAI_SANDBOX_STATE_DIR`, else `<tmpdir>/pai-sandbox-vitest-<uid>` */
   stateDirectory?: string;
 }
 
