@@ -1,12 +1,14 @@
 // `@pai/sandbox/vitest`: the fixture in this suite (the root config lists its global setup), and whole Vitest runs
 // of the case files in ./cases started as child processes, observed through their reports and the engine.
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { poolLabels } from "@pai/pool";
 import { paiSandboxFixture } from "@pai/sandbox/vitest";
 import { afterAll, test as base, beforeAll, describe, expect } from "vitest";
+import { runDirectory } from "../../capabilities/sandbox/src/vitest/runner-owner.ts";
 import { testDriver, waitFor } from "../sandbox/docker-helpers.ts";
 import { type CaseRun, runContainers, startCaseRun } from "./run-cases.ts";
 
@@ -180,13 +182,16 @@ describe("paiSandboxFixture", () => {
       expect(await killed.exited).toBe("SIGKILL");
       const [held] = await killed.records();
       const left = await runContainers(killedPid);
-      // The dead run's sandbox (and any it kept ready) outlive it until a run frees them.
+      // The dead run's sandbox (and any it kept ready) outlive it until a run frees them, as does its directory.
       expect(left.map((row) => row.id)).toContain(held?.containerId);
+      const deadRun = runDirectory(stateDirectory, held?.poolId.split("/")[0] ?? "");
+      expect(existsSync(join(deadRun, "pool.sock"))).toBe(true);
 
       next = await startCaseRun({ cases: ["cases/next-run.case.ts"], stateDirectory });
       await next.exited;
       expect((await next.results()).map((result) => result.status)).toEqual(["passed"]);
       for (const row of left) expect(await exists(row.id)).toBe(false);
+      expect(existsSync(deadRun)).toBe(false);
     } finally {
       await killed.dispose();
       await next?.dispose();

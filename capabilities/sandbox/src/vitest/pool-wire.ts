@@ -6,7 +6,7 @@ import type { PaiSandboxPoolOptions } from "./fixture-options.ts";
 
 /**
  * The local channel between a run's sandbox pool (in Vitest's global setup) and its test workers: JSON lines
- * over a unix socket in a private temporary directory, each opening line carrying the run's secret.
+ * over a unix socket in the run's private directory, each opening line carrying the run's secret.
  *
  * - A **lease** connection: `acquire` → `acquired` (or `error`); later `release` → `released`. The sandbox
  *   lives until it is released or the connection closes (the worker died), whichever comes first.

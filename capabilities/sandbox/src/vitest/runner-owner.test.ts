@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   createRunnerOwner,
@@ -11,6 +11,7 @@ import {
   processStartTicks,
   pruneRunnerRecords,
   type RunnerLivenessProbe,
+  runDirectory,
 } from "./runner-owner.ts";
 
 const owner = (id: string) => {
@@ -98,9 +99,11 @@ describe("createRunnerOwner", () => {
     await rm(stateDirectory, { recursive: true, force: true });
   });
 
-  it("keeps a heartbeat record while the run lives and removes it on close", async () => {
+  it("keeps a heartbeat record and a private directory while the run lives and removes both on close", async () => {
     const runner = await createRunnerOwner({ stateDirectory, heartbeatIntervalMs: 20 });
     try {
+      expect(runner.directory).toBe(runDirectory(stateDirectory, runner.id));
+      expect((await stat(runner.directory)).mode & 0o777).toBe(0o700);
       const parsed = parseRunnerOwnerId(runner.id);
       expect(parsed).toMatchObject({
         host: hostname(),
@@ -120,13 +123,15 @@ describe("createRunnerOwner", () => {
       await runner.close();
     }
     expect(await readdir(join(stateDirectory, "owners"))).toEqual([]);
+    expect(await readdir(join(stateDirectory, "runs"))).toEqual([]);
   });
 
-  it("prunes the records of dead runs and keeps the live ones", async () => {
+  it("prunes the records and directories of dead runs and keeps the live ones", async () => {
     const runner = await createRunnerOwner({ stateDirectory });
     try {
       const dead = `vitest:${hostname()}:${await deadPid()}:1:0a1b2c3d`;
       const owners = join(stateDirectory, "owners");
+      await mkdir(runDirectory(stateDirectory, dead));
       await writeFile(
         join(owners, `${encodeURIComponent(dead)}.json`),
         JSON.stringify({ id: dead, heartbeatAt: Date.now() }),
@@ -136,6 +141,7 @@ describe("createRunnerOwner", () => {
       await pruneRunnerRecords(stateDirectory, await machineLivenessProbe(stateDirectory));
 
       expect(await readdir(owners)).toEqual([`${encodeURIComponent(runner.id)}.json`]);
+      expect(await readdir(join(stateDirectory, "runs"))).toEqual([basename(runner.directory)]);
     } finally {
       await runner.close();
     }

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
@@ -32,7 +32,9 @@ export interface RunnerLivenessProbe {
 /** A running test run's owner record: its id, and a heartbeat file while it lives. */
 export interface RunnerOwner {
   readonly id: string;
-  /** Stops the heartbeat and removes the record (a clean end). */
+  /** A private directory of the run (its socket lives there), removed with the record. */
+  readonly directory: string;
+  /** Stops the heartbeat and removes the record and the directory (a clean end). */
   close(): Promise<void>;
 }
 
@@ -60,6 +62,11 @@ export function defaultStateDirectory(): string {
 
 function recordPath(stateDirectory: string, ownerId: string): string {
   return join(stateDirectory, "owners", `${encodeURIComponent(ownerId)}.json`);
+}
+
+/** The run's own directory: named by a hash, so a socket in it stays within the 108 bytes of a unix path. */
+export function runDirectory(stateDirectory: string, ownerId: string): string {
+  return join(stateDirectory, "runs", createHash("sha256").update(ownerId).digest("hex").slice(0, 16));
 }
 
 /** Parses a runner owner id; `undefined` for anything else (a runtime process's owner, garbage). */
@@ -144,7 +151,7 @@ async function readHeartbeats(stateDirectory: string): Promise<Map<string, numbe
   return heartbeats;
 }
 
-/** Removes the heartbeat records of runs that are no longer alive (a run killed with -9 leaves its record). */
+/** Removes the records and directories of runs that are no longer alive (a run killed with -9 leaves both). */
 export async function pruneRunnerRecords(stateDirectory: string, probe: RunnerLivenessProbe): Promise<void> {
   const directory = join(stateDirectory, "owners");
   const names = await readdir(directory).catch(() => [] as string[]);
@@ -153,14 +160,17 @@ export async function pruneRunnerRecords(stateDirectory: string, probe: RunnerLi
       .filter((name) => name.endsWith(".json"))
       .map(async (name) => {
         const owner = parseRunnerOwnerId(decodeURIComponent(name.slice(0, -".json".length)));
-        if (owner && !isRunnerOwnerLive(owner, probe)) await rm(join(directory, name), { force: true });
+        if (owner && !isRunnerOwnerLive(owner, probe)) {
+          await rm(runDirectory(stateDirectory, owner.id), { recursive: true, force: true });
+          await rm(join(directory, name), { force: true });
+        }
       }),
   );
 }
 
 /**
  * This process's owner identity as a test runner, with a heartbeat record in the state directory that is
- * rewritten every `heartbeatIntervalMs` and removed by `close()`.
+ * rewritten every `heartbeatIntervalMs`, and a private directory; `close()` removes both.
  */
 export async function createRunnerOwner(options: RunnerOwnerOptions = {}): Promise<RunnerOwner> {
   const stateDirectory = options.stateDirectory ?? defaultStateDirectory();
@@ -169,7 +179,9 @@ export async function createRunnerOwner(options: RunnerOwnerOptions = {}): Promi
     ":",
   );
   const path = recordPath(stateDirectory, id);
+  const directory = runDirectory(stateDirectory, id);
   await mkdir(join(stateDirectory, "owners"), { recursive: true, mode: 0o700 });
+  await mkdir(directory, { recursive: true, mode: 0o700 });
   const startedAt = Date.now();
   let writing: Promise<void> = Promise.resolve();
   const beat = () => {
@@ -190,9 +202,11 @@ export async function createRunnerOwner(options: RunnerOwnerOptions = {}): Promi
   timer.unref();
   return {
     id,
+    directory,
     async close() {
       clearInterval(timer);
       await writing.catch(() => {});
+      await rm(directory, { recursive: true, force: true });
       await rm(path, { force: true });
     },
   };

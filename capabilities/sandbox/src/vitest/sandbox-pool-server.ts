@@ -1,7 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PaiError } from "@pai/core";
 import { type ContainerDriver, createDockerDriver } from "@pai/pool";
@@ -78,11 +76,10 @@ export async function createSandboxPoolServer(
   const stateDirectory = options.stateDirectory ?? defaultStateDirectory();
   const warn = options.onWarning ?? ((message, error) => console.warn(`[pai sandbox] ${message}`, error));
   const owner = await createRunnerOwner({ stateDirectory });
-  const directory = await mkdtemp(join(tmpdir(), "pai-sandbox-pool-"));
   const path =
     process.platform === "win32"
       ? `\\\\.\\pipe\\pai-sandbox-${randomBytes(8).toString("hex")}`
-      : join(directory, "pool.sock");
+      : join(owner.directory, "pool.sock");
   const secret = randomBytes(32).toString("hex");
   const pools = new Map<string, ReadySandboxPool>();
   /** Leased sandboxes whose agent connection has not been claimed yet, by token. */
@@ -236,7 +233,6 @@ export async function createSandboxPoolServer(
       await Promise.allSettled([...pools.values()].map((each) => each.close()));
       await swept;
       await owner.close();
-      await rm(directory, { recursive: true, force: true });
     },
   };
 }
