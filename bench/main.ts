@@ -16,6 +16,7 @@ import { benchRuntimeOverhead } from "./runtime-overhead.ts";
 import { benchSmallFileFrames } from "./small-file-frames.ts";
 import { fmt } from "./stats.ts";
 import { benchTimeToFirstCommand } from "./time-to-first-command.ts";
+import { benchVitestFixture } from "./vitest-fixture.ts";
 
 const quick = process.argv.includes("--quick");
 /** `--only "time to first command,burst"` runs just those benchmarks. */
@@ -51,6 +52,7 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["idle memory", () => benchIdleSandboxMemory({ count: quick ? 4 : 8 })],
   ["file frames", () => benchSmallFileFrames({ rounds: quick ? 40 : 200 })],
   ["egress", () => benchEgressProxy({ rounds: quick ? 2 : 5, megabytes: 256 })],
+  ["vitest fixture", () => benchVitestFixture({ rounds: quick ? 5 : 15 })],
 ];
 try {
   for (const [name, bench] of benches) {
