@@ -170,7 +170,7 @@ describe("the run's sandbox pool", () => {
       (caught: unknown) => caught,
     );
     expect(PaiError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
-    expect((error as PaiError).message).toContain('network must be "none" or "host"');
+    expect((error as PaiError).message).toContain('network is "none", "unsafe-host" or { allow: [...] }');
   });
 
   test("removes every sandbox of the run on close, handed out or ready", async ({ stateDirectory }) => {

@@ -1,8 +1,9 @@
 import { connect, type Socket } from "node:net";
 import { Readable } from "node:stream";
+import { AGENT_PATH } from "@pai/container-agent";
 import { PaiError } from "@pai/core";
 import { type ContainerDriver, createDockerDriver, type ExecSession } from "@pai/pool";
-import { AGENT_PATH, createAgentExecutor } from "../agent-executor.ts";
+import { createAgentExecutor } from "../agent-executor.ts";
 import { createSandboxFacade } from "../create-sandbox-facade.ts";
 import type { SandboxFacade } from "../sandbox-facade.ts";
 import { type PaiSandboxFixtureOptions, poolOptionsOf } from "./fixture-options.ts";

@@ -1,9 +1,7 @@
 import type { Duplex } from "node:stream";
+import { AGENT_FRAME_TYPES, AGENT_PATH, createFrameDecoder, FrameType } from "@pai/container-agent";
 import { PaiError } from "@pai/core";
 import type { ContainerDriver } from "@pai/pool";
-import { AGENT_FRAME_TYPES, FrameType } from "../agent/agent-protocol.ts";
-import { createFrameDecoder } from "../agent/frame-codec.ts";
-import { AGENT_PATH } from "../agent-executor.ts";
 
 /**
  * An in-container agent started ahead of time: its HELLO has arrived and is held, with everything after it, until
