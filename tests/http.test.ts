@@ -149,8 +149,10 @@ describe("HTTP interface", () => {
       payload: { question: "Deploy api?" },
       status: "pending",
     });
-    const toolPart = first.message?.parts.find((part) => part.type === "tool-deploy") as { state: string };
-    expect(toolPart.state).toBe("input-available");
+    expect(first.message?.parts.find((part) => part.type === "tool-deploy")).toMatchObject({
+      state: "approval-requested",
+      approval: { id: pendingPart.data.actionId },
+    });
 
     const read = await (await call("/threads/t1")).json();
     expect(read.pendingActions).toHaveLength(1);
