@@ -76,7 +76,8 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  * Next.js. Routes (under `basePath`):
  * - `POST /chat` — send a message (`useChat` body: `{ id, messages }`, only the last message is read); streams the UI
  *   message stream (SSE). A last message that is the assistant's carries `useChat`'s answers instead: approval
- *   responses (`addToolApprovalResponse`) and client tool outputs (`addToolOutput`), bound like the action route's
+ *   responses (`addToolApprovalResponse`) and client tool outputs (`addToolOutput`), bound as the action route binds
+ *   answers; the continuation is streamed (header `x-pai-answer: accepted | already-settled`)
  * - `GET /chat/:threadId/stream` — the run in progress on a thread, from its start (204 when none)
  * - `POST /chat/:threadId/stop`, `POST /runs/:runId/stop` — stop a run
  * - `POST /threads/:threadId/actions/:actionId` — answer a pending action `{ toolCallId, toolId, inputHash, answer }`;
