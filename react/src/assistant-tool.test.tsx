@@ -198,6 +198,14 @@ describe("<Assistant.Tool>", () => {
     expect(html).toContain("&quot;deployed&quot;: &quot;api&quot;");
   });
 
+  it("shows a call whose action a new message cancelled as Cancelled, without buttons", () => {
+    const message = sampleMessage(sampleAction({ status: "cancelled" }));
+    const html = renderToString(<Messages message={message} />);
+    expect(html).toContain('data-status="stopped"');
+    expect(html).toContain("Cancelled");
+    expect(html).not.toContain("pai-tool-approve");
+  });
+
   it("shows a denial recorded on the stored part", () => {
     const message = sampleMessage(sampleAction({ status: "denied" }));
     Object.assign(message.parts[2] as Record<string, unknown>, {

@@ -20,6 +20,7 @@ export {
 } from "./pai-provider.tsx";
 export { PaiResponseError } from "./pai-response-error.ts";
 export { pendingActionFor, pendingActionsOf } from "./pending-actions-of.ts";
+export { placeActionParts } from "./place-action-parts.ts";
 export { registeredToolCard, registerToolCard } from "./register-tool-card.ts";
 export { startingCapabilitiesOf } from "./starting-capabilities-of.ts";
 export { type ToolCallEnd, toolCallEnd } from "./tool-call-end.ts";

@@ -1,5 +1,6 @@
 import { generateId, type LanguageModel, type UIMessage, type UIMessageChunk } from "ai";
 import { z } from "zod";
+import { assertAnswerBound } from "../actions/answer-binding.ts";
 import {
   type PendingActionAnswer,
   pendingActionAnswerSchema,
@@ -340,19 +341,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     const identity = await access.parseIdentity(agent, respondOptions.identity);
     const identityKey = identityKeyOf(identity);
     access.assertOwner(thread, identityKey);
-    if (
-      action.toolCallId !== respondOptions.toolCallId ||
-      action.toolId !== respondOptions.toolId ||
-      action.inputHash !== respondOptions.inputHash
-    ) {
-      throw new PaiError(
-        "STALE_ANSWER",
-        `the answer does not match pending action "${actionId}" (tool call, tool id or input differ)`,
-        {
-          details: { actionId },
-        },
-      );
-    }
+    assertAnswerBound(action, respondOptions);
     if (action.status !== "pending") return { status: "already-settled", action: publicAction(action) };
 
     const registration = agent.registrations.get(action.toolName);

@@ -105,5 +105,7 @@ async function drive(run: PreparedRun): Promise<RunResult> {
     run.detach();
     await deps.capabilities.endRun(state.runId).catch(() => undefined);
     deps.onEnded(state.runId, state.threadId);
+    // Last: a client that sees the stream end finds the thread stored and free for its next request.
+    run.transcript.end();
   }
 }
