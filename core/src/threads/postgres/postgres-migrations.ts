@@ -98,6 +98,14 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: "pending actions: the inner call that waits and the top-level call's journal",
+    sql: (s) => `
+      ALTER TABLE ${s}.pending_actions ADD COLUMN inner_call json;
+      ALTER TABLE ${s}.pending_actions ADD COLUMN journal json;
+    `,
+  },
 ];
 
 /** The schema version this build writes and the newest it reads. */
