@@ -83,3 +83,4 @@ export type {
   ToolFiles,
   ToolSuspendOptions,
 } from "./tools/tool-context.ts";
+export { isToolSuspension } from "./tools/tool-signals.ts";

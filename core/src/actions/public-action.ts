@@ -15,6 +15,13 @@ export interface PublicPendingAction {
   input: unknown;
   status: PendingActionRecord["status"];
   createdAt: number;
+  /**
+   * Where the call that waits is: `[toolName]` for the model's own call; below it, the names from the top-level
+   * call down (`["code", "approveRefund"]`; a subagent adds its agent id: `["delegate", "writer", "refund"]`).
+   */
+  path: string[];
+  /** For a call below the top-level one: its tool id and input (`toolId` and `input` are the top-level call's). */
+  inner?: { toolId: string; input: unknown };
 }
 
 export function publicAction(action: PendingActionRecord): PublicPendingAction {
@@ -32,5 +39,7 @@ export function publicAction(action: PendingActionRecord): PublicPendingAction {
     input: action.input,
     status: action.status,
     createdAt: action.createdAt,
+    path: action.inner?.path ?? [action.toolName],
+    ...(action.inner ? { inner: { toolId: action.inner.toolId, input: action.inner.input } } : {}),
   };
 }

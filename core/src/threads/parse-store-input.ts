@@ -76,11 +76,10 @@ const toolData = z.object({
 
 const subagentWait = z.object({ agentId: id, threadId: id, actionId: id });
 
+const journalCall = { key: z.string(), toolId: id, inputHash: z.string() };
 const journalEntry = z.discriminatedUnion("state", [
   z.object({
-    key: z.string(),
-    toolId: id,
-    inputHash: z.string(),
+    ...journalCall,
     state: z.literal("settled"),
     outcome: z.discriminatedUnion("type", [
       z.object({ type: z.literal("output"), output: z.unknown() }),
@@ -88,9 +87,14 @@ const journalEntry = z.discriminatedUnion("state", [
     ]),
   }),
   z.object({
-    key: z.string(),
-    toolId: id,
-    inputHash: z.string(),
+    ...journalCall,
+    state: z.literal("waiting"),
+    name: z.string(),
+    suspendHistory: z.array(z.unknown()),
+    subagent: subagentWait.optional(),
+  }),
+  z.object({
+    ...journalCall,
     state: z.literal("answered"),
     answer: z.unknown(),
     name: z.string(),
@@ -104,7 +108,6 @@ const pendingActionInner = z.object({
   key: z.string().min(1),
   toolId: id,
   input: z.unknown().optional(),
-  subagent: subagentWait.optional(),
 });
 
 const pendingAction = z.object({

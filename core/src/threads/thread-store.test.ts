@@ -445,7 +445,6 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
           key: "2",
           toolId: "refund.v1",
           input: { orderId: "o-1", note: null },
-          subagent: { agentId: "writer", threadId: "t9", actionId: "a9" },
         },
         journal: [
           {
@@ -461,6 +460,15 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
             inputHash: "h1",
             state: "settled",
             outcome: { type: "error", message: "Denied by the user", code: "DENIED" },
+          },
+          {
+            key: "2",
+            toolId: "agent:writer",
+            inputHash: "h2",
+            state: "waiting",
+            name: "default",
+            suspendHistory: [],
+            subagent: { agentId: "writer", threadId: "t9", actionId: "a9" },
           },
           {
             key: "",

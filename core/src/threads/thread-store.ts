@@ -68,33 +68,37 @@ export interface SubagentWait {
 
 /**
  * One call in a top-level tool call's journal: a nested tool (`ctx.tools.x`), a subagent run (`ctx.agents.run`) or
- * a code-mode program's tool call. `key` is where it sits: its index among its caller's calls, from the top-level
- * call down (`"0"`, `"0.2"`); `""` is the top-level call itself. When the call resumes its `execute` runs again
- * and every call that finds its entry is answered from it instead of running again.
+ * a code-mode program's tool call, or (`key` `""`) the top-level call itself. `key` is where the call sits: its
+ * index among its caller's calls, from the top-level call down (`"0"`, `"0.2"`). When the top-level call resumes,
+ * its `execute` runs again and every call that finds its entry is answered from it instead of running again.
  */
-export type JournalEntry =
+export type JournalEntry = {
+  key: string;
+  /** The tool id (`agent:<agentId>` for a subagent run). */
+  toolId: string;
+  /** Hash of the call's input: a run that calls something else at `key` has diverged. */
+  inputHash: string;
+} & (
+  | { state: "settled"; outcome: JournalOutcome }
   | {
-      key: string;
-      toolId: string;
-      /** Hash of the call's input: a run that calls something else at `key` has diverged. */
-      inputHash: string;
-      state: "settled";
-      outcome: JournalOutcome;
-    }
-  | {
-      key: string;
-      toolId: string;
-      inputHash: string;
-      /** It waited and was answered, and had not settled yet when the journal was written. */
-      state: "answered";
-      answer: unknown;
+      /** It waits for an answer (`suspendHistory`: its earlier payloads). */
+      state: "waiting";
       /** The suspension point's name. */
       name: string;
-      /** Its suspend payloads so far, oldest first (the answered one last). */
       suspendHistory: unknown[];
-      /** Set when the wait was a subagent's: the answer goes on to that action. */
+      /** Set when a subagent waits: its thread and action. */
       subagent?: SubagentWait | undefined;
-    };
+    }
+  | {
+      /** It waited and was answered, and had not settled when the journal was written. */
+      state: "answered";
+      answer: unknown;
+      name: string;
+      /** Its suspend payloads, oldest first, the answered one last. */
+      suspendHistory: unknown[];
+      subagent?: SubagentWait | undefined;
+    }
+);
 
 /** Where the call that waits sits below the top-level call of a pending action. */
 export interface PendingActionInner {
@@ -107,9 +111,7 @@ export interface PendingActionInner {
   key: string;
   /** The tool id and input of the call that waits (the action's `toolId`/`input` are the top-level call's). */
   toolId: string;
-  input: unknown;
-  /** Set when a subagent waits: the answer is passed on to its action. */
-  subagent?: SubagentWait | undefined;
+  input?: unknown;
 }
 
 /** A durable wait for a person or a client: a suspended tool call or a client-executed tool call. */
