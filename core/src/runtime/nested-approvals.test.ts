@@ -15,7 +15,10 @@ import { type AgentRuntime, createAgentRuntime } from "./create-agent-runtime.ts
 /** Side effects, counted per key: what must happen exactly once. */
 function counter() {
   const counts: Record<string, number> = {};
-  return { counts, bump: (key: string) => void (counts[key] = (counts[key] ?? 0) + 1) };
+  const bump = (key: string) => {
+    counts[key] = (counts[key] ?? 0) + 1;
+  };
+  return { counts, bump };
 }
 
 /** An approval tool: asks on its first entry, returns who approved on resume. */
