@@ -7,6 +7,7 @@ export {
   type InferAgentTools,
   type InferAgentUIMessage,
   type InferPaiContract,
+  type InferToolPath,
   type Pai,
   type PaiMessageMetadata,
   type RegisteredAgent,
@@ -62,6 +63,7 @@ export type { ThreadAccess } from "./runtime/thread-access.ts";
 export * from "./threads/index.ts";
 export {
   type AnyToolDefinition,
+  type ChildrenOf,
   type ContextOf,
   defineTool,
   type InputOf,

@@ -153,10 +153,11 @@ it("suspends a subagent's own thread, shows its wait on the parent thread, and c
     toolId: "delegate",
     path: ["delegate", "writer", "publish"],
     payload: { question: 'Publish "Tides"?' },
-    inner: { toolId: "publish", input: { title: "Tides" } },
+    inner: { toolId: "publish", input: { title: "Tides" }, subagent: { agentId: "writer" } },
   });
   const threads = await runtime.listThreads({ identity });
   const writerThread = threads.find((thread) => thread.agentId === "writer")!;
+  expect(action?.inner?.subagent?.threadId).toBe(writerThread.id);
   const writerActions = await runtime.listPendingActions({ threadId: writerThread.id, identity });
   expect(writerActions).toMatchObject([{ toolName: "publish", path: ["publish"] }]);
   expect((await runtime.getThread(writerThread.id))?.runs.map((run) => run.status)).toEqual(["suspended"]);
