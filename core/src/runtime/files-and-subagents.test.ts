@@ -120,12 +120,15 @@ it("suspends a subagent's own thread, shows its wait on the parent thread, and c
       return { text: child.text, status: child.status, threadId: child.threadId };
     },
   });
+  let leadCalls = 0;
   const lead = createScriptedModel({
     steps: [],
     fallback: (call) =>
-      call.prompt.some((message) => message.role === "tool")
+      call.prompt.at(-1)?.role === "tool" || JSON.stringify(call.prompt.at(-1)).includes("stop")
         ? { text: "lead done" }
-        : { toolCalls: [{ toolName: "delegate", input: { topic: "tides" }, toolCallId: "c1" }] },
+        : {
+            toolCalls: [{ toolName: "delegate", input: { topic: "tides" }, toolCallId: `c${++leadCalls}` }],
+          },
   });
   const writerModel = createScriptedModel({
     steps: [],
@@ -193,4 +196,18 @@ it("suspends a subagent's own thread, shows its wait on the parent thread, and c
     "completed",
   ]);
   expect(await runtime.listPendingActions({ threadId: writerThread.id, identity })).toEqual([]);
+
+  // A new message on the lead thread while the writer waits again cancels both waits.
+  const again = await (
+    await runtime.run({ agentId: "lead", identity, threadId: first.threadId, message: "more" })
+  ).done;
+  expect(again.status).toBe("suspended");
+  const [second] = await runtime.listPendingActions({ threadId: first.threadId, identity });
+  const secondWriter = second!.inner!.subagent!.threadId;
+  const [secondWriterAction] = await runtime.listPendingActions({ threadId: secondWriter, identity });
+  await (await runtime.run({ agentId: "lead", identity, threadId: first.threadId, message: "stop" })).done;
+  expect(await runtime.listPendingActions({ threadId: first.threadId, identity })).toEqual([]);
+  expect(await runtime.listPendingActions({ threadId: secondWriter, identity })).toEqual([]);
+  expect((await runtime.store.getPendingAction(secondWriterAction!.actionId))?.status).toBe("cancelled");
+  expect(published).toEqual(["Tides"]);
 });

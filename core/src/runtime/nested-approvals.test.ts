@@ -337,6 +337,30 @@ describe("approvals below a top-level call", () => {
     expect(counts).toEqual({ audit: 1 });
   });
 
+  it("ends a nested wait superseded by a new message without running its call again", async () => {
+    const { counts, bump } = counter();
+    const checkout = defineTool({
+      id: "checkout",
+      description: "Check out",
+      inputSchema: z.object({}),
+      tools: { approve },
+      execute: async (ctx) => {
+        bump("checkout");
+        return ctx.tools.approve({ what: "it" });
+      },
+    });
+    const { runtime } = setup(defineAgent({ tools: { checkout } }), "checkout", {});
+    const { run, actions } = await start(runtime);
+    const next = await (await runtime.run({ agentId: "shop", threadId: run.threadId, message: "never mind" }))
+      .done;
+    expect(partOf(next.messages)).toMatchObject({
+      state: "output-error",
+      errorText: "The action was cancelled: the user sent a new message.",
+    });
+    expect(counts).toEqual({ checkout: 1 });
+    expect(await runtime.store.getPendingAction(actions[0]!.actionId)).toMatchObject({ status: "cancelled" });
+  });
+
   it("fails a resumed call whose nested calls differ from its journal, saying where", async () => {
     let runs = 0;
     const errors: unknown[] = [];
