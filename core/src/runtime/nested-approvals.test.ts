@@ -299,6 +299,44 @@ describe("approvals below a top-level call", () => {
     expect(counts).toEqual({ s1: 1 });
   });
 
+  it("resumes a call that waits twice, itself and then below it, running each nested call once", async () => {
+    const { counts, bump } = counter();
+    const reserve = defineTool({
+      id: "reserve",
+      description: "Reserve stock",
+      inputSchema: z.object({ sku: z.string() }),
+      execute: (ctx) => {
+        bump(`reserve ${ctx.input.sku}`);
+        return { reserved: ctx.input.sku };
+      },
+    });
+    const order = defineTool({
+      id: "order",
+      description: "Order after two approvals",
+      inputSchema: z.object({}),
+      tools: { reserve, approve },
+      execute: async (ctx) => {
+        await ctx.tools.reserve({ sku: "a" });
+        if (ctx.entry.type === "initial") return ctx.suspend({ question: "Order?" }, { name: "manager" });
+        await ctx.tools.reserve({ sku: "b" });
+        const { by } = await ctx.tools.approve({ what: "shipping" });
+        return { manager: ctx.entry.resume, shipping: by, history: ctx.suspendHistory };
+      },
+    });
+    const { runtime } = setup(defineAgent({ tools: { order } }), "order", {});
+    const first = await start(runtime);
+    expect(first.actions[0]).toMatchObject({ path: ["order"], name: "manager" });
+    const second = await answer(runtime, first.actions[0]!, { type: "resume", resume: "max" });
+    expect(second.actions[0]).toMatchObject({ path: ["order", "approve"], name: "default" });
+    const third = await answer(runtime, second.actions[0]!, { type: "resume", resume: { by: "sue" } });
+    expect(partOf(third.result.messages)?.output).toEqual({
+      manager: "max",
+      shipping: "sue",
+      history: [{ question: "Order?" }],
+    });
+    expect(counts).toEqual({ "reserve a": 1, "reserve b": 1 });
+  });
+
   it("keeps one wait when two nested calls suspend at once, lets their siblings settle, and asks again for the second", async () => {
     const { counts, bump } = counter();
     const log = defineTool({

@@ -223,6 +223,8 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
   /** Stores the call that waits as the top-level call's pending action, with the journal so far. */
   async function suspendCall(scope: CallScope, input: unknown, toolCallId: string): Promise<CallOutcome> {
     const wait = scope.wait!;
+    // The action itself says how the call that waits was entered; an earlier answer to it is spent.
+    if (wait.key === "") scope.journal.drop("");
     const journal = scope.journal.entries();
     const action: PendingActionRecord = {
       id: generateId(),
@@ -314,12 +316,11 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
         executed = { type: "error", message: diverged.message, kind: "planned" };
       } else if (ToolFailSignal.isInstance(error)) {
         executed = { type: "error", message: error.message, kind: "planned", code: error.code };
-      } else if (ToolSuspendSignal.isInstance(error)) {
-        // Its own ctx.suspend; anything else is a call below (or beside) it that waits.
-        if (error === frame.suspended) ownSuspend = error;
-      } else if (signal.aborted) {
-        throw error;
-      } else {
+      } else if (ToolSuspendSignal.isInstance(error) && error === frame.suspended) {
+        ownSuspend = error;
+      } else if (!(ToolSuspendSignal.isInstance(error) && scope.wait)) {
+        // (A suspension from below or beside it, while a call waits, leaves `executed` unset: handled below.)
+        if (signal.aborted) throw error;
         await state.reportError(error, { phase: "tool", toolName: call.label, toolCallId: call.toolCallId });
         // A capability that could not be provisioned is told as it is: the model and the user see why.
         const failure = provisionFailureOf(error);
