@@ -30,7 +30,7 @@ export {
   type ToolCallStatusOptions,
   toolCallStatus,
 } from "./tool-call-status.ts";
-export type { ToolCard, ToolCardProps, ToolCardPropsFor, ToolCards } from "./tool-card.ts";
+export type { PaiPendingAction, ToolCard, ToolCardProps, ToolCardPropsFor, ToolCards } from "./tool-card.ts";
 export { type ToolDataItem, toolDataOf } from "./tool-data-of.ts";
 export { toolTitleOf } from "./tool-title-of.ts";
 export { type UsePaiChatHelpers, type UsePaiChatOptions, usePaiChat } from "./use-pai-chat.ts";

@@ -17,6 +17,7 @@ export function sampleAction(overrides: Partial<PublicPendingAction> = {}): Publ
     input: { service: "api" },
     status: "pending",
     createdAt: 1,
+    path: ["deploy"],
     ...overrides,
   };
 }
