@@ -122,7 +122,7 @@ describe("approvals below a top-level call", () => {
 
     const first = await start(runtime);
     expect(first.result.status).toBe("suspended");
-    expect(partOf(first.result.messages)?.state).toBe("input-available");
+    expect(partOf(first.result.messages)?.state).toBe("approval-requested");
     expect(first.actions).toHaveLength(1);
     const [action] = first.actions;
     expect(action).toMatchObject({
