@@ -35,6 +35,7 @@ export type {
   ProvisionedResource,
   ProvisionRequest,
   ReapContext,
+  ResourceHibernation,
 } from "./capabilities/capability-binding.ts";
 export type { CapabilityStatusEvent } from "./capabilities/capability-manager.ts";
 export {

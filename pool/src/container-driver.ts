@@ -120,7 +120,14 @@ export interface ContainerDriver {
     labels: Readonly<Record<string, string>>,
     options?: { signal?: AbortSignal },
   ): Promise<{ id: string }>;
+  /** Starts a created or stopped container (its volumes and files are where it left them). */
   start(id: string, options?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Stops a running container and keeps it (its volumes and files stay; every process in it is gone): its main
+   * process gets SIGTERM, then SIGKILL after `graceSeconds`. A stopped container is not an error.
+   * @throws PoolError `NOT_FOUND` when there is no such container.
+   */
+  stop(id: string, options?: { signal?: AbortSignal; graceSeconds?: number }): Promise<void>;
   /** Force-removes the container and its anonymous volumes. A container that is already gone is not an error. */
   remove(id: string, options?: { signal?: AbortSignal }): Promise<void>;
   /** @throws PoolError `NOT_FOUND` when there is no such container. */

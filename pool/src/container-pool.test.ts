@@ -271,7 +271,7 @@ describe("createContainerPool", () => {
     expect(driver.containers.has(lease.containerId)).toBe(false);
   });
 
-  it("refuses to adopt foreign, stopped or missing containers", async () => {
+  it("refuses to adopt foreign or missing containers, and adopts a stopped one as hibernated", async () => {
     const driver = createFakeDriver();
     const pool = makePool(driver, { min: 0, poolId: "mine" });
     const foreign = driver.addContainer({ [poolLabels.managed]: "true", [poolLabels.pool]: "other" });
@@ -285,12 +285,17 @@ describe("createContainerPool", () => {
       [poolLabels.spec]: "000000000000",
     });
     await expect(pool.adopt(foreign)).rejects.toMatchObject({ code: "CONTAINER_FAILED" });
-    await expect(pool.adopt(stopped)).rejects.toMatchObject({ code: "CONTAINER_FAILED" });
     await expect(pool.adopt(oldSpec)).rejects.toMatchObject({ code: "CONTAINER_FAILED" });
     await expect(pool.adopt("nope")).rejects.toMatchObject({ code: "NOT_FOUND" });
     const lease = await pool.adopt(oldSpec, { allowSpecMismatch: true });
     expect(lease.adopted).toBe(true);
     expect(pool.metrics().borrowed).toBe(1);
+    const sleeping = await pool.adopt(stopped, { leaseKey: "thread:z" });
+    expect(sleeping.hibernated).toBe(true);
+    expect(pool.metrics()).toMatchObject({ borrowed: 2, hibernated: 1, size: 1 });
+    expect(await sleeping.wake()).toBe(true);
+    expect(driver.containers.get(stopped)?.status).toBe("running");
+    expect(pool.metrics()).toMatchObject({ hibernated: 0, size: 2 });
   });
 
   it("reaps strays of its own pool id, sparing kept, owned and foreign containers", async () => {
@@ -405,5 +410,75 @@ describe("createContainerPool", () => {
     expect(() => createContainerPool({ driver, spec, min: 3, max: 2 })).toThrow(RangeError);
     expect(() => createContainerPool({ driver, spec, acquireTimeoutMs: 0 })).toThrow(RangeError);
     expect(() => createContainerPool({ driver, spec: { image: "" } })).toThrow(TypeError);
+  });
+
+  describe("hibernation", () => {
+    it("stops a lease idle past hibernateAfterMs, frees its room and wakes it on use with a new state", async () => {
+      const driver = createFakeDriver();
+      let setups = 0;
+      const pool = makePool<number>(driver, { min: 0, max: 2, hibernateAfterMs: 50, setup: () => ++setups });
+      const lease = await pool.acquire({ leaseKey: "thread:a" });
+      expect(lease.state).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      expect(lease.hibernated).toBe(false); // in use until idle()
+      lease.idle();
+      await waitFor(() => lease.hibernated, 2_000, "hibernation");
+      expect(driver.containers.get(lease.containerId)?.status).toBe("exited");
+      expect(pool.metrics()).toMatchObject({ size: 0, borrowed: 1, hibernated: 1 });
+      expect(await lease.wake()).toBe(true);
+      expect(lease.state).toBe(2);
+      expect(driver.containers.get(lease.containerId)?.status).toBe("running");
+      expect(await lease.wake()).toBe(false);
+      await lease.release();
+      expect(driver.containers.size).toBe(0);
+    });
+
+    it("hibernates the least recently used idle lease at once when an acquire waits for room", async () => {
+      const driver = createFakeDriver();
+      const pool = makePool(driver, { min: 0, max: 2, hibernateAfterMs: Number.POSITIVE_INFINITY });
+      const older = await pool.acquire({ leaseKey: "thread:old" });
+      const newer = await pool.acquire({ leaseKey: "thread:new" });
+      older.idle();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      newer.idle();
+      const third = await pool.acquire({ leaseKey: "thread:third" });
+      expect(older.hibernated).toBe(true);
+      expect(newer.hibernated).toBe(false);
+      // Waking the older one makes room again from the now least recently used idle lease.
+      expect(await older.wake()).toBe(true);
+      expect(newer.hibernated).toBe(true);
+      expect(
+        running(driver)
+          .map((c) => c.id)
+          .sort(),
+      ).toEqual([older.containerId, third.containerId].sort());
+    });
+
+    it("a wake with no idle lease to hibernate waits and fails with POOL_EXHAUSTED", async () => {
+      const driver = createFakeDriver();
+      const pool = makePool(driver, { min: 0, max: 1, acquireTimeoutMs: 200 });
+      const sleeper = await pool.acquire({ leaseKey: "thread:a" });
+      await sleeper.hibernate();
+      const busy = await pool.acquire({ leaseKey: "thread:b" });
+      await expect(sleeper.wake()).rejects.toMatchObject({ code: "POOL_EXHAUSTED" });
+      expect(sleeper.hibernated).toBe(true);
+      busy.idle();
+      expect(await sleeper.wake()).toBe(true);
+      expect(busy.hibernated).toBe(true);
+    });
+
+    it("removes the longest hibernated beyond maxHibernated; their wake rejects with NOT_FOUND", async () => {
+      const driver = createFakeDriver();
+      const pool = makePool(driver, { min: 0, max: 4, maxHibernated: 1 });
+      const first = await pool.acquire({ leaseKey: "thread:1" });
+      const second = await pool.acquire({ leaseKey: "thread:2" });
+      await first.hibernate();
+      await second.hibernate();
+      await waitFor(() => !driver.containers.has(first.containerId), 2_000, "budget removal");
+      expect(driver.containers.get(second.containerId)?.status).toBe("exited");
+      await expect(first.wake()).rejects.toMatchObject({ code: "NOT_FOUND" });
+      await first.release();
+      expect(await second.wake()).toBe(true);
+    });
   });
 });

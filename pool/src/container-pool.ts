@@ -78,6 +78,20 @@ export interface ContainerPoolOptions<STATE = undefined> {
    */
   evictionIntervalMs?: number;
   /**
+   * A lease marked idle (`lease.idle()`) this long is hibernated: its container is stopped (files and volumes
+   * kept, processes gone) and no longer counts toward `max`; `lease.wake()` starts it again. When an `acquire`
+   * or a wake waits for room, the least recently used idle lease is hibernated at once. `Infinity` only
+   * hibernates to make room.
+   * @default 120000
+   */
+  hibernateAfterMs?: number;
+  /**
+   * Hibernated leases kept; beyond it the longest hibernated are removed (their `wake` then rejects with
+   * `NOT_FOUND`).
+   * @default 100
+   */
+  maxHibernated?: number;
+  /**
    * Calls `reapStrays()` (keeping nothing) before the first container is created. Leave it off when you
    * `adopt` containers after a restart: call `reapStrays({ keep })` yourself instead.
    * @default false
@@ -104,12 +118,33 @@ export interface ContainerPoolOptions<STATE = undefined> {
   }) => Promise<void> | void;
 }
 
-/** A container handed out by the pool. It is never reused: `release()` removes it. */
+/**
+ * A container handed out by the pool. It is never reused: `release()` removes it. A lease starts in use; once
+ * marked `idle()` it may be hibernated (stopped, its files kept) and `wake()` starts it again.
+ */
 export interface Lease<STATE = undefined> {
   readonly containerId: string;
   readonly leaseKey: string;
-  /** What `setup` returned for this container (`undefined` without `setup`). */
+  /**
+   * What `setup` returned for this container (`undefined` without `setup`); a wake sets it up again, so read it
+   * after `wake()`. `undefined` while an adopted container is still hibernated.
+   */
   readonly state: STATE;
+  /** True while the container is stopped (hibernated). */
+  readonly hibernated: boolean;
+  /**
+   * Marks the lease in use (never hibernated until `idle()`) and makes sure its container runs: a hibernated
+   * one waits for room within `max` (hibernating the least recently used idle lease to make it), is started
+   * and set up again (`setup` with `adopted: true`). Resolves `true` when it had to wake it. Files are as they
+   * were; processes started before it hibernated are gone.
+   * @throws PoolError `NOT_FOUND` when the pool removed it while hibernated (`maxHibernated`), `POOL_EXHAUSTED`
+   * when no room came within `acquireTimeoutMs`.
+   */
+  wake(options?: { signal?: AbortSignal }): Promise<boolean>;
+  /** Not in use now: hibernated once idle for `hibernateAfterMs`, or at once when room is needed. */
+  idle(): void;
+  /** Hibernates now (the lease stays; `wake()` brings it back). A no-op once hibernated. */
+  hibernate(): Promise<void>;
   /** True for a lease made by `adopt`. */
   readonly adopted: boolean;
   readonly acquiredAt: Date;
@@ -177,12 +212,14 @@ export interface WarmOptions {
 
 /** A point-in-time view of the pool. */
 export interface ContainerPoolMetrics {
-  /** Containers held: being created, idle, leased or being removed. */
+  /** Running containers held (being created, idle, leased or being removed): at most `max`. */
   size: number;
   /** Idle, started containers ready for `acquire`. */
   available: number;
-  /** Leased containers. */
+  /** Leased containers, hibernated ones included. */
   borrowed: number;
+  /** Leased containers stopped while idle: they do not count toward `max` (see `size`). */
+  hibernated: number;
   /** `acquire` calls waiting. */
   pending: number;
   /** Containers being created right now. */
@@ -203,6 +240,7 @@ export interface LeaseInfo {
   leaseKey: string;
   adopted: boolean;
   acquiredAt: Date;
+  hibernated: boolean;
 }
 
 /** A warm pool of started containers of one spec. See {@link createContainerPool}. */
@@ -224,9 +262,10 @@ export interface ContainerPool<STATE = undefined> {
   /** Takes a fresh, validated (running) container for `leaseKey`. */
   acquire(options: AcquireOptions): Promise<Lease<STATE>>;
   /**
-   * Takes over a running container this pool id created before a restart (checks the `pai.managed`,
-   * `pai.pool` and `pai.spec` labels and that it runs). Its files are untouched.
-   * @throws PoolError `NOT_FOUND` (no such container) or `CONTAINER_FAILED` (labels, not running, setup failed).
+   * Takes over a container this pool id created before a restart (checks the `pai.managed`, `pai.pool` and
+   * `pai.spec` labels). Its files are untouched. A running one is set up now and in use; a stopped one (a
+   * hibernated lease) becomes a hibernated, idle lease that `wake()` starts.
+   * @throws PoolError `NOT_FOUND` (no such container) or `CONTAINER_FAILED` (labels, setup failed).
    */
   adopt(containerId: string, options?: AdoptOptions): Promise<Lease<STATE>>;
   /**
@@ -256,8 +295,18 @@ interface Entry<STATE> {
   dead: boolean;
   /** Handed to a lease: generic-pool's `destroy` of it must not remove the container. */
   detached: boolean;
-  /** `teardown` already ran (the pool closed with `keepLeased`); a later release only removes. */
+  /** `teardown` already ran (the pool closed with `keepLeased`, or it hibernated); a later release only removes. */
   tornDown?: boolean;
+  /** Holds one of `capacity`'s permits (false while hibernated). */
+  permit: boolean;
+  /** Stopped while its lease was idle. */
+  hibernated: boolean;
+  /** A hibernate or wake in progress. */
+  transition?: Promise<unknown>;
+  hibernatedAt?: number;
+  /** In use (not `idle()`): never hibernated. */
+  busy: boolean;
+  lastUsedAt: number;
   destroyReason?: DestroyReason;
   lease?: { leaseKey: string; adopted: boolean; acquiredAt: Date; lease: Lease<STATE> };
   removal?: Promise<{ ok: boolean; error?: unknown }>;
@@ -387,6 +436,11 @@ export function createContainerPool<STATE = undefined>(
     throw new RangeError("createContainerPool: maxConcurrentCreates must be at least 1");
   const softIdleTimeoutMs = options.softIdleTimeoutMs ?? 60_000;
   const evictionIntervalMs = Math.max(10, options.evictionIntervalMs ?? 1000);
+  const hibernateAfterMs = options.hibernateAfterMs ?? 120_000;
+  if (!(hibernateAfterMs >= 0)) {
+    throw new RangeError("createContainerPool: hibernateAfterMs must be a non-negative number or Infinity");
+  }
+  const maxHibernated = nonNegativeInteger("maxHibernated", options.maxHibernated ?? 100);
 
   const labels: Record<string, string> = {
     [poolLabels.managed]: "true",
@@ -411,6 +465,14 @@ export function createContainerPool<STATE = undefined>(
   const removals = new Set<Promise<unknown>>();
   const waiters = new Set<{ reject: (error: unknown) => void }>();
   let creating = 0;
+  /** Creates holding a capacity permit: containers on their way to a waiting `acquire`. */
+  let permittedCreates = 0;
+  /** `acquire` calls waiting for a container, and wakes waiting for room. */
+  let pendingAcquires = 0;
+  let pendingWakes = 0;
+  /** Hibernations under way to make room: each frees a permit when done. */
+  let roomHibernations = 0;
+  let sweepTimer: ReturnType<typeof setInterval> | undefined;
   let createFailures = 0;
   let destroyFailures = 0;
   let lastCreateError: unknown;
@@ -440,7 +502,8 @@ export function createContainerPool<STATE = undefined>(
         return { ok: false, error };
       } finally {
         containers.delete(entry.id);
-        capacity.release();
+        if (entry.permit) capacity.release();
+        entry.permit = false;
         events.emit("destroy", {
           containerId: entry.id,
           reason,
@@ -483,6 +546,7 @@ export function createContainerPool<STATE = undefined>(
       return tombstone;
     }
     let holdsPermit = true;
+    permittedCreates++;
     try {
       for (;;) {
         if (closed) return tombstone;
@@ -527,6 +591,10 @@ export function createContainerPool<STATE = undefined>(
             phase: "idle",
             dead: false,
             detached: false,
+            permit: true,
+            hibernated: false,
+            busy: true,
+            lastUsedAt: Date.now(),
           };
           containers.set(id, entry);
           holdsPermit = false;
@@ -552,6 +620,7 @@ export function createContainerPool<STATE = undefined>(
         }
       }
     } finally {
+      permittedCreates--;
       if (holdsPermit) capacity.release();
     }
   }
@@ -606,7 +675,7 @@ export function createContainerPool<STATE = undefined>(
 
   function onContainerEvent(event: ContainerEvent) {
     const entry = containers.get(event.containerId);
-    if (!entry || entry.phase === "removing") return;
+    if (!entry || entry.phase === "removing" || entry.hibernated || entry.transition) return;
     if (entry.phase === "idle") entry.dead = true;
     const leaseKey = entry.lease?.leaseKey;
     events.emit("exit", {
@@ -667,6 +736,8 @@ export function createContainerPool<STATE = undefined>(
       }
       if (closed) return;
       unsubscribeEvents = driver.events({ labels: { [poolLabels.pool]: poolId } }, onContainerEvent);
+      sweepTimer = setInterval(sweepHibernation, evictionIntervalMs);
+      sweepTimer.unref();
       generic.start();
     })();
     return startPromise;
@@ -684,10 +755,23 @@ export function createContainerPool<STATE = undefined>(
     const lease: Lease<STATE> = {
       containerId: entry.id,
       leaseKey,
-      state: entry.state,
+      get state() {
+        return entry.state;
+      },
+      get hibernated() {
+        return entry.hibernated;
+      },
       adopted,
       acquiredAt,
       release,
+      wake: (wakeOptions = {}) => wakeEntry(entry, wakeOptions.signal),
+      idle() {
+        if (!entry.busy) return;
+        entry.busy = false;
+        entry.lastUsedAt = Date.now();
+        makeRoom();
+      },
+      hibernate: () => hibernateEntry(entry, "asked"),
       [Symbol.asyncDispose]: release,
     };
     entry.phase = "leased";
@@ -696,13 +780,179 @@ export function createContainerPool<STATE = undefined>(
     return lease;
   }
 
+  /** Stops an idle lease's container (after its teardown) and frees its permit. */
+  function hibernateEntry(entry: Entry<STATE>, reason: "idle" | "room" | "asked"): Promise<void> {
+    if (entry.hibernated || entry.phase !== "leased" || closed) return Promise.resolve();
+    if (entry.transition) return entry.transition.then(() => hibernateEntry(entry, reason));
+    const leaseKey = entry.lease?.leaseKey ?? entry.id;
+    const transition = (async () => {
+      try {
+        await runTeardown(entry.id, entry.state);
+        entry.tornDown = true;
+        entry.state = undefined as STATE;
+        await driver.stop(entry.id, { signal: closeController.signal });
+        entry.hibernated = true;
+        entry.hibernatedAt = Date.now();
+        if (entry.permit) {
+          entry.permit = false;
+          capacity.release();
+        }
+        events.emit("hibernate", { containerId: entry.id, leaseKey, reason });
+      } catch (error) {
+        // Its agent is gone either way: the next wake starts and sets it up again (keeping its permit).
+        entry.hibernated = true;
+        entry.hibernatedAt = Date.now();
+        events.emit("error", { operation: "hibernate", error, containerId: entry.id });
+      }
+    })();
+    entry.transition = transition;
+    void transition.finally(() => {
+      if (entry.transition === transition) entry.transition = undefined;
+      enforceHibernatedBudget();
+    });
+    return transition;
+  }
+
+  async function wakeEntry(entry: Entry<STATE>, signal: AbortSignal | undefined): Promise<boolean> {
+    entry.busy = true;
+    entry.lastUsedAt = Date.now();
+    while (entry.transition) await entry.transition.catch(() => undefined);
+    const gone = () =>
+      new PoolError("NOT_FOUND", `The lease's container ${entry.id} was removed while hibernated`, {
+        details: { containerId: entry.id, poolId },
+      });
+    if (closed) throw closedError();
+    if (entry.phase !== "leased") throw gone();
+    if (!entry.hibernated) return false;
+    const startedAt = performance.now();
+    const transition = (async () => {
+      if (!entry.permit) {
+        await waitForRoom(signal);
+        if (entry.phase !== "leased") {
+          capacity.release();
+          throw gone();
+        }
+        entry.permit = true;
+      }
+      const wakeSignal = signal ? AbortSignal.any([signal, closeController.signal]) : closeController.signal;
+      try {
+        await driver.start(entry.id, { signal: wakeSignal });
+        entry.state = options.setup
+          ? await options.setup({ containerId: entry.id, driver, signal: wakeSignal, adopted: true })
+          : (undefined as STATE);
+      } catch (error) {
+        // Back to sleep: a later wake tries again.
+        await driver.stop(entry.id).catch(() => undefined);
+        entry.permit = false;
+        capacity.release();
+        if (PoolError.hasCode(error, "NOT_FOUND")) throw gone();
+        throw error;
+      }
+      entry.hibernated = false;
+      entry.tornDown = false;
+      entry.hibernatedAt = undefined;
+      events.emit("wake", {
+        containerId: entry.id,
+        leaseKey: entry.lease?.leaseKey ?? entry.id,
+        durationMs: Math.round(performance.now() - startedAt),
+      });
+    })();
+    entry.transition = transition;
+    try {
+      await transition;
+    } finally {
+      if (entry.transition === transition) entry.transition = undefined;
+    }
+    return true;
+  }
+
+  /** Waits for a permit for a wake (ahead of refills), making room; `POOL_EXHAUSTED` past `acquireTimeoutMs`. */
+  async function waitForRoom(signal: AbortSignal | undefined): Promise<void> {
+    const deadline = AbortSignal.timeout(acquireTimeoutMs);
+    const waitSignal = AbortSignal.any([deadline, closeController.signal, ...(signal ? [signal] : [])]);
+    pendingWakes++;
+    try {
+      const granted = capacity.acquire(waitSignal, { first: true });
+      makeRoom();
+      await granted;
+    } catch (error) {
+      if (closed) throw closedError();
+      signal?.throwIfAborted();
+      if (deadline.aborted) throw exhaustedError();
+      throw error;
+    } finally {
+      pendingWakes--;
+    }
+  }
+
+  /**
+   * Frees permits for whoever waits: an `acquire` that no idle or coming container serves, and every waiting
+   * wake. Hibernates the least recently used idle leases; for a wake with none left, removes an idle warm
+   * container (the pool refills it later).
+   */
+  function makeRoom(): void {
+    if (closed) return;
+    const unservedAcquires = Math.max(0, pendingAcquires - generic.available - permittedCreates);
+    let needed = unservedAcquires + pendingWakes - roomHibernations;
+    if (needed <= 0 || capacity.inUse < max) return;
+    const candidates = [...containers.values()]
+      .filter((e) => e.phase === "leased" && !e.busy && !e.hibernated && !e.transition && e.permit)
+      .sort((a, b) => a.lastUsedAt - b.lastUsedAt);
+    for (const entry of candidates) {
+      if (needed <= 0) return;
+      needed--;
+      roomHibernations++;
+      void hibernateEntry(entry, "room").finally(() => roomHibernations--);
+    }
+    if (pendingWakes > 0 && needed > 0 && generic.available > pendingAcquires) {
+      // A warm container gives its permit to the wake (first in the queue).
+      void generic.acquire().then(
+        (resource) => {
+          if (resource.kind !== "container") return generic.destroy(resource);
+          resource.destroyReason = "idle";
+          return generic.destroy(resource);
+        },
+        () => undefined,
+      );
+    }
+  }
+
+  /** Hibernation by idle time, and the `maxHibernated` budget. */
+  function sweepHibernation(): void {
+    if (closed) return;
+    const now = Date.now();
+    for (const entry of containers.values()) {
+      if (
+        entry.phase === "leased" &&
+        !entry.busy &&
+        !entry.hibernated &&
+        !entry.transition &&
+        now - entry.lastUsedAt >= hibernateAfterMs
+      ) {
+        void hibernateEntry(entry, "idle");
+      }
+    }
+    enforceHibernatedBudget();
+    makeRoom();
+  }
+
+  function enforceHibernatedBudget(): void {
+    if (closed) return;
+    const hibernated = [...containers.values()]
+      .filter((e) => e.phase === "leased" && e.hibernated && !e.transition)
+      .sort((a, b) => (a.hibernatedAt ?? 0) - (b.hibernatedAt ?? 0));
+    for (const entry of hibernated.slice(0, Math.max(0, hibernated.length - maxHibernated))) {
+      void removeEntry(entry, "hibernated-budget");
+    }
+  }
+
   function exhaustedError(): PoolError {
     const details = {
       poolId,
       min,
       max,
       acquireTimeoutMs,
-      borrowed: [...containers.values()].filter((e) => e.phase === "leased").length,
+      borrowed: [...containers.values()].filter((e) => e.phase === "leased" && e.permit).length,
     };
     if (backoff.consecutiveFailures > 0 && lastCreateError !== undefined) {
       const unavailable = PoolError.hasCode(lastCreateError, "DOCKER_UNAVAILABLE");
@@ -756,7 +1006,14 @@ export function createContainerPool<STATE = undefined>(
       waiters.add(waiter);
       signal?.addEventListener("abort", onAbort, { once: true });
 
-      generic.acquire().then(
+      pendingAcquires++;
+      const served = generic.acquire();
+      void served.then(
+        () => pendingAcquires--,
+        () => pendingAcquires--,
+      );
+      makeRoom();
+      served.then(
         (resource) => {
           if (resource.kind === "tombstone") {
             void generic.destroy(resource).catch(() => {});
@@ -827,13 +1084,9 @@ export function createContainerPool<STATE = undefined>(
         { details },
       );
     }
-    if (!inspection.running) {
-      throw new PoolError("CONTAINER_FAILED", `Container ${containerId} is not running`, {
-        details: { ...details, exitCode: inspection.exitCode, oomKilled: inspection.oomKilled },
-      });
-    }
     if (closed) throw closedError();
-    capacity.forceAcquire();
+    const hibernated = !inspection.running;
+    if (!hibernated) capacity.forceAcquire();
     const entry: Entry<STATE> = {
       kind: "container",
       id: containerId,
@@ -841,11 +1094,17 @@ export function createContainerPool<STATE = undefined>(
       phase: "leased",
       dead: false,
       detached: true,
+      permit: !hibernated,
+      hibernated,
+      tornDown: hibernated,
+      ...(hibernated ? { hibernatedAt: Date.now() } : {}),
+      busy: !hibernated,
+      lastUsedAt: Date.now(),
     };
     containers.set(containerId, entry);
     knownIds.add(containerId);
     try {
-      if (options.setup) {
+      if (options.setup && !hibernated) {
         const setupSignal = signal
           ? AbortSignal.any([signal, closeController.signal])
           : closeController.signal;
@@ -854,7 +1113,7 @@ export function createContainerPool<STATE = undefined>(
     } catch (error) {
       containers.delete(containerId);
       knownIds.delete(containerId);
-      capacity.release();
+      if (entry.permit) capacity.release();
       throw PoolError.isInstance(error)
         ? error
         : new PoolError("CONTAINER_FAILED", `Setting up adopted container ${containerId} failed`, {
@@ -878,7 +1137,7 @@ export function createContainerPool<STATE = undefined>(
     for (;;) {
       if (closed) throw closedError();
       warmOptions.signal?.throwIfAborted();
-      const leased = [...containers.values()].filter((e) => e.phase === "leased").length;
+      const leased = [...containers.values()].filter((e) => e.phase === "leased" && e.permit).length;
       if (generic.available >= Math.min(min, max - leased)) return;
       if (Date.now() >= deadline) {
         const error = exhaustedError();
@@ -893,12 +1152,13 @@ export function createContainerPool<STATE = undefined>(
   }
 
   function metrics(): ContainerPoolMetrics {
-    const borrowed = [...containers.values()].filter((e) => e.phase === "leased").length;
+    const leased = [...containers.values()].filter((e) => e.phase === "leased");
     const { p50, p95 } = latency.summary();
     return {
       size: capacity.inUse,
       available: closed ? 0 : generic.available,
-      borrowed,
+      borrowed: leased.length,
+      hibernated: leased.filter((e) => e.hibernated).length,
       pending: waiters.size,
       creating,
       createFailures,
@@ -914,7 +1174,7 @@ export function createContainerPool<STATE = undefined>(
     for (const entry of containers.values()) {
       if (entry.phase === "leased" && entry.lease) {
         const { leaseKey, adopted, acquiredAt } = entry.lease;
-        result.push({ containerId: entry.id, leaseKey, adopted, acquiredAt });
+        result.push({ containerId: entry.id, leaseKey, adopted, acquiredAt, hibernated: entry.hibernated });
       }
     }
     return result;
@@ -923,6 +1183,7 @@ export function createContainerPool<STATE = undefined>(
   function close(closeOptions: CloseOptions = {}): Promise<void> {
     closePromise ??= (async () => {
       closed = true;
+      if (sweepTimer) clearInterval(sweepTimer);
       const drained = generic.drain(); // stops min maintenance at once
       closeController.abort(closedError());
       unsubscribeEvents?.();
@@ -937,8 +1198,8 @@ export function createContainerPool<STATE = undefined>(
           kept.add(entry.id);
           containers.delete(entry.id);
           knownIds.delete(entry.id);
+          if (!entry.tornDown) teardowns.push(runTeardown(entry.id, entry.state));
           entry.tornDown = true;
-          teardowns.push(runTeardown(entry.id, entry.state));
           continue;
         }
         void removeEntry(entry, "close");

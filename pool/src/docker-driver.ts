@@ -372,6 +372,20 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
       );
     },
 
+    async stop(id, callOptions = {}) {
+      try {
+        await docker.getContainer(id).stop({
+          t: callOptions.graceSeconds ?? 1,
+          ...(callOptions.signal ? { abortSignal: callOptions.signal } : {}),
+        });
+      } catch (error) {
+        if (callOptions.signal?.aborted) throw callOptions.signal.reason;
+        // 304 Not Modified: it was not running.
+        if ((error as { statusCode?: unknown }).statusCode === 304) return;
+        throw toPoolError(error, "stop container", { containerId: id });
+      }
+    },
+
     async remove(id, callOptions = {}) {
       try {
         await docker.getContainer(id).remove({

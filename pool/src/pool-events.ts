@@ -1,5 +1,14 @@
 /** Why the pool removed a container. */
-export type DestroyReason = "release" | "invalid" | "died" | "idle" | "abandoned" | "close" | "create-failed";
+export type DestroyReason =
+  | "release"
+  | "invalid"
+  | "died"
+  | "idle"
+  | "abandoned"
+  | "close"
+  | "create-failed"
+  /** A hibernated lease beyond `maxHibernated` (the oldest go first). */
+  | "hibernated-budget";
 
 /** The events of a `ContainerPool` and their payloads. */
 export interface ContainerPoolEventMap {
@@ -9,8 +18,16 @@ export interface ContainerPoolEventMap {
   destroy: { containerId: string; reason: DestroyReason; leaseKey?: string };
   /** A lease was handed out (`adopted` for `adopt`). */
   acquire: { containerId: string; leaseKey: string; latencyMs: number; adopted: boolean };
+  /** A lease's container was stopped while idle (`reason`: idle past `hibernateAfterMs`, or room was needed). */
+  hibernate: { containerId: string; leaseKey: string; reason: "idle" | "room" | "asked" };
+  /** A hibernated lease's container was started and set up again; `durationMs` includes waiting for room. */
+  wake: { containerId: string; leaseKey: string; durationMs: number };
   /** A failure the pool handled itself (a failed create it will retry, a failed removal). */
-  error: { operation: "create" | "destroy" | "reap" | "validate"; error: unknown; containerId?: string };
+  error: {
+    operation: "create" | "destroy" | "reap" | "validate" | "hibernate";
+    error: unknown;
+    containerId?: string;
+  };
   /** A container's main process died or was OOM-killed (from engine events). */
   exit: { containerId: string; reason: "die" | "oom"; exitCode: number | null; leaseKey?: string };
 }

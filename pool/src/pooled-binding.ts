@@ -5,6 +5,7 @@ import {
   type ContainerPoolOptions,
   createContainerPool,
 } from "./container-pool.ts";
+import { PoolError } from "./pool-error.ts";
 import { specHash } from "./spec-hash.ts";
 
 /** How a capability binding sizes and tunes its pool (the user-facing part of `createContainerPool`'s options). */
@@ -13,8 +14,17 @@ export interface PooledBindingPoolOptions {
   min?: number;
   /** Containers in total, leased ones included. @default 10 */
   max?: number;
-  /** How long provisioning waits for a container before failing with `POOL_EXHAUSTED`. @default 30000 */
+  /** How long provisioning (or a wake) waits for a container before failing with `POOL_EXHAUSTED`. @default 30000 */
   acquireTimeoutMs?: number;
+  /**
+   * A lease no run has used for this long is hibernated: its container is stopped (files kept, processes gone)
+   * and stops counting toward `max`; the next call wakes it. A lease waiting for room hibernates the least
+   * recently used idle one at once. `Infinity` only hibernates to make room.
+   * @default 120000
+   */
+  hibernateAfterMs?: number;
+  /** Hibernated containers kept; beyond it the longest hibernated are removed. @default 100 */
+  maxHibernated?: number;
 }
 
 /** The pool's tuning under load: creates at once, backoff on failing creates, trimming idle containers above `min`. */
@@ -28,7 +38,7 @@ export interface PooledBindingTuning {
 }
 
 /** What {@link createPooledBinding} needs to know about one kind of pooled resource. */
-export interface PooledBindingOptions<STATE, RESOURCE> {
+export interface PooledBindingOptions<STATE, FACADE, SCOPE> {
   /** The capability's name: prefixes lease keys and names the binding in errors. */
   name: string;
   pool?: PooledBindingPoolOptions;
@@ -43,10 +53,44 @@ export interface PooledBindingOptions<STATE, RESOURCE> {
     { image: string } & Pick<ContainerPoolOptions<STATE>, "driver" | "spec"> &
       Partial<Pick<ContainerPoolOptions<STATE>, "setup" | "teardown" | "beforeStart" | "healthCheck">>
   >;
-  /** Turns a lease into the resource the binding hands out. */
-  resourceOf(lease: Lease<STATE>, pool: { image: string; poolId: string }): RESOURCE;
+  /**
+   * The facade over a running lease (its `state` set up). Made again after each wake, as the wake sets the
+   * container up anew.
+   */
+  facadeOf(
+    lease: Lease<STATE>,
+    pool: { image: string; poolId: string },
+  ): { facade: FACADE; bind?(scope: SCOPE): FACADE };
   /** The error for calls on a closed binding. */
   closedError(): Error;
+}
+
+/**
+ * How a runtime drives a pooled resource's hibernation (structurally PAI's `ResourceHibernation`): `wake` before
+ * every facade call, `idle` once no run uses it.
+ */
+export interface PooledHibernation {
+  /**
+   * Marks the resource in use and makes sure its container runs (starting a hibernated one: the call waits).
+   * `"woken"` when it was hibernated; `"gone"` when the pool removed it while hibernated (`maxHibernated`).
+   */
+  wake(signal: AbortSignal): Promise<"running" | "woken" | "gone">;
+  /** No run uses it now: it may be hibernated. */
+  idle(): void;
+}
+
+/** What a pooled binding hands out (structurally PAI's `ProvisionedResource`). */
+export interface PooledResource<FACADE, SCOPE> {
+  /** The facade of the running container. @throws PoolError `CONTAINER_FAILED` while hibernated (wake first). */
+  readonly facade: FACADE;
+  /** The container id. */
+  readonly resourceId: string;
+  readonly meta: { poolId: string; image: string };
+  /** Removes the container (running or hibernated). */
+  release(): Promise<void>;
+  /** The facade bound to one run (see `facade`). */
+  bind(scope: SCOPE): FACADE;
+  readonly hibernation: PooledHibernation;
 }
 
 /** A lease as recorded by whoever provisioned it (structurally PAI's `LeaseRecord`). */
@@ -81,7 +125,10 @@ export interface PooledBinding<RESOURCE> {
    */
   start(context?: BindingStartContext): Promise<void>;
   provision(request: { leaseKey: string; signal: AbortSignal }): Promise<RESOURCE>;
-  /** Adopts the container recorded on `lease` (after a restart); `undefined` when it is gone or not this pool's. */
+  /**
+   * Adopts the container recorded on `lease` (after a restart), running or hibernated (stopped: woken on its
+   * first use); `undefined` when it is gone or not this pool's.
+   */
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
   /**
    * Removes the managed containers of this binding's engine that no kept lease names and whose owner is known
@@ -119,9 +166,9 @@ export function asCapabilityBinding<RESOURCE, NAME extends string>(
  * and warmed once on first use, each provisioning takes a fresh container (an abort leaves none behind), a
  * restarted process adopts the containers its leases recorded, and closing removes the rest.
  */
-export function createPooledBinding<STATE, RESOURCE>(
-  options: PooledBindingOptions<STATE, RESOURCE>,
-): PooledBinding<RESOURCE> {
+export function createPooledBinding<STATE, FACADE, SCOPE>(
+  options: PooledBindingOptions<STATE, FACADE, SCOPE>,
+): PooledBinding<PooledResource<FACADE, SCOPE>> {
   let pool: ContainerPool<STATE> | undefined;
   let image: string | undefined;
   let poolId: string | undefined;
@@ -157,6 +204,10 @@ export function createPooledBinding<STATE, RESOURCE>(
         ...(options.pool?.acquireTimeoutMs !== undefined
           ? { acquireTimeoutMs: options.pool.acquireTimeoutMs }
           : {}),
+        ...(options.pool?.hibernateAfterMs !== undefined
+          ? { hibernateAfterMs: options.pool.hibernateAfterMs }
+          : {}),
+        ...(options.pool?.maxHibernated !== undefined ? { maxHibernated: options.pool.maxHibernated } : {}),
         ...(tuning.maxConcurrentCreates !== undefined
           ? { maxConcurrentCreates: tuning.maxConcurrentCreates }
           : {}),
@@ -190,8 +241,47 @@ export function createPooledBinding<STATE, RESOURCE>(
     return pool;
   }
 
-  const resourceOf = (lease: Lease<STATE>) =>
-    options.resourceOf(lease, { image: image ?? "", poolId: poolId ?? "" });
+  /** The resource over `lease`: its facade is made from the lease's current state, again after each wake. */
+  function resourceOf(lease: Lease<STATE>): PooledResource<FACADE, SCOPE> {
+    const pool = { image: image ?? "", poolId: poolId ?? "" };
+    let made: { state: STATE; facade: ReturnType<typeof options.facadeOf> } | undefined;
+    const current = () => {
+      if (lease.hibernated) {
+        throw new PoolError(
+          "CONTAINER_FAILED",
+          `${options.name} ${lease.containerId} is hibernated: wake it first`,
+          {
+            details: { containerId: lease.containerId },
+          },
+        );
+      }
+      if (made?.state !== lease.state) made = { state: lease.state, facade: options.facadeOf(lease, pool) };
+      return made.facade;
+    };
+    return {
+      get facade() {
+        return current().facade;
+      },
+      resourceId: lease.containerId,
+      meta: pool,
+      release: () => lease.release(),
+      bind(scope) {
+        const made = current();
+        return made.bind ? made.bind(scope) : made.facade;
+      },
+      hibernation: {
+        async wake(signal) {
+          try {
+            return (await lease.wake({ signal })) ? "woken" : "running";
+          } catch (error) {
+            if (PoolError.hasCode(error, "NOT_FOUND")) return "gone";
+            throw error;
+          }
+        },
+        idle: () => lease.idle(),
+      },
+    };
+  }
 
   return {
     start,

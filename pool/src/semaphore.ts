@@ -1,7 +1,10 @@
 /** A counting semaphore whose waits can be aborted. Internal. */
 export interface Semaphore {
-  /** Waits for a permit. Rejects with the signal's reason when `signal` aborts first. */
-  acquire(signal?: AbortSignal): Promise<void>;
+  /**
+   * Waits for a permit. Rejects with the signal's reason when `signal` aborts first. `first` queues the wait
+   * ahead of the others (a woken lease goes before the pool's own refills).
+   */
+  acquire(signal?: AbortSignal, options?: { first?: boolean }): Promise<void>;
   /** Takes a permit even when none is free (the count may go above the limit). */
   forceAcquire(): void;
   release(): void;
@@ -27,7 +30,7 @@ export function createSemaphore(permits: number): Semaphore {
     get waiting() {
       return waiters.length;
     },
-    acquire(signal) {
+    acquire(signal, options) {
       if (signal?.aborted) return Promise.reject(signal.reason);
       if (inUse < permits && waiters.length === 0) {
         inUse++;
@@ -45,7 +48,8 @@ export function createSemaphore(permits: number): Semaphore {
             resolve();
           },
         };
-        waiters.push(waiter);
+        if (options?.first) waiters.unshift(waiter);
+        else waiters.push(waiter);
         signal?.addEventListener("abort", onAbort, { once: true });
       });
     },

@@ -209,7 +209,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
     }
   }
 
-  const pooled = createPooledBinding<BrowserState, ProvisionedBrowser>({
+  const pooled = createPooledBinding<BrowserState, BrowserFacade, Parameters<ProvisionedBrowser["bind"]>[0]>({
     name: "browser",
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
@@ -251,7 +251,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         healthCheck: ({ state }) => state?.connection.isConnected() === true,
       };
     },
-    resourceOf(lease, pool) {
+    facadeOf(lease, pool) {
       const { connection, proxy, audience } = lease.state;
       const facade = createBrowserFacade({
         connection,
@@ -262,9 +262,6 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
       });
       return {
         facade,
-        resourceId: lease.containerId,
-        meta: { poolId: pool.poolId, image: pool.image },
-        release: () => lease.release(),
         bind: ({ signal, report }) => {
           const bound = bindBrowserFacade(facade, signal);
           return report ? audience.during(bound, report) : bound;

@@ -211,7 +211,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
     }
   }
 
-  const pooled = createPooledBinding<SandboxState, ProvisionedSandbox>({
+  const pooled = createPooledBinding<SandboxState, SandboxFacade, Parameters<ProvisionedSandbox["bind"]>[0]>({
     name: "sandbox",
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
@@ -244,7 +244,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         ...(useAgent ? { healthCheck: ({ state }) => state?.executor.kind === "agent" } : {}),
       };
     },
-    resourceOf(lease, pool) {
+    facadeOf(lease, pool) {
       const { executor, audience } = lease.state;
       const facade = createSandboxFacade({
         executor,
@@ -257,9 +257,6 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       });
       return {
         facade,
-        resourceId: lease.containerId,
-        meta: { poolId: pool.poolId, image: pool.image },
-        release: () => lease.release(),
         bind: ({ signal, report }) => {
           const bound = bindSandboxFacade(facade, signal);
           // A spawned process reports its connections until it ends.

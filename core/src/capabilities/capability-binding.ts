@@ -21,6 +21,25 @@ export interface ProvisionedResource<FACADE = unknown> {
    * resource made on the run's behalf as a capability status event (`status: "connection"`).
    */
   bind?(scope: { signal: AbortSignal; report?: (event: CapabilityConnectionEvent) => void }): FACADE;
+  /**
+   * A resource that can hibernate while no run uses it (a stopped container: files kept, processes gone, no
+   * longer counted against its pool). The runtime calls `wake` before every facade call and `idle` once no run
+   * of this process uses the lease. Optional: without it the resource simply stays up.
+   */
+  hibernation?: ResourceHibernation;
+}
+
+/** How the runtime drives a resource's hibernation (see `ProvisionedResource.hibernation`). */
+export interface ResourceHibernation {
+  /**
+   * Marks the resource in use (never hibernated until `idle`) and makes sure it runs: a hibernated one is woken
+   * first (the call waits). `"woken"` when it had to (the runtime then binds its facade anew and reports a
+   * `woken` capability status); `"gone"` when the binding removed it while hibernated (over its budget): the
+   * runtime then drops the lease and provisions a new resource.
+   */
+  wake(signal: AbortSignal): Promise<"running" | "woken" | "gone">;
+  /** No run of this process uses the resource now: the binding may hibernate it. */
+  idle(): void;
 }
 
 /** One network connection a resource made (e.g. through a sandbox's egress proxy), reported when it ends. */

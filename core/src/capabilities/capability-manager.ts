@@ -19,13 +19,17 @@ export interface LeaseScope {
 }
 
 /**
- * Provisioning progress of one lease, and the network connections its resource made during the run, as the run
- * streams them (`data-pai-capability` parts).
+ * Provisioning progress of one lease, its wake from hibernation, and the network connections its resource made
+ * during the run, as the run streams them (`data-pai-capability` parts).
  */
 export interface CapabilityStatusEvent {
   capability: string;
   lifetime: CapabilityLifetime;
-  status: "provisioning" | "ready" | "failed" | "connection";
+  /**
+   * `woken`: the resource had hibernated while idle and was started again for this call (`durationMs` the wait);
+   * its files are as they were, processes started before are gone. The model sees it from the next turn on.
+   */
+  status: "provisioning" | "ready" | "failed" | "connection" | "woken";
   resourceId?: string;
   durationMs?: number;
   /** Why it failed, safe to show (the code and the numbers, e.g. the pool's for `POOL_EXHAUSTED`). */
@@ -123,10 +127,13 @@ export class CapabilityManager {
    */
   facade(capability: string, scope: LeaseScope): unknown {
     const methods = new Map<PropertyKey, unknown>();
-    let bound: { resource: ProvisionedResource; facade: Record<PropertyKey, unknown> } | undefined;
-    /** The facade bound to this scope's signal, made once per resource. */
+    let bound:
+      | { resource: ProvisionedResource; source: unknown; facade: Record<PropertyKey, unknown> }
+      | undefined;
+    /** The facade bound to this scope's signal, made once per resource (and again after it woke). */
     const facadeOf = (resource: ProvisionedResource) => {
-      if (bound?.resource !== resource) {
+      const source = resource.facade;
+      if (bound?.resource !== resource || bound.source !== source) {
         const report = (connection: CapabilityConnectionEvent) =>
           scope.onStatus?.({
             capability,
@@ -136,7 +143,7 @@ export class CapabilityManager {
             connection,
           });
         const facade = resource.bind ? resource.bind({ signal: scope.signal, report }) : resource.facade;
-        bound = { resource, facade: facade as Record<PropertyKey, unknown> };
+        bound = { resource, source, facade: facade as Record<PropertyKey, unknown> };
       }
       return bound.facade;
     };
@@ -148,7 +155,7 @@ export class CapabilityManager {
           let method = methods.get(property);
           if (!method) {
             method = async (...args: unknown[]) => {
-              const facade = facadeOf(await this.acquire(capability, scope));
+              const facade = facadeOf(await this.#awake(capability, scope));
               const member = facade[property];
               if (typeof member !== "function") return member;
               return member.apply(facade, args);
@@ -159,6 +166,42 @@ export class CapabilityManager {
         },
       },
     );
+  }
+
+  /**
+   * The resource for `capability` in `scope`, running: a hibernated one is woken (reported as `woken`), one the
+   * binding removed while hibernated is replaced by a new one.
+   */
+  async #awake(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
+    for (;;) {
+      const resource = await this.acquire(capability, scope);
+      if (!resource.hibernation) return resource;
+      const startedAt = Date.now();
+      const woke = await resource.hibernation.wake(scope.signal);
+      if (woke === "woken") {
+        scope.onStatus?.({
+          capability,
+          lifetime: this.lifetimeOf(capability),
+          status: "woken",
+          resourceId: resource.resourceId,
+          durationMs: Date.now() - startedAt,
+        });
+      }
+      if (woke !== "gone") return resource;
+      await this.#dropGone(capability, scope, resource);
+    }
+  }
+
+  /** Forgets a lease whose resource the binding removed while it hibernated (its record too). */
+  async #dropGone(capability: string, scope: LeaseScope, resource: ProvisionedResource): Promise<void> {
+    const lifetime = this.lifetimeOf(capability);
+    const key = this.#leaseKeyFor(lifetime, scope);
+    const id = leaseId(capability, lifetime, key);
+    const lease = this.#leases.get(id);
+    if (lease?.settled !== resource) return; // another call replaced it already
+    this.#leases.delete(id);
+    await resource.release().catch(() => undefined);
+    await this.#store.deleteLease(capability, lifetime, key);
   }
 
   /** The resource for `capability` in `scope`, provisioning it if needed (concurrent callers share one). */
@@ -191,6 +234,7 @@ export class CapabilityManager {
       created.resource.then(
         (resource) => {
           created.settled = resource;
+          if (created.users.size === 0) resource.hibernation?.idle(); // its run ended meanwhile
           scope.onStatus?.({
             capability,
             lifetime,
@@ -393,6 +437,7 @@ export class CapabilityManager {
       const reattached = await this.#reattach(binding, record, AbortSignal.timeout(REATTACH_TIMEOUT_MS));
       if (reattached && !this.#leases.has(id)) {
         keep.add(reattached.resourceId);
+        reattached.hibernation?.idle(); // no run uses it yet
         this.#leases.set(id, {
           capability: record.capability,
           lifetime: record.lifetime,
@@ -462,9 +507,12 @@ export class CapabilityManager {
     }
   }
 
-  /** The run no longer uses its leases; its `run` leases are released. */
+  /** The run no longer uses its leases (those no other run uses may hibernate); its `run` leases are released. */
   async endRun(runId: string): Promise<void> {
-    for (const lease of this.#leases.values()) lease.users.delete(runId);
+    for (const lease of this.#leases.values()) {
+      if (!lease.users.delete(runId) || lease.users.size > 0) continue;
+      lease.settled?.hibernation?.idle();
+    }
     await this.#releaseWhere((lease) => lease.lifetime === "run" && lease.key === runId);
   }
 

@@ -6,6 +6,7 @@ import {
   type ModelMessage,
   streamText,
 } from "ai";
+import { capabilityNoteForModel } from "../capabilities/capability-note-for-model.ts";
 import type { PreparedRun } from "./prepare-run.ts";
 import { redactedMessage } from "./redaction.ts";
 import { resolveActiveTools } from "./resolve-enabled.ts";
@@ -33,6 +34,7 @@ export async function streamRun(run: PreparedRun, model: LanguageModel): Promise
   const modelMessages = await convertToModelMessages(transcript.messages, {
     tools,
     ignoreIncompleteToolCalls: true,
+    convertDataPart: capabilityNoteForModel,
   });
   const result = streamText({
     model,

@@ -47,6 +47,7 @@ export interface FakeDriverOptions {
 export interface FakeDriverCalls {
   create: number;
   start: number;
+  stop: number;
   remove: number;
   inspect: number;
   list: number;
@@ -103,7 +104,7 @@ function matches(labels: Record<string, string>, filter: LabelFilter): boolean {
 export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
   const containers = new Map<string, FakeContainer>();
   const subscribers = new Set<{ filter: LabelFilter; onEvent: (event: ContainerEvent) => void }>();
-  const calls: FakeDriverCalls = { create: 0, start: 0, remove: 0, inspect: 0, list: 0, exec: 0 };
+  const calls: FakeDriverCalls = { create: 0, start: 0, stop: 0, remove: 0, inspect: 0, list: 0, exec: 0 };
   let failCreate = options.failCreate;
   let unavailable = false;
   let inFlightCreates = 0;
@@ -180,6 +181,17 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
       await delay(options.startDelayMs ?? 0, callOptions.signal);
       checkAvailable();
       get(id).status = "running";
+    },
+
+    async stop(id, callOptions = {}) {
+      calls.stop++;
+      await delay(0, callOptions.signal);
+      checkAvailable();
+      const container = get(id);
+      if (container.status === "running") {
+        container.status = "exited";
+        container.exitCode = 143;
+      }
     },
 
     async remove(id) {
