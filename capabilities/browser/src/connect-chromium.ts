@@ -139,7 +139,16 @@ export async function connectChromium(options: ConnectChromiumOptions): Promise<
       close() {
         closing ??= (async () => {
           const timer = new Promise<void>((resolve) => setTimeout(resolve, 5_000).unref());
-          if (browser.isConnected()) await Promise.race([browser.close().catch(() => undefined), timer]);
+          // Chromium's own shutdown writes its profile (cookies, localStorage) to disk: a hibernated browser
+          // wakes with it. A signal would end it before it commits.
+          if (browser.isConnected()) {
+            const shutdown = browser
+              .newBrowserCDPSession()
+              .then((session) => session.send("Browser.close"))
+              .then(() => exited)
+              .catch(() => undefined);
+            await Promise.race([shutdown, timer]);
+          }
           stop();
           await live.close();
         })();

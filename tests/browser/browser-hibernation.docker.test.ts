@@ -1,0 +1,71 @@
+// A browser hibernates like a sandbox: its container is stopped while idle and started again on use, and its
+// Chromium profile (cookies, localStorage) is kept. The page is served by this test on the host's 127.0.0.1.
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { dockerBrowser } from "@pai/browser";
+import { createDockerDriver, poolLabels } from "@pai/pool";
+import { describe, expect, it } from "vitest";
+
+const image = process.env.PAI_BROWSER_IMAGE ?? "pai/browser:latest";
+const dockerOptedOut = process.env.PAI_DOCKER_TESTS === "0" && process.env.CI !== "true";
+const driver = createDockerDriver();
+
+async function poolContainers(poolId: string): Promise<string[]> {
+  const rows = await driver.list({ labels: { [poolLabels.pool]: poolId } });
+  return rows.map((row) => row.id).sort();
+}
+
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe.skipIf(dockerOptedOut)("browser hibernation on the real engine", () => {
+  it("keeps the profile (a cookie and localStorage) across hibernate and wake", async () => {
+    const server = createServer((_request, response) => {
+      response.writeHead(200, { "content-type": "text/html" }).end("<title>store</title><p>here</p>");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const poolId = `test-browser-hibernate-${randomBytes(3).toString("hex")}`;
+    const binding = dockerBrowser({
+      image,
+      poolId,
+      pool: { min: 0, max: 2, hibernateAfterMs: 300 },
+      network: { allow: [new URL(origin).host] },
+    });
+    const signal = new AbortController().signal;
+    let resource: Awaited<ReturnType<typeof binding.provision>> | undefined;
+    try {
+      resource = await binding.provision({ leaseKey: "user:u1", lifetime: "user", signal });
+      expect(await resource.hibernation?.wake(signal)).toBe("running");
+      const page = resource.bind({ signal });
+      await page.goto(`${origin}/`);
+      await page.evaluate(
+        `localStorage.setItem("kept", "yes"); document.cookie = "session=abc; max-age=3600; path=/"; true`,
+      );
+      resource.hibernation?.idle();
+      await waitFor(() => binding.metrics()?.hibernated === 1, "hibernation");
+      expect((await driver.inspect(resource.resourceId)).running).toBe(false);
+
+      expect(await resource.hibernation?.wake(signal)).toBe("woken");
+      const woken = resource.bind({ signal });
+      await woken.goto(`${origin}/`);
+      expect(await woken.evaluate(`localStorage.getItem("kept")`)).toBe("yes");
+      expect(await woken.evaluate("document.cookie")).toContain("session=abc");
+    } finally {
+      await resource?.release();
+      await binding.close();
+      server.close();
+      try {
+        expect(await poolContainers(poolId)).toEqual([]);
+      } finally {
+        for (const id of await poolContainers(poolId)) await driver.remove(id).catch(() => undefined);
+      }
+    }
+  }, 120_000);
+});
