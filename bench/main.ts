@@ -10,6 +10,7 @@ import { benchConversationBursts } from "./conversation-burst.ts";
 import { benchDirectoryUpload } from "./directory-upload.ts";
 import { benchEgressProxy } from "./egress-proxy.ts";
 import { benchFileTransfer } from "./file-transfer.ts";
+import { benchHibernatedMemory, benchWake } from "./hibernation.ts";
 import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
 import { benchPostgresStore } from "./postgres-store.ts";
 import { benchRuntimeOverhead } from "./runtime-overhead.ts";
@@ -50,6 +51,8 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["file transfer", () => benchFileTransfer({ rounds: quick ? 1 : 3, megabytes: 100 })],
   ["directory upload", () => benchDirectoryUpload({ rounds: quick ? 3 : 9 })],
   ["idle memory", () => benchIdleSandboxMemory({ count: quick ? 4 : 8 })],
+  ["wake", () => benchWake({ rounds: quick ? 10 : 30 })],
+  ["hibernated memory", () => benchHibernatedMemory({ count: quick ? 8 : 16 })],
   ["file frames", () => benchSmallFileFrames({ rounds: quick ? 40 : 200 })],
   ["egress", () => benchEgressProxy({ rounds: quick ? 2 : 5, megabytes: 256 })],
   ["vitest fixture", () => benchVitestFixture({ rounds: quick ? 5 : 15 })],

@@ -654,3 +654,110 @@ describe("connection reports", () => {
     });
   });
 });
+
+describe("hibernating resources", () => {
+  /** A binding whose resources hibernate by hand: `sleep(id)` stops one, `remove(id)` removes a sleeping one. */
+  function hibernatingBinding() {
+    const state = new Map<string, "running" | "hibernated" | "gone">();
+    const idles: string[] = [];
+    const released: string[] = [];
+    const wakes = new Map<string, number>();
+    let seq = 0;
+    const resourceOf = (id: string) => ({
+      get facade(): Counter {
+        if (state.get(id) !== "running") throw new Error(`${id} is not running`);
+        const generation = wakes.get(id) ?? 0;
+        return { next: async () => generation * 100 + 1 };
+      },
+      resourceId: id,
+      release: async () => {
+        released.push(id);
+        state.delete(id);
+      },
+      hibernation: {
+        async wake() {
+          const now = state.get(id);
+          if (now === "gone" || now === undefined) return "gone" as const;
+          if (now === "running") return "running" as const;
+          state.set(id, "running");
+          wakes.set(id, (wakes.get(id) ?? 0) + 1);
+          return "woken" as const;
+        },
+        idle: () => idles.push(id),
+      },
+    });
+    const binding: CapabilityBinding<Counter> = {
+      kind: "pai.capability-binding",
+      capability: "counter",
+      async provision() {
+        const id = `h${++seq}`;
+        state.set(id, "running");
+        return resourceOf(id);
+      },
+      async close() {},
+    };
+    return {
+      binding,
+      idles,
+      released,
+      sleep: (id: string) => state.set(id, "hibernated"),
+      remove: (id: string) => state.set(id, "gone"),
+    };
+  }
+
+  function statuses(messages: Array<{ parts: Array<Record<string, unknown>> }>) {
+    return messages
+      .flatMap((message) => message.parts)
+      .filter((part) => part.type === "data-pai-capability")
+      .map((part) => part.data as Record<string, unknown>);
+  }
+
+  function outputs(messages: Array<{ parts: Array<Record<string, unknown>> }>) {
+    return messages
+      .flatMap((message) => message.parts)
+      .filter((part) => part.type === "tool-count" && part.state === "output-available")
+      .map((part) => part.output);
+  }
+
+  it("marks a resource idle when its run ends, wakes it on the next call (woken, facade rebound) and replaces a removed one", async () => {
+    const fake = hibernatingBinding();
+    const model = createScriptedModel({
+      steps: [],
+      fallback: (call) =>
+        call.prompt.at(-1)?.role === "tool"
+          ? { text: "done" }
+          : { toolCalls: [{ toolName: "count", input: {} }] },
+    });
+    await using runtime = createAgentRuntime({
+      pai: createPai({ agents: { a: defineAgent({ tools: { count } }) } }),
+      store: createMemoryThreadStore(),
+      model,
+      capabilities: { counter: fake.binding },
+    });
+    const identity = { userId: "u" };
+    const first = await (await runtime.run({ agentId: "a", identity, message: "go" })).done;
+    expect(outputs(first.messages)).toEqual([{ value: 1 }]);
+    expect(fake.idles).toEqual(["h1"]);
+
+    fake.sleep("h1");
+    const second = await (
+      await runtime.run({ agentId: "a", identity, threadId: first.threadId, message: "go" })
+    ).done;
+    expect(outputs(second.messages).at(-1)).toEqual({ value: 101 });
+    expect(statuses(second.messages).filter((s) => s.status === "woken")).toMatchObject([
+      { capability: "counter", lifetime: "thread", status: "woken", resourceId: "h1" },
+    ]);
+    expect(fake.idles).toEqual(["h1", "h1"]);
+
+    fake.remove("h1");
+    const third = await (
+      await runtime.run({ agentId: "a", identity, threadId: first.threadId, message: "go" })
+    ).done;
+    expect(outputs(third.messages).at(-1)).toEqual({ value: 1 });
+    expect(fake.released).toContain("h1");
+    expect(runtime.leases()).toMatchObject([{ resourceId: "h2" }]);
+    expect(await runtime.store.listLeases({ capability: "counter" })).toMatchObject([{ resourceId: "h2" }]);
+    // The model is told about the wake from the next turn on.
+    expect(JSON.stringify(model.doStreamCalls.at(-2)?.prompt)).toContain("had hibernated while idle");
+  });
+});
