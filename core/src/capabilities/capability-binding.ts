@@ -23,8 +23,8 @@ export interface ProvisionedResource<FACADE = unknown> {
   bind?(scope: { signal: AbortSignal; report?: (event: CapabilityConnectionEvent) => void }): FACADE;
   /**
    * A resource that can hibernate while no run uses it (a stopped container: files kept, processes gone, no
-   * longer counted against its pool). The runtime calls `wake` before every facade call and `idle` once no run
-   * of this process uses the lease. Optional: without it the resource simply stays up.
+   * longer counted against its pool). The runtime calls `wake` before every facade call and, for `thread` and
+   * `user` leases, `idle` once no run of this process uses the lease. Optional: without it the resource simply stays up.
    */
   hibernation?: ResourceHibernation;
 }

@@ -234,7 +234,7 @@ export class CapabilityManager {
       created.resource.then(
         (resource) => {
           created.settled = resource;
-          if (created.users.size === 0) resource.hibernation?.idle(); // its run ended meanwhile
+          if (created.users.size === 0 && hibernates(lifetime)) resource.hibernation?.idle(); // its run ended
           scope.onStatus?.({
             capability,
             lifetime,
@@ -507,10 +507,13 @@ export class CapabilityManager {
     }
   }
 
-  /** The run no longer uses its leases (those no other run uses may hibernate); its `run` leases are released. */
+  /**
+   * The run no longer uses its leases (`thread`/`user` ones no other run uses may hibernate); its `run` leases are
+   * released.
+   */
   async endRun(runId: string): Promise<void> {
     for (const lease of this.#leases.values()) {
-      if (!lease.users.delete(runId) || lease.users.size > 0) continue;
+      if (!lease.users.delete(runId) || lease.users.size > 0 || !hibernates(lease.lifetime)) continue;
       lease.settled?.hibernation?.idle();
     }
     await this.#releaseWhere((lease) => lease.lifetime === "run" && lease.key === runId);
@@ -604,6 +607,11 @@ export class CapabilityManager {
         return this.#owners.ownerId;
     }
   }
+}
+
+/** Only conversation-scoped resources hibernate: `run` ones end with their run, `process` ones stay up. */
+function hibernates(lifetime: CapabilityLifetime): boolean {
+  return lifetime === "thread" || lifetime === "user";
 }
 
 function leaseId(capability: string, lifetime: CapabilityLifetime, key: string): string {
