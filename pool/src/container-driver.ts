@@ -28,6 +28,16 @@ export interface ContainerSummary {
   state: string;
 }
 
+/** What the engine reports about itself (`docker info`): what placement on several engines weighs. */
+export interface EngineInfo {
+  /** Memory of the engine's host. */
+  memoryBytes: number;
+  /** CPUs of the engine's host. */
+  cpus: number;
+  /** Containers running on the engine now, every owner's. */
+  containersRunning: number;
+}
+
 /** Selects containers by labels (every pair must match). */
 export interface LabelFilter {
   labels: Readonly<Record<string, string>>;
@@ -160,4 +170,6 @@ export interface ContainerDriver {
   events(filter: LabelFilter, onEvent: (event: ContainerEvent) => void): () => void;
   /** @throws PoolError `DOCKER_UNAVAILABLE` when the engine does not answer. */
   ping(options?: { signal?: AbortSignal }): Promise<void>;
+  /** The engine's host and load (`GET /info`). */
+  info(options?: { signal?: AbortSignal }): Promise<EngineInfo>;
 }

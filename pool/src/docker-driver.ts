@@ -7,6 +7,7 @@ import type {
   ContainerInspection,
   ContainerSummary,
   DiskUsage,
+  EngineInfo,
   ExecDuplexOptions,
   ExecOptions,
   ExecResult,
@@ -14,21 +15,17 @@ import type {
   LabelFilter,
 } from "./container-driver.ts";
 import { type ContainerSpec, type ResolvedContainerSpec, resolveContainerSpec } from "./container-spec.ts";
+import { type DockerEngineConnection, toDockerodeConnection } from "./docker-engine-connection.ts";
 import { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
 import { ensureHostsFile } from "./hosts-file-volume.ts";
 import { PoolError } from "./pool-error.ts";
 import { createTailBuffer } from "./tail-buffer.ts";
 
-/** Where the Docker engine is. With no option set, `DOCKER_HOST` (or the default socket) is used. */
-export interface DockerDriverOptions {
-  /** Unix socket of the engine, e.g. `/var/run/docker.sock`. */
-  socketPath?: string;
-  /** TCP host of the engine (then `port` and `protocol` apply). */
-  host?: string;
-  port?: number | string;
-  protocol?: "http" | "https";
-  /** Pins the Engine API version (e.g. `v1.41`); by default the engine's own is used. */
-  version?: string;
+/**
+ * Where the Docker engine is (a socket, TCP with TLS, or SSH: see {@link DockerEngineConnection}) and how the
+ * driver uses it. With no connection option set, `DOCKER_HOST` (or the default socket) is used.
+ */
+export interface DockerDriverOptions extends DockerEngineConnection {
   /**
    * Timeout of each non-streaming API request in milliseconds.
    * @default 60000
@@ -258,18 +255,15 @@ async function exitCodeOf(exec: Docker.Exec): Promise<{ running: boolean; exitCo
  *
  * @example
  * const driver = createDockerDriver();            // DOCKER_HOST or /var/run/docker.sock
+ * const remote = createDockerDriver({ host: "10.0.0.5", port: 2376, ca, cert, key }); // TCP + TLS
  * await driver.ping();
  * const { id } = await driver.create({ image: "pai/sandbox:latest" }, { "pai.managed": "true" });
  */
 export function createDockerDriver(options: DockerDriverOptions = {}): ContainerDriver {
   const docker = new Docker({
-    ...(options.socketPath !== undefined ? { socketPath: options.socketPath } : {}),
-    ...(options.host !== undefined ? { host: options.host } : {}),
-    ...(options.port !== undefined ? { port: options.port } : {}),
-    ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
-    ...(options.version !== undefined ? { version: options.version } : {}),
+    ...toDockerodeConnection(options),
     timeout: options.requestTimeoutMs ?? 60_000,
-  });
+  } as Docker.DockerOptions);
 
   async function startExec(
     id: string,
@@ -686,6 +680,26 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
               },
             );
           }
+        },
+        callOptions.signal,
+      );
+    },
+
+    info(callOptions = {}) {
+      return call(
+        "engine info",
+        {},
+        async (): Promise<EngineInfo> => {
+          // dockerode's typings omit the options argument its `info` takes.
+          const info = (await (docker.info as unknown as (options: object) => Promise<unknown>).call(
+            docker,
+            callOptions.signal ? { abortSignal: callOptions.signal } : {},
+          )) as { MemTotal?: number; NCPU?: number; ContainersRunning?: number };
+          return {
+            memoryBytes: info.MemTotal ?? 0,
+            cpus: info.NCPU ?? 0,
+            containersRunning: info.ContainersRunning ?? 0,
+          };
         },
         callOptions.signal,
       );

@@ -10,10 +10,13 @@ import {
   asCapabilityBinding,
   type ContainerDriver,
   type ContainerLimits,
-  type ContainerPoolMetrics,
   type ContainerSpec,
-  createDockerDriver,
   createPooledBinding,
+  type DockerEngine,
+  dockerPoolEngines,
+  type MultiEnginePoolEventMap,
+  type MultiEnginePoolMetrics,
+  type PoolEvents,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
 } from "@pai/pool";
@@ -47,6 +50,12 @@ export interface DockerBrowserOptions {
   idleTtlMs?: number;
   /** The engine. @default createDockerDriver() (DOCKER_HOST or the default socket) */
   driver?: ContainerDriver;
+  /**
+   * Several engines (instead of `driver`): each new browser goes to the reachable engine with the most free
+   * capacity; `pool.min` and `pool.max` count per engine. The lease records the engine (`meta.engine`) for a
+   * restarted process; a browser whose engine stops answering is lost (`CONTAINER_LOST` naming the engine).
+   */
+  engines?: readonly DockerEngine[];
   /**
    * The pool's `pai.pool` label: a restarted process finds its containers (to reattach or reap) by it. Two live
    * processes (or two bindings) on one engine must not share it, as each reaps what it does not own.
@@ -85,8 +94,10 @@ export interface DockerBrowserBinding extends CapabilityBinding<BrowserFacade> {
   readonly poolId: string | undefined;
   /** The image, once started. */
   readonly image: string | undefined;
-  /** The pool's metrics, once started. */
-  metrics(): ContainerPoolMetrics | undefined;
+  /** The pool's metrics (summed, and per engine: status, free capacity, lost leases), once started. */
+  metrics(): MultiEnginePoolMetrics | undefined;
+  /** The pool's events: `engine` (an engine became reachable or unreachable), `lost` (a lease was lost), `error`. */
+  readonly events: PoolEvents<MultiEnginePoolEventMap>;
 }
 
 const MIN_SHM_BYTES = 256 * 1024 * 1024;
@@ -109,10 +120,11 @@ const DEFAULT_LIMITS = { memoryBytes: 1024 ** 3, nanoCpus: 1_000_000_000, pidsLi
  * });
  */
 export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowserBinding {
-  const driver = options.driver ?? createDockerDriver();
+  const engines = dockerPoolEngines({ engines: options.engines, driver: options.driver });
   const timeoutMs = options.timeoutMs ?? 30_000;
   const pooled = createPooledBinding<ChromiumConnection, ProvisionedBrowser>({
     name: "browser",
+    engines,
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
@@ -136,10 +148,9 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
       };
       return {
         image,
-        driver,
         spec,
         // A container counts as warm once its Chromium listens and Playwright is attached.
-        setup: ({ containerId, signal }) =>
+        setup: ({ containerId, driver, signal }) =>
           connectChromium({ driver, containerId, signal, timeoutMs: 30_000 }),
         teardown: ({ state }) => state?.close(),
       };

@@ -12,10 +12,13 @@ import {
   asCapabilityBinding,
   type ContainerDriver,
   type ContainerLimits,
-  type ContainerPoolMetrics,
   type ContainerSpec,
-  createDockerDriver,
   createPooledBinding,
+  type DockerEngine,
+  dockerPoolEngines,
+  type MultiEnginePoolEventMap,
+  type MultiEnginePoolMetrics,
+  type PoolEvents,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
   poolLabels,
@@ -55,6 +58,13 @@ export interface DockerSandboxOptions {
   idleTtlMs?: number;
   /** The engine. @default createDockerDriver() (DOCKER_HOST or the default socket) */
   driver?: ContainerDriver;
+  /**
+   * Several engines (instead of `driver`): a socket, TCP with TLS, or SSH each. Each new sandbox goes to the
+   * reachable engine with the most free capacity; `pool.min` and `pool.max` count per engine. The lease records
+   * the engine (`meta.engine`), so a restarted process reattaches the sandbox there. When an engine stops
+   * answering its sandboxes are lost: their calls fail with `CONTAINER_LOST` naming the engine.
+   */
+  engines?: readonly DockerEngine[];
   /**
    * The pool's `pai.pool` label: a restarted process finds its containers (to reattach or reap) by it. Two live
    * processes (or two bindings) on one engine must not share it, as each reaps what it does not own.
@@ -96,8 +106,10 @@ export interface DockerSandboxBinding extends CapabilityBinding<SandboxFacade> {
   readonly poolId: string | undefined;
   /** The image, once started. */
   readonly image: string | undefined;
-  /** The pool's metrics, once started. */
-  metrics(): ContainerPoolMetrics | undefined;
+  /** The pool's metrics (summed, and per engine: status, free capacity, lost leases), once started. */
+  metrics(): MultiEnginePoolMetrics | undefined;
+  /** The pool's events: `engine` (an engine became reachable or unreachable), `lost` (a lease was lost), `error`. */
+  readonly events: PoolEvents<MultiEnginePoolEventMap>;
 }
 
 const WORKSPACE = "/workspace";
@@ -109,8 +121,8 @@ let agentArchive: Promise<Buffer> | undefined;
  * mounts it writable, the binary goes in through the archive API, and the container is removed (the named
  * volume stays). Its name carries the binary's hash, so a new build gets a new volume.
  */
-async function ensureAgentVolume(driver: ContainerDriver, image: string, archive: Buffer): Promise<string> {
-  const name = `pai-agent-${createHash("sha256").update(archive).digest("hex").slice(0, 12)}`;
+async function ensureAgentVolume(driver: ContainerDriver, image: string, archive: Buffer): Promise<void> {
+  const name = agentVolumeName(archive);
   const { id } = await driver.create(
     { image, writablePaths: [], sharedVolumes: [{ name, target: AGENT_DIRECTORY, readOnly: false }] },
     { [poolLabels.managed]: "true", "pai.purpose": "agent-volume" },
@@ -127,7 +139,10 @@ async function ensureAgentVolume(driver: ContainerDriver, image: string, archive
   } finally {
     await driver.remove(id).catch(() => undefined);
   }
-  return name;
+}
+
+function agentVolumeName(archive: Buffer): string {
+  return `pai-agent-${createHash("sha256").update(archive).digest("hex").slice(0, 12)}`;
 }
 
 function loadAgentArchive(): Promise<Buffer> {
@@ -165,19 +180,18 @@ function loadAgentArchive(): Promise<Buffer> {
  * });
  */
 export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandboxBinding {
-  const driver = options.driver ?? createDockerDriver();
+  const engines = dockerPoolEngines({ engines: options.engines, driver: options.driver });
+  const useAgent = (options.executor ?? "agent") === "agent";
   const pooled = createPooledBinding<CommandExecutor, ProvisionedSandbox>({
     name: "sandbox",
+    engines,
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
     closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultSandboxImage());
-      const useAgent = (options.executor ?? "agent") === "agent";
-      const agentVolume = useAgent
-        ? await ensureAgentVolume(driver, image, await loadAgentArchive())
-        : undefined;
+      const agentVolume = useAgent ? agentVolumeName(await loadAgentArchive()) : undefined;
       const spec: ContainerSpec = {
         image,
         env: { HOME: WORKSPACE, ...(options.env ?? {}) },
@@ -191,12 +205,11 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       };
       return {
         image,
-        driver,
         spec,
         teardown: ({ state }) => state?.close(),
         ...(agentVolume
           ? {
-              setup: ({ containerId, signal, adopted }) =>
+              setup: ({ containerId, driver, signal, adopted }) =>
                 createAgentExecutor({
                   driver,
                   containerId,
@@ -209,13 +222,16 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
               // A warm container is healthy while its agent is connected: no Docker round trip on borrow.
               healthCheck: ({ state }) => (state as { connected?: boolean } | undefined)?.connected === true,
             }
-          : { setup: ({ containerId }) => createDockerExecExecutor({ driver, containerId }) }),
+          : { setup: ({ containerId, driver }) => createDockerExecExecutor({ driver, containerId }) }),
       };
+    },
+    async prepareEngine({ driver, image }) {
+      if (useAgent) await ensureAgentVolume(driver, image, await loadAgentArchive());
     },
     resourceOf(lease, pool) {
       const facade = createSandboxFacade({
         executor: lease.state,
-        driver,
+        driver: lease.driver,
         containerId: lease.containerId,
         image: pool.image,
         workspace: WORKSPACE,

@@ -4,6 +4,7 @@ import type {
   ContainerDriver,
   ContainerEvent,
   ContainerInspection,
+  EngineInfo,
   ExecOptions,
   ExecResult,
   ExecSession,
@@ -39,6 +40,11 @@ export interface FakeDriverOptions {
    * Replaceable later with `setFailCreate`.
    */
   failCreate?: (attempt: number) => Error | boolean | undefined;
+  /**
+   * The engine's host as `info` reports it (`containersRunning` is counted from the fake's containers).
+   * @default 8 GiB and 4 CPUs
+   */
+  host?: { memoryBytes?: number; cpus?: number };
   /** Answers `exec`. @default exit 0 with empty output */
   onExec?: (container: FakeContainer, options: ExecOptions) => ExecResult | Promise<ExecResult>;
 }
@@ -51,6 +57,8 @@ export interface FakeDriverCalls {
   inspect: number;
   list: number;
   exec: number;
+  ping: number;
+  info: number;
 }
 
 /** An in-memory {@link ContainerDriver} for unit tests, with failure injection and counters. */
@@ -103,7 +111,16 @@ function matches(labels: Record<string, string>, filter: LabelFilter): boolean {
 export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
   const containers = new Map<string, FakeContainer>();
   const subscribers = new Set<{ filter: LabelFilter; onEvent: (event: ContainerEvent) => void }>();
-  const calls: FakeDriverCalls = { create: 0, start: 0, remove: 0, inspect: 0, list: 0, exec: 0 };
+  const calls: FakeDriverCalls = {
+    create: 0,
+    start: 0,
+    remove: 0,
+    inspect: 0,
+    list: 0,
+    exec: 0,
+    ping: 0,
+    info: 0,
+  };
   let failCreate = options.failCreate;
   let unavailable = false;
   let inFlightCreates = 0;
@@ -287,7 +304,18 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
     },
 
     async ping() {
+      calls.ping++;
       checkAvailable();
+    },
+
+    async info(): Promise<EngineInfo> {
+      calls.info++;
+      checkAvailable();
+      return {
+        memoryBytes: options.host?.memoryBytes ?? 8 * 1024 ** 3,
+        cpus: options.host?.cpus ?? 4,
+        containersRunning: [...containers.values()].filter((c) => c.status === "running").length,
+      };
     },
 
     kill(id, killOptions = {}) {
