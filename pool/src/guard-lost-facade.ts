@@ -44,7 +44,8 @@ async function settleOrLose(result: PromiseLike<unknown>, watch: LostWatch): Pro
  * A view of `facade` (a sandbox's, a browser's) that reports a lost container instead of failing obscurely or
  * hanging: once the lease is lost every method rejects at once with the `CONTAINER_LOST` error (naming the
  * engine), a call in flight when it is lost rejects with it right then, and a call that fails while the engine
- * has just gone away is answered with it after a health check.
+ * has just gone away is answered with it after a health check. Methods that return no promise are passed through
+ * until the lease is lost; then every method returns a rejected promise.
  */
 export function guardLostFacade<FACADE extends object>(facade: FACADE, watch: LostWatch): FACADE {
   const methods = new Map<PropertyKey, unknown>();
@@ -55,7 +56,8 @@ export function guardLostFacade<FACADE extends object>(facade: FACADE, watch: Lo
       let method = methods.get(property);
       if (!method) {
         method = (...args: unknown[]) => {
-          watch.lostSignal.throwIfAborted();
+          // Facade methods are async: a lost lease is a rejection, not a synchronous throw.
+          if (watch.lostSignal.aborted) return Promise.reject(watch.lostSignal.reason);
           const result: unknown = value.apply(target, args);
           return isThenable(result) ? settleOrLose(result, watch) : result;
         };

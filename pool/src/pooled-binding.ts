@@ -45,7 +45,8 @@ export interface PooledBindingTuning {
 export interface PooledResource {
   facade: object;
   meta?: Record<string, unknown>;
-  bind?(scope: any): object;
+  /** Takes whatever scope the binding's views take (passed through unchanged). */
+  bind?(scope: never): object;
 }
 
 /** What {@link createPooledBinding} needs to know about one kind of pooled resource. */
@@ -253,7 +254,9 @@ export function createPooledBinding<STATE, RESOURCE extends PooledResource>(
       ...resource,
       meta: { ...resource.meta, engine: lease.engineId },
       facade: guardLostFacade(resource.facade, lease),
-      ...(bind ? { bind: (scope: unknown) => guardLostFacade(bind.call(resource, scope), lease) } : {}),
+      ...(bind
+        ? { bind: (scope: unknown) => guardLostFacade(bind.call(resource, scope as never), lease) }
+        : {}),
     };
   };
 
