@@ -54,6 +54,7 @@ export interface DockerBrowserOptions {
    * Several engines (instead of `driver`): each new browser goes to the reachable engine with the most free
    * capacity; `pool.min` and `pool.max` count per engine. The lease records the engine (`meta.engine`) for a
    * restarted process; a browser whose engine stops answering is lost (`CONTAINER_LOST` naming the engine).
+   * The engines must run on this host: Chromium's DevTools endpoint is reached on its loopback (network `host`).
    */
   engines?: readonly DockerEngine[];
   /**
