@@ -1,5 +1,6 @@
 // dockerSandbox over several engines: two extra local dockerd instances (scripts/docker-engines-extra), each with
-// its own socket, data root and exec root. One of them is stopped mid-test and started again.
+// its own socket, data root and exec root, one reached through its socket and the other over TCP with mutual TLS
+// (127.0.0.1 only). One of them is stopped mid-test and started again.
 import type { LeaseRecord } from "@pai/core";
 import { PoolError } from "@pai/pool";
 import { type DockerSandboxBinding, dockerSandbox, type ProvisionedSandbox } from "@pai/sandbox";
@@ -27,13 +28,16 @@ afterAll(async () => {
   for (const poolId of poolIds) await removeFromEngines(engines, poolId);
 });
 
-function engineSandbox(poolId: string, min = 1): DockerSandboxBinding {
+/** A binding on both engines: engine-1 through its socket, engine-2 through its socket or over TCP + TLS. */
+function engineSandbox(poolId: string, options: { min?: number; tls?: boolean } = {}): DockerSandboxBinding {
   if (!poolIds.includes(poolId)) poolIds.push(poolId);
+  const [one, two] = engines;
+  if (!one || !two) throw new Error("two engines are needed");
   return dockerSandbox({
     image: engineSandboxImage(),
-    engines: engines.map((engine) => engine.engine),
+    engines: [one.engine, options.tls ? two.tlsEngine() : two.engine],
     poolId,
-    pool: { min, max: 3, acquireTimeoutMs: 60_000 },
+    pool: { min: options.min ?? 1, max: 3, acquireTimeoutMs: 60_000 },
     poolTuning: {
       engineChecks: { intervalMs: 1000, backoff: { initialMs: 250, maxMs: 1000 } },
       createBackoff: { initialMs: 250, maxMs: 1000 },
@@ -65,7 +69,7 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 describe("dockerSandbox on several engines", () => {
   it("keeps containers warm on each engine, spreads sandboxes over them, and reattaches each on its engine after a restart", async () => {
     const poolId = uniquePoolId("engines");
-    const first = engineSandbox(poolId);
+    const first = engineSandbox(poolId, { tls: true });
     let second: DockerSandboxBinding | undefined;
     const leased: ProvisionedSandbox[] = [];
     try {
@@ -76,7 +80,8 @@ describe("dockerSandbox on several engines", () => {
       expect(new Set(leased.map(engineOf))).toEqual(new Set(["engine-1", "engine-2"]));
       for (const sandbox of leased) {
         const on = engine(String(engineOf(sandbox)));
-        // The container is on the engine its lease names, equipped like the main engine (its disk plugin).
+        // The container is on the engine its lease names (engine-2's reached over TLS), equipped like the main
+        // engine (its disk plugin); commands reach it through its agent.
         expect(await containersOn(on, poolId)).toContain(sandbox.resourceId);
         expect(await on.driver.diskUsage(sandbox.resourceId)).toMatchObject({
           usedBytes: expect.any(Number),
@@ -97,7 +102,7 @@ describe("dockerSandbox on several engines", () => {
       await onTwo.facade.writeFiles([{ path: "notes.txt", content: "kept on engine-2" }]);
       await first.close(); // the process ends; its leased containers stay for the next one
 
-      second = engineSandbox(poolId, 0);
+      second = engineSandbox(poolId, { min: 0, tls: true });
       await second.start?.();
       const now = Date.now();
       const record: LeaseRecord = {
