@@ -160,6 +160,33 @@ describe("createMultiEnginePool placement", () => {
     expect(prepared.sort()).toEqual(["a", "b"]);
     expect(leases.map((lease) => lease.engineId)).toContain("a");
   });
+
+  it("places on the other engines while one cannot be prepared, and reports the preparation's error when none can", async () => {
+    const a = createFakeDriver();
+    const b = createFakeDriver();
+    const broken = new Set(["a"]);
+    const pool = makePool(
+      { a, b },
+      {
+        prepareEngine: async ({ engineId }) => {
+          if (broken.has(engineId)) throw new Error(`no image on ${engineId}`);
+        },
+      },
+    );
+    const leases = await acquireMany(pool, 3);
+    expect(leases.map((lease) => lease.engineId)).toEqual(["b", "b", "b"]);
+    broken.add("b");
+    const other = makePool(
+      { a, b },
+      {
+        poolId: "broken",
+        prepareEngine: async ({ engineId }) => {
+          if (broken.has(engineId)) throw new Error(`no image on ${engineId}`);
+        },
+      },
+    );
+    await expect(other.acquire({ leaseKey: "thread:x" })).rejects.toThrow(/no image on (a|b)/);
+  });
 });
 
 describe("createMultiEnginePool with an engine that stops answering", () => {

@@ -553,17 +553,32 @@ export function createMultiEnginePool<STATE = undefined>(
     const startedAt = performance.now();
     const deadline = AbortSignal.timeout(acquireTimeoutMs);
     await firstChecks;
-    /** Engines that went away while this acquire waited on them. */
+    /** Engines that went away, or could not be prepared, while this acquire tried them. */
     const excluded = new Set<EngineRecord<STATE>>();
     let lastError: unknown;
     for (;;) {
       if (closed) throw closedError();
       signal?.throwIfAborted();
       const record = place(excluded);
-      if (!record) throw noEngineError(lastError);
+      if (!record) {
+        // Every reachable engine failed to prepare: its error says more than "no engine answers".
+        if (lastError !== undefined && records.some((each) => each.status === "reachable")) throw lastError;
+        throw noEngineError(lastError);
+      }
       record.placing++;
+      let pool: ContainerPool<STATE>;
       try {
-        const pool = await ensurePool(record);
+        pool = await ensurePool(record);
+      } catch (error) {
+        record.placing--;
+        if (signal?.aborted) throw signal.reason;
+        if (closed) throw closedError();
+        // Try the other engines; a later acquire prepares this one again.
+        excluded.add(record);
+        lastError = error;
+        continue;
+      }
+      try {
         const attempt = AbortSignal.any([deadline, record.down.signal, ...(signal ? [signal] : [])]);
         const lease = await pool.acquire({ leaseKey, signal: attempt });
         latency.add(performance.now() - startedAt);
