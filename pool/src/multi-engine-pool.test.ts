@@ -133,7 +133,11 @@ describe("createMultiEnginePool placement", () => {
     const leases = await acquireMany(pool, 4);
     expect(leases.filter((lease) => lease.engineId === "a")).toHaveLength(1);
     expect(leases.filter((lease) => lease.engineId === "b")).toHaveLength(3);
-    await expect(pool.acquire({ leaseKey: "thread:5" })).rejects.toMatchObject({ code: "POOL_EXHAUSTED" });
+    await expect(pool.acquire({ leaseKey: "thread:5" })).rejects.toMatchObject({
+      code: "POOL_EXHAUSTED",
+      message: expect.stringMatching(/\(1 leased, max 1\) on engine a$/),
+      details: expect.objectContaining({ engineId: "a", engines: expect.any(Array) }),
+    });
   });
 
   it("prepares each engine once before its first container, and again after a failed preparation", async () => {

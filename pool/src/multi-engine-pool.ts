@@ -471,24 +471,38 @@ export function createMultiEnginePool<STATE = undefined>(
     });
   }
 
+  /** Each engine's state in an error's details. */
+  function engineSummary() {
+    return records.map((record) => ({
+      id: record.id,
+      status: record.status,
+      max: record.max,
+      borrowed: record.pool?.metrics().borrowed ?? 0,
+    }));
+  }
+
+  /** The retry budget of an acquire ran out after the engine it waited on went away. */
   function exhaustedError(cause?: unknown): PoolError {
+    const engines = engineSummary();
+    const told = engines.map((engine) =>
+      engine.status === "unreachable"
+        ? `${engine.id}: unreachable`
+        : `${engine.id}: ${engine.borrowed} leased, max ${engine.max}`,
+    );
     return new PoolError(
       "POOL_EXHAUSTED",
-      `No container within ${acquireTimeoutMs} ms on any engine of ${poolId}`,
-      {
-        cause,
-        details: {
-          poolId,
-          acquireTimeoutMs,
-          engines: records.map((record) => ({
-            id: record.id,
-            status: record.status,
-            max: record.max,
-            borrowed: record.pool?.metrics().borrowed ?? 0,
-          })),
-        },
-      },
+      `No container within ${acquireTimeoutMs} ms on any engine of pool ${poolId} (${told.join("; ")})`,
+      { cause, details: { poolId, acquireTimeoutMs, engines } },
     );
+  }
+
+  /** An engine pool's own failure, naming the engine when there are several. */
+  function onEngine(record: EngineRecord<STATE>, error: unknown): unknown {
+    if (records.length === 1 || !PoolError.isInstance(error)) return error;
+    return new PoolError(error.code, `${error.message} on engine ${record.id}`, {
+      cause: error,
+      details: { ...error.details, engineId: record.id, engines: engineSummary() },
+    });
   }
 
   function engineLease(record: EngineRecord<STATE>, lease: Lease<STATE>): EngineLease<STATE> {
@@ -551,7 +565,7 @@ export function createMultiEnginePool<STATE = undefined>(
     if (closed) throw closedError();
     signal?.throwIfAborted();
     const startedAt = performance.now();
-    const deadline = AbortSignal.timeout(acquireTimeoutMs);
+    const deadlineAt = Date.now() + acquireTimeoutMs;
     await firstChecks;
     /** Engines that went away, or could not be prepared, while this acquire tried them. */
     const excluded = new Set<EngineRecord<STATE>>();
@@ -559,6 +573,7 @@ export function createMultiEnginePool<STATE = undefined>(
     for (;;) {
       if (closed) throw closedError();
       signal?.throwIfAborted();
+      if (excluded.size > 0 && Date.now() >= deadlineAt) throw exhaustedError(lastError);
       const record = place(excluded);
       if (!record) {
         // Every reachable engine failed to prepare: its error says more than "no engine answers".
@@ -579,16 +594,22 @@ export function createMultiEnginePool<STATE = undefined>(
         continue;
       }
       try {
-        const attempt = AbortSignal.any([deadline, record.down.signal, ...(signal ? [signal] : [])]);
+        // The first attempt ends at the engine pool's own deadline (its error tells why: full, or creates
+        // failing); a retry elsewhere gets what is left of it.
+        const attempt = AbortSignal.any([
+          record.down.signal,
+          ...(signal ? [signal] : []),
+          ...(excluded.size > 0 ? [AbortSignal.timeout(Math.max(1, deadlineAt - Date.now()))] : []),
+        ]);
         const lease = await pool.acquire({ leaseKey, signal: attempt });
         latency.add(performance.now() - startedAt);
         return engineLease(record, lease);
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
         if (closed) throw closedError();
-        if (deadline.aborted) throw exhaustedError(lastError ?? error);
+        if (!PoolError.isInstance(error) && Date.now() >= deadlineAt) throw exhaustedError(lastError);
         if (PoolError.hasCode(error, "DOCKER_UNAVAILABLE")) await check(record);
-        if (!isUnreachable(record)) throw error;
+        if (!isUnreachable(record)) throw onEngine(record, error);
         excluded.add(record);
         lastError = error;
       } finally {
