@@ -4,8 +4,11 @@ import type { PoolError } from "./pool-error.ts";
 export interface LostWatch {
   /** Aborted, with the `CONTAINER_LOST` error as its reason, once the container is lost. */
   readonly lostSignal: AbortSignal;
-  /** Checks the container's engine now; resolves with the `CONTAINER_LOST` error when it is lost. */
-  confirmLost(): Promise<PoolError | undefined>;
+  /**
+   * After a call failed with `error`: resolves with the `CONTAINER_LOST` error when the container turns out to
+   * be lost (see `EngineLease.confirmLost`).
+   */
+  confirmLost(error: unknown): Promise<PoolError | undefined>;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -34,7 +37,7 @@ async function settleOrLose(result: PromiseLike<unknown>, watch: LostWatch): Pro
     if (lostSignal.aborted) throw lostSignal.reason;
     if (isAbortError(error)) throw error;
     // The call may have failed because the engine went away under it: then the lease is lost, and says so.
-    throw (await watch.confirmLost().catch(() => undefined)) ?? error;
+    throw (await watch.confirmLost(error).catch(() => undefined)) ?? error;
   } finally {
     if (onLost) lostSignal.removeEventListener("abort", onLost);
   }
@@ -43,8 +46,9 @@ async function settleOrLose(result: PromiseLike<unknown>, watch: LostWatch): Pro
 /**
  * A view of `facade` (a sandbox's, a browser's) that reports a lost container instead of failing obscurely or
  * hanging: once the lease is lost every method rejects at once with the `CONTAINER_LOST` error (naming the
- * engine), a call in flight when it is lost rejects with it right then, and a call that fails while the engine
- * has just gone away is answered with it after a health check. Methods that return no promise are passed through
+ * engine), a call in flight when it is lost rejects with it right then, and a call that fails because the engine
+ * has just gone away is answered with it once the health check says so. Other failures pass through unchanged
+ * and at once. Methods that return no promise are passed through
  * until the lease is lost; then every method returns a rejected promise.
  */
 export function guardLostFacade<FACADE extends object>(facade: FACADE, watch: LostWatch): FACADE {

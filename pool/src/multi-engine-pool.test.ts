@@ -259,19 +259,29 @@ describe("createMultiEnginePool with an engine that stops answering", () => {
     await expect(facade.hang()).rejects.toThrow(/stopped answering/);
   });
 
-  it("answers a call that failed because its engine just went away with CONTAINER_LOST", async () => {
+  it("answers a call that failed because its engine went away with CONTAINER_LOST, and lets other failures through unchecked", async () => {
     const a = createFakeDriver();
     const pool = makePool({ a }, { engineChecks: { ...quickChecks, intervalMs: 60_000 } });
     const [lease] = await acquireMany(pool, 1);
     if (!lease) throw new Error("no lease");
     const { guardLostFacade } = await import("./guard-lost-facade.ts");
     const facade = guardLostFacade(
-      { run: () => Promise.reject(new Error("agent connection closed")) },
+      {
+        read: () => Promise.reject(new Error("no such file")),
+        // A call whose Docker request fails, reported in words of its own (as an executor does).
+        run: () =>
+          lease.driver.inspect(lease.containerId).catch((cause: unknown) => {
+            throw new Error("the sandbox agent is gone", { cause });
+          }),
+      },
       lease,
     );
-    await expect(facade.run()).rejects.toThrow("agent connection closed"); // the engine answers: not lost
+    const pings = a.calls.ping;
+    await expect(facade.read()).rejects.toThrow("no such file");
+    expect(a.calls.ping).toBe(pings); // an ordinary failure costs no health check
     a.setUnavailable(true);
     await expect(facade.run()).rejects.toMatchObject({ code: "CONTAINER_LOST" });
+    await expect(facade.read()).rejects.toMatchObject({ code: "CONTAINER_LOST" });
   });
 
   it("checks an unreachable engine with backoff and, once it answers, takes leases there and removes the lost containers", async () => {
@@ -304,6 +314,21 @@ describe("createMultiEnginePool with an engine that stops answering", () => {
     // b holds a lease, a none: a has more free capacity again.
     const next = await pool.acquire({ leaseKey: "thread:after" });
     expect(next.engineId).toBe("a");
+  });
+
+  it("takes a slow engine for busy, not gone: unreachable only after two checks in a row time out", async () => {
+    const a = createFakeDriver();
+    a.setPingDelay(150); // the checks' deadline is 100 ms
+    const pool = makePool(
+      { a },
+      { engineChecks: { ...quickChecks, timeoutMs: 100, intervalMs: 60_000, backoff: { initialMs: 400 } } },
+    );
+    const [lease] = await acquireMany(pool, 1); // placed on it although its first check timed out
+    expect(lease?.engineId).toBe("a");
+    expect(statusOf(pool, "a")).toBe("starting");
+    await waitFor(() => statusOf(pool, "a") === "unreachable", "a second slow check", 3_000);
+    a.setPingDelay(0);
+    await waitFor(() => statusOf(pool, "a") === "reachable", "a quick answer", 3_000);
   });
 
   it("fails at once with DOCKER_UNAVAILABLE naming every engine when none answers", async () => {

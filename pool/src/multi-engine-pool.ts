@@ -36,7 +36,12 @@ export interface PoolEngine {
 export interface EngineCheckOptions {
   /** Time between two health checks (a ping) of an engine that answers. @default 5000 */
   intervalMs?: number;
-  /** Deadline of one health check. @default 3000 */
+  /**
+   * Deadline of one health check. An engine that refuses the connection (or has no socket) is unreachable at
+   * once; one that does not answer in time is unreachable after two such checks in a row (a busy engine is slow,
+   * not gone).
+   * @default 10000
+   */
   timeoutMs?: number;
   /**
    * Time between health checks of an unreachable engine: `initialMs` after the first failure, doubling up to
@@ -70,7 +75,7 @@ export interface MultiEnginePoolOptions<STATE = undefined>
   engineChecks?: EngineCheckOptions;
 }
 
-/** Whether an engine answers: `starting` until its first health check. */
+/** Whether an engine answers: `starting` until a health check answers or fails. */
 export type EngineStatus = "starting" | "reachable" | "unreachable";
 
 /** A lease of a multi-engine pool: a container on one engine. */
@@ -85,8 +90,12 @@ export interface EngineLease<STATE = undefined> extends Lease<STATE> {
    * engine comes back (it is then removed). Release the lease and take a new one.
    */
   readonly lostSignal: AbortSignal;
-  /** Checks the engine now (after a call on the container failed); resolves with the lost error when it is lost. */
-  confirmLost(): Promise<PoolError | undefined>;
+  /**
+   * After a call on the container failed with `error`: resolves with the lost error when the lease is lost, once
+   * a health check of the engine under way has answered, or one made now when `error` says the engine did not
+   * answer (`DOCKER_UNAVAILABLE` in its cause chain). Other failures cost no check.
+   */
+  confirmLost(error: unknown): Promise<PoolError | undefined>;
 }
 
 /** One engine in `metrics()`. */
@@ -174,6 +183,8 @@ interface EngineRecord<STATE> {
   since: number;
   error: unknown;
   failures: number;
+  /** Health checks in a row that timed out (two make the engine unreachable). */
+  slowChecks: number;
   timer: NodeJS.Timeout | undefined;
   checking: Promise<void> | undefined;
   report: { info: EngineInfo; at: number; heldThen: number } | undefined;
@@ -202,6 +213,15 @@ function count(name: string, value: number, least: number): number {
 /** Read through a call, so a status checked before an `await` is not taken as still known after it. */
 function isUnreachable(record: { status: EngineStatus }): boolean {
   return record.status === "unreachable";
+}
+
+/** True when `error`, or an error in its cause chain, is a `DOCKER_UNAVAILABLE` pool error. */
+function saysUnavailable(error: unknown): boolean {
+  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 8; depth++) {
+    if (PoolError.hasCode(current, "DOCKER_UNAVAILABLE")) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 function messageOf(error: unknown): string {
@@ -249,7 +269,7 @@ export function createMultiEnginePool<STATE = undefined>(
     throw new RangeError("createMultiEnginePool: acquireTimeoutMs must be a positive, finite number");
   }
   const intervalMs = engineChecks.intervalMs ?? 5000;
-  const checkTimeoutMs = engineChecks.timeoutMs ?? 3000;
+  const checkTimeoutMs = engineChecks.timeoutMs ?? 10_000;
   const backoffInitialMs = Math.max(1, engineChecks.backoff?.initialMs ?? 500);
   const backoffMaxMs = Math.max(backoffInitialMs, engineChecks.backoff?.maxMs ?? 30_000);
   const infoIntervalMs = engineChecks.infoIntervalMs ?? 15_000;
@@ -296,6 +316,7 @@ export function createMultiEnginePool<STATE = undefined>(
       since: Date.now(),
       error: undefined,
       failures: 0,
+      slowChecks: 0,
       timer: undefined,
       checking: undefined,
       report: undefined,
@@ -325,9 +346,13 @@ export function createMultiEnginePool<STATE = undefined>(
         });
         if (closed) return;
         becameReachable(record);
-        if (!record.report || Date.now() - record.report.at >= infoIntervalMs) await refreshInfo(record);
+        // Outside the check: whoever waits on it (a failed call) learns "reachable" without waiting for this.
+        if (!record.report || Date.now() - record.report.at >= infoIntervalMs) void refreshInfo(record);
       } catch (error) {
-        if (!closed) becameUnreachable(record, error);
+        if (closed) return;
+        const timedOut = (error as { name?: unknown } | null)?.name === "TimeoutError";
+        record.slowChecks = timedOut ? record.slowChecks + 1 : 0;
+        if (!timedOut || record.slowChecks >= 2) becameUnreachable(record, error);
       } finally {
         record.checking = undefined;
         schedule(record);
@@ -342,7 +367,9 @@ export function createMultiEnginePool<STATE = undefined>(
     const delay =
       record.status === "unreachable"
         ? Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.min(record.failures - 1, 30))
-        : intervalMs;
+        : record.slowChecks > 0
+          ? backoffInitialMs
+          : intervalMs;
     record.timer = setTimeout(() => void check(record), delay);
     record.timer.unref();
   }
@@ -360,6 +387,7 @@ export function createMultiEnginePool<STATE = undefined>(
 
   function becameReachable(record: EngineRecord<STATE>) {
     record.failures = 0;
+    record.slowChecks = 0;
     if (record.status === "reachable") return;
     const wasUnreachable = record.status === "unreachable";
     record.status = "reachable";
@@ -454,7 +482,8 @@ export function createMultiEnginePool<STATE = undefined>(
   function place(excluded: ReadonlySet<EngineRecord<STATE>>): EngineRecord<STATE> | undefined {
     return pickEngine(
       records
-        .filter((record) => record.status === "reachable" && !excluded.has(record))
+        // An engine still `starting` answered its first check slowly: it is tried, not skipped.
+        .filter((record) => record.status !== "unreachable" && !excluded.has(record))
         .map((record) => ({
           engine: record,
           capacity: capacityOf(record),
@@ -547,8 +576,10 @@ export function createMultiEnginePool<STATE = undefined>(
       engineId: record.id,
       driver: record.driver,
       lostSignal: lostController.signal,
-      async confirmLost() {
-        if (!lostError && !closed) await check(record);
+      async confirmLost(error) {
+        if (lostError || closed) return lostError;
+        if (record.checking) await record.checking;
+        else if (saysUnavailable(error)) await check(record);
         return lostError;
       },
       release,
@@ -577,7 +608,7 @@ export function createMultiEnginePool<STATE = undefined>(
       const record = place(excluded);
       if (!record) {
         // Every reachable engine failed to prepare: its error says more than "no engine answers".
-        if (lastError !== undefined && records.some((each) => each.status === "reachable")) throw lastError;
+        if (lastError !== undefined && records.some((each) => !isUnreachable(each))) throw lastError;
         throw noEngineError(lastError);
       }
       record.placing++;
@@ -663,7 +694,7 @@ export function createMultiEnginePool<STATE = undefined>(
     const failures: unknown[] = [];
     await Promise.all(
       records.map(async (record) => {
-        if (record.status !== "reachable") return;
+        if (isUnreachable(record)) return;
         try {
           const pool = await ensurePool(record);
           await pool.warm({

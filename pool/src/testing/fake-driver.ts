@@ -78,6 +78,8 @@ export interface FakeDriver extends ContainerDriver {
   setFailCreate(failCreate: FakeDriverOptions["failCreate"]): void;
   /** When set, every call rejects with `DOCKER_UNAVAILABLE` (the engine went away). */
   setUnavailable(unavailable: boolean): void;
+  /** Makes `ping` answer after `ms` milliseconds (a busy engine); its signal still aborts it. */
+  setPingDelay(ms: number): void;
 }
 
 function delay(ms: number, signal?: AbortSignal): Promise<void> {
@@ -123,6 +125,7 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
   };
   let failCreate = options.failCreate;
   let unavailable = false;
+  let pingDelayMs = 0;
   let inFlightCreates = 0;
   let peakInFlightCreates = 0;
   let peakContainers = 0;
@@ -303,8 +306,9 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
       };
     },
 
-    async ping() {
+    async ping(callOptions = {}) {
       calls.ping++;
+      await delay(pingDelayMs, callOptions.signal);
       checkAvailable();
     },
 
@@ -355,6 +359,10 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
 
     setUnavailable(next) {
       unavailable = next;
+    },
+
+    setPingDelay(ms) {
+      pingDelayMs = ms;
     },
   };
   return driver;
