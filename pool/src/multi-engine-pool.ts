@@ -92,8 +92,9 @@ export interface EngineLease<STATE = undefined> extends Lease<STATE> {
   readonly lostSignal: AbortSignal;
   /**
    * After a call on the container failed with `error`: resolves with the lost error when the lease is lost, once
-   * a health check of the engine under way has answered, or one made now when `error` says the engine did not
-   * answer (`DOCKER_UNAVAILABLE` in its cause chain). Other failures cost no check.
+   * a health check of the engine has answered — one made now when `error` says the engine did not answer
+   * (`DOCKER_UNAVAILABLE` in its cause chain), or one under way because another call found it so. Other failures
+   * wait for nothing.
    */
   confirmLost(error: unknown): Promise<PoolError | undefined>;
 }
@@ -187,6 +188,8 @@ interface EngineRecord<STATE> {
   slowChecks: number;
   timer: NodeJS.Timeout | undefined;
   checking: Promise<void> | undefined;
+  /** A check started because a call on the engine failed with `DOCKER_UNAVAILABLE`, while it runs. */
+  suspected: Promise<void> | undefined;
   report: { info: EngineInfo; at: number; heldThen: number } | undefined;
   pool: ContainerPool<STATE> | undefined;
   preparing: Promise<ContainerPool<STATE>> | undefined;
@@ -319,6 +322,7 @@ export function createMultiEnginePool<STATE = undefined>(
       slowChecks: 0,
       timer: undefined,
       checking: undefined,
+      suspected: undefined,
       report: undefined,
       pool: undefined,
       preparing: undefined,
@@ -330,7 +334,13 @@ export function createMultiEnginePool<STATE = undefined>(
     };
     record.driver = guardEngineDriver(engine.driver, {
       unreachable: () => (record.status === "unreachable" ? unreachableError(record) : undefined),
-      suspect: () => void check(record),
+      suspect: () => {
+        if (record.suspected) return;
+        const suspected = check(record).finally(() => {
+          if (record.suspected === suspected) record.suspected = undefined;
+        });
+        record.suspected = suspected;
+      },
     });
     records.push(record);
     byId.set(record.id, record);
@@ -578,8 +588,8 @@ export function createMultiEnginePool<STATE = undefined>(
       lostSignal: lostController.signal,
       async confirmLost(error) {
         if (lostError || closed) return lostError;
-        if (record.checking) await record.checking;
-        else if (saysUnavailable(error)) await check(record);
+        if (saysUnavailable(error)) await check(record);
+        else if (record.suspected) await record.suspected;
         return lostError;
       },
       release,
