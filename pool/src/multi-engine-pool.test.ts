@@ -204,6 +204,10 @@ describe("createMultiEnginePool placement", () => {
         },
       },
     );
+    const errors = collect(pool, "error");
+    // Warming succeeds on the engine that has the image; the other is told as an error event.
+    await pool.warm();
+    expect(errors.map((event) => [event.operation, event.engineId])).toEqual([["prepare", "a"]]);
     const leases = await acquireMany(pool, 2);
     expect(leases.map((lease) => lease.engineId)).toEqual(["b", "b"]);
     expect(prepared).toEqual(["b"]);
@@ -212,6 +216,7 @@ describe("createMultiEnginePool placement", () => {
     expect(engines.find((engine) => engine.id === "b")?.runtime).toBe("crun");
     expect(engines.find((engine) => engine.id === "a")?.runtime).toBeUndefined();
     const only = makePool({ a }, { poolId: "no-image" });
+    await expect(only.warm()).rejects.toMatchObject({ code: "NOT_FOUND" });
     await expect(only.acquire({ leaseKey: "thread:x" })).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
 });

@@ -169,7 +169,10 @@ export interface MultiEnginePool<STATE = undefined> {
   adopt(containerId: string, options?: AdoptOptions & { engineId?: string }): Promise<EngineLease<STATE>>;
   /** `ContainerPool.reapStrays` on every reachable engine; an engine that fails is reported as an `error` event. */
   reapStrays(options?: ReapStraysOptions): Promise<{ removed: string[]; failed: string[] }>;
-  /** Resolves when every reachable engine has its `min` containers ready; rejects when no engine answers. */
+  /**
+   * Resolves when every reachable engine that could be prepared has its `min` containers ready; rejects when one
+   * of them cannot warm, or when no engine answers or can be prepared (with the preparation's error).
+   */
   warm(options?: WarmOptions): Promise<void>;
   metrics(): MultiEnginePoolMetrics;
   leases(): Array<LeaseInfo & { engineId: string }>;
@@ -719,11 +722,21 @@ export function createMultiEnginePool<STATE = undefined>(
     const deadline = Date.now() + (warmOptions.timeoutMs ?? 60_000);
     await firstChecks;
     const failures: unknown[] = [];
+    /** Engines that could not be prepared (an `error` event each): skipped while another engine is warm. */
+    const unprepared: unknown[] = [];
     await Promise.all(
       records.map(async (record) => {
         if (isUnreachable(record)) return;
+        let pool: ContainerPool<STATE>;
         try {
-          const pool = await ensurePool(record);
+          pool = await ensurePool(record);
+        } catch (error) {
+          if (warmOptions.signal?.aborted || closed) return;
+          if (PoolError.hasCode(error, "DOCKER_UNAVAILABLE")) await check(record);
+          if (!isUnreachable(record)) unprepared.push(error);
+          return;
+        }
+        try {
           await pool.warm({
             timeoutMs: Math.max(1, deadline - Date.now()),
             ...(warmOptions.signal ? { signal: warmOptions.signal } : {}),
@@ -739,7 +752,10 @@ export function createMultiEnginePool<STATE = undefined>(
     warmOptions.signal?.throwIfAborted();
     if (closed) throw closedError();
     if (failures.length > 0) throw failures[0];
-    if (records.every((record) => record.status === "unreachable")) throw noEngineError();
+    if (!records.some((record) => record.pool && !isUnreachable(record))) {
+      if (unprepared.length > 0) throw unprepared[0];
+      throw noEngineError();
+    }
   }
 
   function engineMetrics(record: EngineRecord<STATE>): EngineMetrics {
