@@ -1,8 +1,11 @@
 // dockerSandbox over several engines: two extra local dockerd instances (scripts/docker-engines-extra), each with
 // its own socket, data root and exec root, one reached through its socket and the other over TCP with mutual TLS
 // (127.0.0.1 only). One of them is stopped mid-test and started again.
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
 import type { LeaseRecord } from "@pai/core";
-import { PoolError } from "@pai/pool";
+import { PoolError, poolLabels } from "@pai/pool";
 import { type DockerSandboxBinding, dockerSandbox, type ProvisionedSandbox } from "@pai/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -15,6 +18,7 @@ import {
 } from "../fixtures/test-engines.ts";
 import { uniquePoolId, waitFor } from "./docker-helpers.ts";
 
+const run = promisify(execFile);
 let engines: TestEngine[] = [];
 const poolIds: string[] = [];
 
@@ -29,12 +33,15 @@ afterAll(async () => {
 });
 
 /** A binding on both engines: engine-1 through its socket, engine-2 through its socket or over TCP + TLS. */
-function engineSandbox(poolId: string, options: { min?: number; tls?: boolean } = {}): DockerSandboxBinding {
+function engineSandbox(
+  poolId: string,
+  options: { min?: number; tls?: boolean; image?: string } = {},
+): DockerSandboxBinding {
   if (!poolIds.includes(poolId)) poolIds.push(poolId);
   const [one, two] = engines;
   if (!one || !two) throw new Error("two engines are needed");
   return dockerSandbox({
-    image: engineSandboxImage(),
+    image: options.image ?? engineSandboxImage(),
     engines: [one.engine, options.tls ? two.tlsEngine() : two.engine],
     poolId,
     pool: { min: options.min ?? 1, max: 3, acquireTimeoutMs: 60_000 },
@@ -130,6 +137,80 @@ describe("dockerSandbox on several engines", () => {
       await first.close();
       await second?.close();
       await Promise.allSettled(leased.map((sandbox) => sandbox.release()));
+    }
+  });
+
+  it("labels every engine's containers with the runtime's owner and reaps a dead owner's on every engine, never a live one's", async () => {
+    const suffix = randomBytes(3).toString("hex");
+    const owner = (name: string) => `${name}-${suffix}`;
+    const dead = engineSandbox(uniquePoolId("engines-dead"));
+    const live = engineSandbox(uniquePoolId("engines-live"));
+    const leased: ProvisionedSandbox[] = [];
+    const ownersOn = async (each: TestEngine) =>
+      (await each.driver.list({ labels: { [poolLabels.managed]: "true" } })).map((row) => ({
+        id: row.id,
+        owner: row.labels[poolLabels.owner],
+      }));
+    try {
+      await dead.start?.({ ownerId: owner("dead") });
+      await live.start?.({ ownerId: owner("live") });
+      for (const key of ["a", "b"]) leased.push(await dead.provision(request(`thread:${key}`)));
+      expect(new Set(leased.map(engineOf))).toEqual(new Set(["engine-1", "engine-2"]));
+      // The dead process "crashed" keeping its leased containers (close keeps what was not released).
+      await dead.close();
+      const [kept, gone] = leased as [ProvisionedSandbox, ProvisionedSandbox];
+      for (const each of engines) {
+        const rows = await ownersOn(each);
+        expect(rows.filter((row) => row.owner === owner("live"))).toHaveLength(1); // its warm container
+        expect(rows.filter((row) => row.owner === owner("dead"))).toHaveLength(1); // one lease each
+      }
+
+      await live.reapUnowned?.({
+        keepResourceIds: [kept.resourceId],
+        deadOwnerIds: new Set([owner("dead")]),
+      });
+      const after = (await Promise.all(engines.map(ownersOn))).flat();
+      expect(after.some((row) => row.id === gone.resourceId)).toBe(false);
+      expect(after.some((row) => row.id === kept.resourceId)).toBe(true);
+      expect(after.filter((row) => row.owner === owner("live"))).toHaveLength(2);
+    } finally {
+      await live.close();
+      // A closed binding's leases only remove their containers.
+      await Promise.allSettled(leased.map((sandbox) => sandbox.release()));
+    }
+  });
+
+  it("leaves out an engine that lacks the image (an error event names it) and runs every sandbox on the other, on crun", async () => {
+    const [one] = engines;
+    if (!one) throw new Error("no engine-1");
+    const onlyOnOne = `pai/sandbox:engines-only-1-${randomBytes(3).toString("hex")}`;
+    await run("docker", ["-H", `unix://${one.socketPath}`, "tag", engineSandboxImage(), onlyOnOne]);
+    const binding = engineSandbox(uniquePoolId("engines-image"), { image: onlyOnOne });
+    const errors: Array<{ engineId: string; operation: string; error: unknown }> = [];
+    binding.events.on("error", (event) => errors.push(event));
+    const leased: ProvisionedSandbox[] = [];
+    try {
+      await binding.start?.();
+      for (const key of ["a", "b"]) leased.push(await binding.provision(request(`thread:${key}`)));
+      expect(leased.map(engineOf)).toEqual(["engine-1", "engine-1"]);
+      const prepare = errors.find((event) => event.operation === "prepare");
+      expect(prepare?.engineId).toBe("engine-2");
+      expect(PoolError.hasCode(prepare?.error, "NOT_FOUND")).toBe(true);
+      expect(prepare?.error).toMatchObject({ message: expect.stringContaining(onlyOnOne) });
+      const runtimes = JSON.parse(
+        (await run("docker", ["-H", `unix://${one.socketPath}`, "info", "--format", "{{json .Runtimes}}"]))
+          .stdout,
+      );
+      const metrics = binding.metrics()?.engines ?? [];
+      expect(metrics.map((each) => [each.id, each.runtime])).toEqual([
+        ["engine-1", "crun" in runtimes ? "crun" : "runc"],
+        ["engine-2", undefined],
+      ]);
+      expect((await leased[0]?.facade.runCommand({ command: "echo ok" }))?.stdout).toBe("ok\n");
+    } finally {
+      await Promise.allSettled(leased.map((sandbox) => sandbox.release()));
+      await binding.close();
+      await run("docker", ["-H", `unix://${one.socketPath}`, "rmi", onlyOnOne]).catch(() => undefined);
     }
   });
 
