@@ -166,6 +166,10 @@ export const storeInputSchemas = {
   }),
   lifetime,
   leaseOwners: z.object({ from: id.optional(), to: id }),
+  threadLeaseRequest: z.object({ threadId: id, runId: id, ownerId: id, ttlMs: z.number().int().positive() }),
+  ttlMs: z.number().int().positive(),
+  runChunks: z.object({ runId: id, seq: z.number().int().nonnegative(), chunks: z.array(z.unknown()) }),
+  runChunkQuery: z.object({ afterSeq: z.number().int().optional() }),
   owner,
 };
 

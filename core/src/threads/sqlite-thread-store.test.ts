@@ -145,7 +145,7 @@ describe("createSqliteThreadStore", () => {
     const raw = new DatabaseSync(path);
     try {
       expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 2 });
+      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 3 });
       const tables = raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
       expect(tables.map((table) => table.name)).toEqual(
         expect.arrayContaining([
@@ -153,7 +153,9 @@ describe("createSqliteThreadStore", () => {
           "messages",
           "owners",
           "pending_actions",
+          "run_chunks",
           "runs",
+          "thread_leases",
           "threads",
           "tool_data",
         ]),
@@ -168,6 +170,7 @@ describe("createSqliteThreadStore", () => {
     // Back to the version 1 schema, with a run and a lease written by a PAI without owners.
     const raw = new DatabaseSync(path);
     raw.exec(`
+      DROP TABLE thread_leases; DROP TABLE run_chunks;
       DROP TABLE owners; DROP INDEX runs_status;
       ALTER TABLE runs DROP COLUMN owner_id;
       ALTER TABLE leases DROP COLUMN owner_id; ALTER TABLE leases DROP COLUMN handover_to;
@@ -253,7 +256,7 @@ describe("createSqliteThreadStore", () => {
 
     expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
     expect((error as PaiError).message).toMatch(/schema version 99, written by a newer PAI/);
-    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 2 });
+    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 3 });
     expect(readFileSync(path).equals(bytes)).toBe(true);
   });
 

@@ -18,8 +18,10 @@ const storeTables = [
   "messages",
   "owners",
   "pending_actions",
+  "run_chunks",
   "runs",
   "schema_migrations",
+  "thread_leases",
   "threads",
   "tool_data",
 ];

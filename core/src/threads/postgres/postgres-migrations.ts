@@ -115,6 +115,25 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: "thread leases (one run of a thread at a time across processes) and stored run stream chunks",
+    sql: (s) => `
+      CREATE TABLE ${s}.thread_leases (
+        thread_id text COLLATE "C" PRIMARY KEY,
+        run_id text COLLATE "C" NOT NULL,
+        owner_id text COLLATE "C" NOT NULL,
+        expires_at double precision NOT NULL
+      );
+      CREATE INDEX thread_leases_owner ON ${s}.thread_leases (owner_id);
+      CREATE TABLE ${s}.run_chunks (
+        run_id text COLLATE "C" NOT NULL,
+        seq integer NOT NULL,
+        chunk json NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      );
+    `,
+  },
 ];
 
 /** The schema version this build writes and the newest it reads. */
