@@ -454,13 +454,15 @@ describe("several processes on one store and one engine", () => {
   });
 
   it("fails the call with CAPABILITY_BUSY, told to the model, when the holder does not hand over in time", async () => {
+    // A user's lease, used by the holder's run on one of the user's threads while another process runs another
+    // (one thread never runs in two processes at once: its thread lease sees to that).
     const store = sharedStore();
     const engine: FakeEngine = new Map();
     let release!: () => void;
     const held = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const a = fakeBinding({ engine, prefix: "a" });
+    const a = fakeBinding({ engine, prefix: "a", lifetime: "user" });
     // A run of the holder's that goes on using the lease.
     const hold = defineTool({
       id: "hold",
@@ -489,17 +491,13 @@ describe("several processes on one store and one engine", () => {
     const errors: unknown[] = [];
     const b = replica(store, engine, "b", {
       handoverTimeoutMs: 300,
+      binding: { lifetime: "user" },
       onRuntimeError: (error) => errors.push(error),
     });
     const holding = await holder.run({ agentId: "a", identity: ann, message: "hold" });
     while (engine.size === 0) await new Promise((resolve) => setTimeout(resolve, 5));
 
-    const second = await b.runtime.run({
-      agentId: "a",
-      identity: ann,
-      threadId: holding.threadId,
-      message: "more",
-    });
+    const second = await b.runtime.run({ agentId: "a", identity: ann, message: "more" });
     const result = await second.done;
     const part = result.messages.flatMap((m) => m.parts).find((p) => p.type === "tool-count");
     expect(part).toMatchObject({

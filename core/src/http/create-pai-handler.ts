@@ -73,7 +73,8 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  * A fetch-style handler (`Request → Response`) for PAI's HTTP interface, mountable in Node http, Hono or
  * Next.js. Routes (under `basePath`):
  * - `POST /chat` — send a message (`useChat` body: `{ id, messages }`); streams the UI message stream (SSE)
- * - `GET /chat/:threadId/stream` — the run in progress on a thread, from its start (204 when none)
+ * - `GET /chat/:threadId/stream` — the run in progress on a thread, from its start (204 when none), in whichever
+ *   process sharing the store runs it
  * - `POST /chat/:threadId/stop`, `POST /runs/:runId/stop` — stop a run
  * - `POST /threads/:threadId/actions/:actionId` — answer a pending action `{ toolCallId, toolId, inputHash, answer }`;
  *   JSON, or (with `Accept: text/event-stream`) the continuation's UI message stream
@@ -129,7 +130,7 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
 
   async function resumeStream(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
     await requireThread(threadId!, identity);
-    const active = runtime.activeRun(threadId!);
+    const active = await runtime.followRun(threadId!);
     if (!active) return new Response(null, { status: 204 });
     return createUIMessageStreamResponse({
       stream: active.stream(),
@@ -196,7 +197,7 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
   async function readThread(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
     const snapshot = await runtime.getThread(threadId!, { identity });
     if (!snapshot) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
-    const active = runtime.activeRun(threadId!);
+    const active = await runtime.followRun(threadId!);
     return json(200, { ...snapshot, activeRunId: active?.runId ?? null });
   }
 

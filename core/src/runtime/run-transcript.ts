@@ -84,8 +84,10 @@ export function createRunTranscript(options: {
   hidden: ReadonlySet<string>;
   /** Whether the run continues the thread's last (assistant) message rather than answering a new user message. */
   continuing: boolean;
+  /** Hears every chunk sent to the stream, in order (the run stores them for followers in other processes). */
+  onChunk?: (chunk: UIMessageChunk) => void;
 }): RunTranscript {
-  const { messages, hidden } = options;
+  const { messages, hidden, onChunk } = options;
   const ends = new Map<string, ToolEnd>();
   const dataParts: DataChunk[] = [];
   const updates: ToolPartUpdate[] = [];
@@ -94,13 +96,19 @@ export function createRunTranscript(options: {
   let streamedId =
     options.continuing && messages.at(-1)?.role === "assistant" ? messages.at(-1)!.id : undefined;
 
-  const broadcast = createRunBroadcast<UIMessageChunk>((chunk) => {
+  /** What clients see of a chunk: a hidden call's placeholder result is dropped, a call PAI ended says why. */
+  const shown = (chunk: UIMessageChunk): UIMessageChunk | undefined => {
     if (chunk.type === "start" && chunk.messageId !== undefined) streamedId = chunk.messageId;
     if (chunk.type === "tool-output-available" && hidden.has(chunk.toolCallId)) return undefined;
     const end = chunk.type === "tool-output-error" ? ends.get(chunk.toolCallId) : undefined;
     if (chunk.type === "tool-output-error" && end)
       return { ...chunk, toolMetadata: withToolEnd(chunk.toolMetadata, end) as never };
     return chunk;
+  };
+  const broadcast = createRunBroadcast<UIMessageChunk>((chunk) => {
+    const sent = shown(chunk);
+    if (sent !== undefined) onChunk?.(sent);
+    return sent;
   });
 
   const write = (chunk: UIMessageChunk) => {

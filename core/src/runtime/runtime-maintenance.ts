@@ -2,6 +2,10 @@ import type { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { OwnerRegistry } from "../ownership/owner-registry.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
 import { interruptDeadRuns } from "./interrupt-dead-runs.ts";
+import type { ThreadRunLeases } from "./thread-run-leases.ts";
+
+/** How long a finished run's stored stream stays for followers still reading it. */
+const RUN_CHUNKS_KEPT_MS = 60_000;
 
 /** How often the runtime's background work runs. */
 export interface MaintenanceIntervals {
@@ -27,19 +31,21 @@ export interface RuntimeMaintenance {
 }
 
 /**
- * Starts the runtime's maintenance: every heartbeat it records this process as alive and follows its leases
- * in the store (handovers); every reconcile interval it interrupts dead owners' runs, takes over or frees their
- * leases and has the bindings reap, then forgets dead owners; every idle interval it releases idle leases. A
+ * Starts the runtime's maintenance: every heartbeat it records this process as alive, renews the leases of the
+ * threads it runs and follows its capability leases in the store (handovers); every reconcile interval it
+ * interrupts dead owners' runs, takes over or frees their leases and has the bindings reap, forgets dead owners
+ * and deletes the stored streams of runs that ended a minute ago; every idle interval it releases idle leases. A
  * pass never overlaps the previous one; errors go to `onError` and the next pass tries again.
  */
 export function createRuntimeMaintenance(options: {
   store: ThreadStore;
   owners: OwnerRegistry;
+  threadLeases: ThreadRunLeases;
   capabilities: CapabilityManager;
   intervals?: MaintenanceIntervals;
   onError: (error: unknown) => void;
 }): RuntimeMaintenance {
-  const { store, owners, capabilities, onError } = options;
+  const { store, owners, threadLeases, capabilities, onError } = options;
   const heartbeatIntervalMs = options.intervals?.heartbeatIntervalMs ?? 5000;
   const reconcileIntervalMs = options.intervals?.reconcileIntervalMs ?? 15_000;
   const sweepIdleIntervalMs = options.intervals?.sweepIdleIntervalMs ?? 30_000;
@@ -54,6 +60,7 @@ export function createRuntimeMaintenance(options: {
   async function pass(force: boolean): Promise<void> {
     const now = Date.now();
     await step(() => owners.heartbeat());
+    await step(() => threadLeases.renew());
     const live = await owners.liveOwners().catch((error: unknown) => {
       onError(error);
       return undefined;
@@ -65,6 +72,7 @@ export function createRuntimeMaintenance(options: {
       await step(() => interruptDeadRuns(store, { live, self: owners }));
       await step(() => capabilities.reconcile(live));
       await step(() => owners.forgetDead(live));
+      await step(() => store.pruneRunChunks(now - RUN_CHUNKS_KEPT_MS));
     }
     if (force || now - lastSweep >= sweepIdleIntervalMs) {
       lastSweep = now;
