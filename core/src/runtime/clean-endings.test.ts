@@ -193,4 +193,47 @@ describe("clean endings", () => {
     expect(prompt).toContain("The process running this tool call stopped before it finished.");
     await runtime.close();
   });
+
+  it("applies an approval once: a call whose continuation died applying it ends interrupted, never executed again", async () => {
+    const store = createMemoryThreadStore();
+    await threadOfDeadRun(store, "owner-gone");
+    // The answer was taken and a continuation claimed it, then its process died mid-execute.
+    await store.settlePendingAction("a2", "pending", {
+      status: "resumed",
+      answer: { type: "resume", resume: {} },
+      settledAt: Date.now(),
+    });
+    expect(await store.claimPendingAction("a2", "r-continuation")).toBe(true);
+    const runtime = runtimeOn(store, createScriptedModel({ steps: [{ text: "It may not have run." }] }));
+
+    const result = await (await runtime.run({ agentId: "a", threadId: "t1", message: "did it deploy?" }))
+      .done;
+
+    expect(result.status).toBe("completed");
+    expect(partOf(result.messages, "c2")).toMatchObject({ state: "output-error" });
+    expect(toolEndOf(partOf(result.messages, "c2"))).toEqual({ reason: "interrupted" });
+    expect((await store.getPendingAction("a2"))?.appliedBy).toBe("r-continuation");
+    await runtime.close();
+  });
+
+  it("applies an approval its continuation never got to: the next run claims it and executes it once", async () => {
+    const store = createMemoryThreadStore();
+    await threadOfDeadRun(store, "owner-gone");
+    await store.settlePendingAction("a2", "pending", {
+      status: "resumed",
+      answer: { type: "resume", resume: {} },
+      settledAt: Date.now(),
+    });
+    const runtime = runtimeOn(store, createScriptedModel({ steps: [{ text: "Deployed." }] }));
+
+    const run = await runtime.run({ agentId: "a", threadId: "t1", message: "did it deploy?" });
+    const result = await run.done;
+
+    expect(partOf(result.messages, "c2")).toMatchObject({
+      state: "output-available",
+      output: { deployed: true },
+    });
+    expect((await store.getPendingAction("a2"))?.appliedBy).toBe(run.runId);
+    await runtime.close();
+  });
 });

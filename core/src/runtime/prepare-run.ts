@@ -119,6 +119,7 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     pendingToolCallIds,
     transcript,
     checkpoint: (call) => checkpoints.request(call),
+    storeCall: (call) => checkpoints.storeNow(call),
     reportError,
     files: createThreadFiles(() => transcript.messages, controller.signal),
     agents: deps.subagents({ identity, clientData, signal: controller.signal }),

@@ -8,7 +8,8 @@ const SUPERSEDED = "The action was cancelled: the user sent a new message.";
 
 /**
  * Settles the thread's calls that waited for an answer: answered actions are applied (a resume re-enters
- * `execute`); a call without any action (its run died mid-call) ends as `interrupted`. With `supersede` (a new user message arrived), actions still pending are cancelled first, so the
+ * `execute`, once: the run claims the action first, and a call whose action another run claimed — that run died
+ * applying it — ends as `interrupted`); a call without any action (its run died mid-call) ends as `interrupted`. With `supersede` (a new user message arrived), actions still pending are cancelled first, so the
  * model never sees an orphan call; without it they stay pending and the run will not call the model.
  */
 export async function settleAnswers(run: PreparedRun, options: { supersede: boolean }): Promise<void> {
@@ -31,6 +32,11 @@ export async function settleAnswers(run: PreparedRun, options: { supersede: bool
       action = await supersede(run, action);
     }
     const answer = action.answer as PendingActionAnswer | undefined;
+    // A resume re-enters `execute`: once. A run that claimed it before this one died applying it.
+    if (answer?.type === "resume" && !(await state.store.claimPendingAction(action.id, state.runId))) {
+      transcript.apply(endedCall(toolCallId, { reason: "interrupted" }));
+      continue;
+    }
     const runner = runners.get(action.toolName);
     const outcome: CallOutcome = !answer
       ? { type: "error", message: SUPERSEDED }

@@ -236,6 +236,15 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
       return { changed: true, action: copy(settled) };
     },
 
+    async claimPendingAction(actionId, runId) {
+      assertOpen();
+      const applier = parseStoreInput(schemas.id, runId, "run id");
+      const action = actions.get(actionId);
+      if (!action || action.appliedBy !== undefined) return false;
+      action.appliedBy = applier;
+      return true;
+    },
+
     async putLease(input) {
       assertOpen();
       const lease = asStored(parseStoreInput(schemas.lease, input, "lease"), "lease");

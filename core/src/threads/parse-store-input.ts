@@ -91,6 +91,7 @@ const pendingAction = z.object({
   createdAt: timestamp,
   settledAt: timestamp.optional(),
   answer: z.unknown().optional(),
+  appliedBy: id.optional(),
 }) satisfies z.ZodType<OptionalUnknown<PendingActionRecord, "input" | "payload" | "answer">>;
 
 const lease = z.object({

@@ -170,7 +170,7 @@ describe("createSqliteThreadStore", () => {
     // Back to the version 1 schema, with a run and a lease written by a PAI without owners.
     const raw = new DatabaseSync(path);
     raw.exec(`
-      DROP TABLE thread_leases; DROP TABLE run_chunks;
+      DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
       DROP TABLE owners; DROP INDEX runs_status;
       ALTER TABLE runs DROP COLUMN owner_id;
       ALTER TABLE leases DROP COLUMN owner_id; ALTER TABLE leases DROP COLUMN handover_to;

@@ -139,7 +139,8 @@ const migrations: ReadonlyArray<(db: DatabaseSync) => void> = [
         heartbeat_at INTEGER NOT NULL
       );
     `),
-  // Thread leases (one run of a thread at a time across processes) and the stored chunks of runs' streams.
+  // Thread leases (one run of a thread at a time across processes), the stored chunks of runs' streams, and the run
+  // that applied each answer.
   (db) =>
     db.exec(`
       CREATE TABLE thread_leases (
@@ -155,6 +156,7 @@ const migrations: ReadonlyArray<(db: DatabaseSync) => void> = [
         chunk TEXT NOT NULL,
         PRIMARY KEY (run_id, seq)
       ) WITHOUT ROWID;
+      ALTER TABLE pending_actions ADD COLUMN applied_by TEXT;
     `),
 ];
 
@@ -384,6 +386,12 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
             ).changes === 1;
           return { changed, action: toAction(s.getAction.get(actionId)) };
         });
+      }),
+
+    claimPendingAction: (actionId, runId) =>
+      use("write", () => {
+        const applier = parseStoreInput(schemas.id, runId, "run id");
+        return s.claimAction.run(applier, actionId).changes === 1;
       }),
 
     putLease: (input) =>
@@ -653,7 +661,7 @@ function prepareStatements(db: DatabaseSync) {
   const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id";
   const actionColumns =
     "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
-    "suspend_history, status, created_at, settled_at, answer";
+    "suspend_history, status, created_at, settled_at, answer, applied_by";
   const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
   const leaseColumns =
     "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
@@ -726,14 +734,16 @@ function prepareStatements(db: DatabaseSync) {
          AND (?2 IS NULL OR status = ?2) ORDER BY created_at, rowid`,
     ),
     upsertAction: db.prepare(
-      `INSERT INTO pending_actions (${actionColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO pending_actions (${actionColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET
          thread_id = excluded.thread_id, run_id = excluded.run_id, tool_call_id = excluded.tool_call_id,
          tool_id = excluded.tool_id, tool_name = excluded.tool_name, input_hash = excluded.input_hash,
          input = excluded.input, kind = excluded.kind, name = excluded.name, payload = excluded.payload,
          suspend_history = excluded.suspend_history, status = excluded.status,
-         created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer`,
+         created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer,
+         applied_by = excluded.applied_by`,
     ),
+    claimAction: db.prepare("UPDATE pending_actions SET applied_by = ? WHERE id = ? AND applied_by IS NULL"),
     /** The compare-and-set: changes one row only while the status is still the expected one. */
     settleAction: db.prepare(
       `UPDATE pending_actions SET status = ?1,
@@ -852,6 +862,7 @@ function actionValues(action: PendingActionRecord): SQLInputValue[] {
     action.createdAt,
     action.settledAt ?? null,
     toStoredJson(action.answer, "pending action answer"),
+    action.appliedBy ?? null,
   ];
 }
 
@@ -918,6 +929,7 @@ function toAction(row: Row): PendingActionRecord | undefined {
     createdAt: row.created_at as number,
     settledAt: optional<number>(row.settled_at),
     answer: fromStoredJson(row.answer as string | null),
+    appliedBy: optional<string>(row.applied_by),
   });
 }
 

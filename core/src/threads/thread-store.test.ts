@@ -446,6 +446,24 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       expect(result.action).toEqual(action({ status: "succeeded", answer: { resume: 1 } }));
     });
 
+    it("lets exactly one run claim an answered action to apply it, and keeps the claim on later writes", async () => {
+      await store.putPendingAction(action({ status: "resumed", answer: { type: "resume", resume: {} } }));
+
+      const claims = await Promise.all([
+        store.claimPendingAction("a1", "run-a"),
+        store.claimPendingAction("a1", "run-b"),
+      ]);
+
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      const winner = claims[0] ? "run-a" : "run-b";
+      expect((await store.getPendingAction("a1"))?.appliedBy).toBe(winner);
+      expect(await store.claimPendingAction("a1", "run-c")).toBe(false);
+      expect(await store.claimPendingAction("missing", "run-c")).toBe(false);
+      await store.settlePendingAction("a1", "resumed", { status: "failed" });
+      expect((await store.getPendingAction("a1"))?.appliedBy).toBe(winner);
+      await expectCode(store.claimPendingAction("a1", ""), "INVALID_ARGUMENT");
+    });
+
     it("reports no change when settling an unknown action", async () => {
       expect(await store.settlePendingAction("missing", "pending", { status: "cancelled" })).toEqual({
         changed: false,
@@ -743,6 +761,7 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       await expectCode(store.getPendingAction("a1"), "STORE_CLOSED");
       await expectCode(store.listPendingActions({}), "STORE_CLOSED");
       await expectCode(store.settlePendingAction("a1", "pending", { status: "cancelled" }), "STORE_CLOSED");
+      await expectCode(store.claimPendingAction("a1", "r1"), "STORE_CLOSED");
       await expectCode(store.putLease(lease()), "STORE_CLOSED");
       await expectCode(store.listLeases(), "STORE_CLOSED");
       await expectCode(store.touchLease("sandbox", "thread", "t1", 1), "STORE_CLOSED");

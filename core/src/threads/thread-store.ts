@@ -73,6 +73,11 @@ export interface PendingActionRecord {
   settledAt?: number | undefined;
   /** The answer that settled it. */
   answer?: unknown;
+  /**
+   * The run that applied a resume answer (re-entered `execute` with it). Set once, by
+   * {@link ThreadStore.claimPendingAction}: a run that dies while applying it is never followed by a second execution.
+   */
+  appliedBy?: string | undefined;
 }
 
 export type CapabilityLifetime = "run" | "thread" | "user" | "process";
@@ -197,6 +202,12 @@ export interface ThreadStore {
     expected: PendingActionStatus,
     patch: Pick<PendingActionRecord, "status"> & Partial<Pick<PendingActionRecord, "answer" | "settledAt">>,
   ): Promise<{ changed: boolean; action: PendingActionRecord | undefined }>;
+
+  /**
+   * Compare-and-set: records that run `runId` applies the action's answer, only while no run has. True when this
+   * call recorded it; false when another run has (or the action is missing).
+   */
+  claimPendingAction(actionId: string, runId: string): Promise<boolean>;
 
   putLease(lease: LeaseRecord): Promise<void>;
   listLeases(query?: {

@@ -117,7 +117,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   },
   {
     version: 3,
-    name: "thread leases (one run of a thread at a time across processes) and stored run stream chunks",
+    name: "thread leases (one run of a thread at a time across processes), stored run stream chunks, answers' appliers",
     sql: (s) => `
       CREATE TABLE ${s}.thread_leases (
         thread_id text COLLATE "C" PRIMARY KEY,
@@ -132,6 +132,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
         chunk json NOT NULL,
         PRIMARY KEY (run_id, seq)
       );
+      ALTER TABLE ${s}.pending_actions ADD COLUMN applied_by text COLLATE "C";
     `,
   },
 ];
