@@ -99,9 +99,9 @@ const runtime = createAgentRuntime({
     }),
   },
   ownerId: config.ownerId,
-  heartbeatIntervalMs: 500,
+  heartbeatIntervalMs: 1000,
   ownerTtlMs: config.ownerTtlMs,
-  reconcileIntervalMs: 1000,
+  reconcileIntervalMs: 2000,
   onBackgroundError: (error) => console.error(`[${config.ownerId}]`, error),
 });
 await runtime.startCapabilities();

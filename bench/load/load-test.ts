@@ -25,7 +25,7 @@ export interface LoadTestOptions {
   conversationsPerProcess?: number;
   /** Commands per conversation. @default 5 */
   commands?: number;
-  /** Conversations in flight at once, over all processes. @default 24 */
+  /** Conversations in flight at once, over all processes. @default 12 */
   concurrency?: number;
   /** Kill -9 one process once half the commands are done. @default true */
   kill?: boolean;
@@ -33,6 +33,8 @@ export interface LoadTestOptions {
   deadlineMs?: number;
   /** Progress lines. */
   log?: (line: string) => void;
+  /** Stops the run (everything it started is stopped and removed); it rejects with the reason. */
+  signal?: AbortSignal;
 }
 
 /** What the load test counted. */
@@ -83,14 +85,16 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
   const processCount = options.processes ?? 3;
   const perProcess = options.conversationsPerProcess ?? 100;
   const commands = options.commands ?? 5;
-  const concurrency = options.concurrency ?? 24;
+  const concurrency = options.concurrency ?? 12;
   const deadline = Date.now() + (options.deadlineMs ?? 900_000);
   const log = options.log ?? (() => {});
+  const signal = options.signal ?? new AbortController().signal;
   const runId = randomBytes(4).toString("hex");
   const schema = `pai_load_${runId}`;
   const harnessSchema = `pai_load_harness_${runId}`;
   const poolId = `pai-load-${runId}`;
-  const ownerTtlMs = 5000;
+  // Generous for a 2-core machine under load: a process that misses heartbeats this long counts as dead.
+  const ownerTtlMs = 10_000;
   const admin = new pg.Pool({ connectionString: options.postgres, max: 2 });
   const runtimes: Runtime[] = [];
   let store: ThreadStore | undefined;
@@ -176,7 +180,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
       counts.conversationsCompleted += 1;
       // The conversation is over: its sandbox goes (the thread with it, once checked).
       await withRetries(conversation, (runtime) =>
-        request(runtime, `/threads/${threadId}`, { method: "DELETE" }).then(
+        request(runtime, `/threads/${threadId}`, { method: "DELETE", signal }).then(
           () => undefined,
           (error: unknown) => {
             // Deleted by an attempt whose answer was lost with its process.
@@ -198,6 +202,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
       let action: PublicPendingAction | undefined;
       let recovering = false;
       for (;;) {
+        signal.throwIfAborted();
         if (Date.now() > deadline)
           throw new Error(`the load test ran past its deadline (command ${n} of ${threadId})`);
         const runtime = runtimeFor(conversation);
@@ -214,6 +219,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
             const chunks = await streamed(
               await request(runtime, "/chat", {
                 method: "POST",
+                signal,
                 body: {
                   id: threadId,
                   messages: [
@@ -231,6 +237,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
           }
           const response = await request(runtime, `/threads/${threadId}/actions/${action.actionId}`, {
             method: "POST",
+            signal,
             stream: true,
             body: {
               toolCallId: action.toolCallId,
@@ -273,7 +280,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
       | { kind: "pending"; action: PublicPendingAction }
     > {
       const snapshot = (await (
-        await request(runtime, `/threads/${threadId}`, { method: "GET" }).catch((error: unknown) => {
+        await request(runtime, `/threads/${threadId}`, { method: "GET", signal }).catch((error: unknown) => {
           if (error instanceof HttpError && error.status === 404) return undefined;
           throw error;
         })
@@ -309,6 +316,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
         async () => (await store!.getThreadLease(threadId)) === undefined,
         deadline,
         "the run to end",
+        signal,
       );
       const messages = await store!.loadMessages(threadId);
       const parts = messages.flatMap((message) => message.parts) as Array<{
@@ -339,6 +347,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
           return await body(runtimeFor(conversation));
         } catch (error) {
           if (!isConnectionError(error) && !(error instanceof Retry)) throw error;
+          signal.throwIfAborted();
           if (Date.now() > deadline) throw error;
           counts.retries += 1;
           await sleep(150);
@@ -357,6 +366,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
           (await poolContainers()).every((container) => container.labels[poolLabels.owner] !== owner),
         deadline,
         "the killed process's containers to be freed",
+        signal,
       );
     }
     for (const runtime of live()) runtime.child.kill("SIGTERM");
@@ -439,7 +449,7 @@ class HttpError extends Error {
 async function request(
   runtime: Runtime,
   path: string,
-  init: { method: string; body?: unknown; stream?: boolean },
+  init: { method: string; body?: unknown; stream?: boolean; signal: AbortSignal },
 ): Promise<Response> {
   const response = await fetch(`${runtime.api}${path}`, {
     method: init.method,
@@ -448,7 +458,7 @@ async function request(
       ...(init.stream ? { accept: "text/event-stream" } : {}),
     },
     ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
-    signal: AbortSignal.timeout(120_000),
+    signal: AbortSignal.any([init.signal, AbortSignal.timeout(120_000)]),
   });
   if (response.ok) return response;
   const text = await response.text();
@@ -497,8 +507,14 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function until(condition: () => Promise<boolean>, deadline: number, what: string): Promise<void> {
+async function until(
+  condition: () => Promise<boolean>,
+  deadline: number,
+  what: string,
+  signal?: AbortSignal,
+): Promise<void> {
   while (!(await condition())) {
+    signal?.throwIfAborted();
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }

@@ -14,7 +14,7 @@ const { values } = parseArgs({
     processes: { type: "string", default: "3" },
     conversations: { type: "string", default: "100" },
     commands: { type: "string", default: "5" },
-    concurrency: { type: "string", default: "24" },
+    concurrency: { type: "string", default: "12" },
     engines: { type: "string", default: process.env.DOCKER_HOST ?? "unix:///var/run/docker.sock" },
     "no-kill": { type: "boolean", default: false },
   },
@@ -28,7 +28,13 @@ const count = (name: keyof typeof values) => {
   return value;
 };
 
+// Ctrl-C / SIGTERM stop the run; it stops its processes and removes what they made before exiting.
+const stop = new AbortController();
+for (const name of ["SIGINT", "SIGTERM"] as const)
+  process.once(name, () => stop.abort(new Error(`stopped by ${name}`)));
+
 const report = await runLoadTest({
+  signal: stop.signal,
   postgres,
   image: process.env.PAI_SANDBOX_IMAGE ?? (await resolveDefaultSandboxImage()),
   engines: String(values.engines).split(","),

@@ -31,8 +31,9 @@ export interface RuntimeMaintenance {
 }
 
 /**
- * Starts the runtime's maintenance: every heartbeat it records this process as alive, renews the leases of the
- * threads it runs and follows its capability leases in the store (handovers); every reconcile interval it
+ * Starts the runtime's maintenance: every heartbeat it records this process as alive and renews the leases of the
+ * threads it runs (on a beat of its own, never behind the rest), and follows its capability leases in the store
+ * (handovers); every reconcile interval it
  * interrupts dead owners' runs, takes over or frees their leases and has the bindings reap, forgets dead owners
  * and deletes the stored streams of runs that ended a minute ago; every idle interval it releases idle leases. A
  * pass never overlaps the previous one; errors go to `onError` and the next pass tries again.
@@ -57,10 +58,18 @@ export function createRuntimeMaintenance(options: {
   /** One step of a pass; a failing step does not stop the others. */
   const step = (work: () => Promise<unknown>) => work().catch(onError);
 
-  async function pass(force: boolean): Promise<void> {
-    const now = Date.now();
+  /**
+   * Says this process is alive and keeps its threads. On its own beat: a pass slowed down by a busy engine (reaping
+   * lists containers) must never make a live process look dead to the others, who would free what it holds.
+   */
+  async function beat(): Promise<void> {
     await step(() => owners.heartbeat());
     await step(() => threadLeases.renew());
+  }
+
+  async function pass(force: boolean): Promise<void> {
+    const now = Date.now();
+    if (force) await beat();
     const live = await owners.liveOwners().catch((error: unknown) => {
       onError(error);
       return undefined;
@@ -87,9 +96,14 @@ export function createRuntimeMaintenance(options: {
 
   const started = enqueue(true);
   let ticking = false;
+  let beating: Promise<void> | undefined;
   const timer = setInterval(() => {
+    if (closed) return;
+    beating ??= beat().finally(() => {
+      beating = undefined;
+    });
     // A tick never queues behind a pass still running: it is skipped.
-    if (ticking || closed) return;
+    if (ticking) return;
     ticking = true;
     void enqueue(false).finally(() => {
       ticking = false;
@@ -103,7 +117,7 @@ export function createRuntimeMaintenance(options: {
     async close() {
       closed = true;
       clearInterval(timer);
-      await running;
+      await Promise.all([running, beating]);
     },
   };
 }
