@@ -515,6 +515,41 @@ describe("several processes on one store and one engine", () => {
     expect(engine.size).toBe(0);
   });
 
+  it("keeps a lease provisioned while a sync was reading the store's leases", async () => {
+    const memory = createMemoryThreadStore();
+    let holdListing = false;
+    let deliver: (() => void) | undefined;
+    // A listing of every lease that reaches the process late: taken before the new lease's record was written.
+    const store: ThreadStore = {
+      ...memory,
+      listLeases: async (query) => {
+        const snapshot = await memory.listLeases(query);
+        if (query === undefined && holdListing) {
+          holdListing = false;
+          await new Promise<void>((resolve) => {
+            deliver = resolve;
+          });
+        }
+        return snapshot;
+      },
+    };
+    const engine: FakeEngine = new Map();
+    const a = replica(store, engine, "a", { steps: [oneCall, { text: "" }, oneCall] });
+    await (await a.runtime.run({ agentId: "a", identity: ann, message: "one" })).done;
+    holdListing = true;
+    while (!deliver) await new Promise((resolve) => setTimeout(resolve, 5));
+
+    const second = await a.runtime.run({ agentId: "a", identity: ann, message: "two" });
+    await second.done;
+    deliver();
+    await a.runtime.sweep();
+
+    expect(a.runtime.leases().map((lease) => lease.key)).toContain(second.threadId);
+    expect(a.released).toEqual([]);
+    expect(engine.has("ar2")).toBe(true);
+    await a.runtime.close();
+  });
+
   it("lets go of a lease another process took over, and releases one whose thread was ended elsewhere", async () => {
     const store = sharedStore();
     const engine: FakeEngine = new Map();
