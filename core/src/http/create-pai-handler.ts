@@ -1,7 +1,8 @@
-import { createUIMessageStreamResponse, type UIMessage } from "ai";
+import { createUIMessageStreamResponse, type UIMessage, type UIMessageChunk } from "ai";
 import { z } from "zod";
 import { pendingActionAnswerSchema } from "../actions/pending-action-answer.ts";
 import { PaiError, type PaiErrorCode } from "../errors/pai-error.ts";
+import type { AgentRun } from "../runtime/agent-run.ts";
 import type { AgentRuntime } from "../runtime/create-agent-runtime.ts";
 import { readLimitedBody } from "./read-limited-body.ts";
 
@@ -123,7 +124,7 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
       ...(threadId ? { threadId } : {}),
     });
     return createUIMessageStreamResponse({
-      stream: run.stream,
+      stream: untilStored(run),
       headers: { "x-pai-run-id": run.runId, "x-pai-thread-id": run.threadId },
     });
   }
@@ -177,7 +178,7 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
     });
     if (result.status === "accepted" && result.run && wantsStream(request)) {
       return createUIMessageStreamResponse({
-        stream: result.run.stream,
+        stream: untilStored(result.run),
         headers: { "x-pai-run-id": result.run.runId, "x-pai-thread-id": threadId! },
       });
     }
@@ -233,6 +234,20 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
       return errorResponse(error, options.onError);
     }
   };
+}
+
+/**
+ * The run's stream, ending once the run is stored and its thread free: a client that sends its next message when
+ * the response ends is never refused as busy.
+ */
+function untilStored(run: AgentRun): ReadableStream<UIMessageChunk> {
+  return run.stream.pipeThrough(
+    new TransformStream<UIMessageChunk, UIMessageChunk>({
+      async flush() {
+        await run.done.catch(() => undefined);
+      },
+    }),
+  );
 }
 
 /** Whether the client asked for the continuation as a UI message stream instead of JSON. */
