@@ -7,12 +7,16 @@ import { benchColdStart } from "./cold-start.ts";
 import { benchCommandRoundTrip } from "./command-round-trip.ts";
 import { benchCommandsPerSecond } from "./commands-per-second.ts";
 import { benchConversationBursts } from "./conversation-burst.ts";
+import { benchDirectoryUpload } from "./directory-upload.ts";
+import { benchEgressProxy } from "./egress-proxy.ts";
 import { benchFileTransfer } from "./file-transfer.ts";
 import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
 import { benchPostgresStore } from "./postgres-store.ts";
 import { benchRuntimeOverhead } from "./runtime-overhead.ts";
+import { benchSmallFileFrames } from "./small-file-frames.ts";
 import { fmt } from "./stats.ts";
 import { benchTimeToFirstCommand } from "./time-to-first-command.ts";
+import { benchVitestFixture } from "./vitest-fixture.ts";
 
 const quick = process.argv.includes("--quick");
 /** `--only "time to first command,burst"` runs just those benchmarks. */
@@ -44,7 +48,11 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
       }),
   ],
   ["file transfer", () => benchFileTransfer({ rounds: quick ? 1 : 3, megabytes: 100 })],
+  ["directory upload", () => benchDirectoryUpload({ rounds: quick ? 3 : 9 })],
   ["idle memory", () => benchIdleSandboxMemory({ count: quick ? 4 : 8 })],
+  ["file frames", () => benchSmallFileFrames({ rounds: quick ? 40 : 200 })],
+  ["egress", () => benchEgressProxy({ rounds: quick ? 2 : 5, megabytes: 256 })],
+  ["vitest fixture", () => benchVitestFixture({ rounds: quick ? 5 : 15 })],
 ];
 try {
   for (const [name, bench] of benches) {

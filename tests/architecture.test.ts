@@ -38,7 +38,7 @@ describe("dependencies point one way", () => {
     expect(
       violations("core", [
         /^dockerode/,
-        /^@pai\/(pool|sandbox|browser|react)/,
+        /^@pai\/(pool|container-agent|sandbox|browser|react)/,
         /^generic-pool/,
         /^tar-stream/,
         /^testcontainers/,
@@ -62,7 +62,9 @@ describe("dependencies point one way", () => {
   });
 
   it("lets react depend only on core's public surface and the AI SDK's React bindings", () => {
-    expect(violations("react", [/^@pai\/(pool|sandbox|browser)/, /^dockerode/, /core\/src/])).toEqual([]);
+    expect(
+      violations("react", [/^@pai\/(pool|container-agent|sandbox|browser)/, /^dockerode/, /core\/src/]),
+    ).toEqual([]);
   });
 
   it("lets capabilities reach core and pool only through their public entry points", () => {
@@ -83,6 +85,13 @@ describe("dependencies point one way", () => {
     expect([...seen].map((file) => relative(root, file)).sort()).toEqual([
       "core/src/actions/tool-end.ts",
       "core/src/client/index.ts",
+      "core/src/client/last-message-only.ts",
     ]);
+  });
+
+  it("shares the in-container agent without one capability depending on another", () => {
+    expect(violations("capabilities/agent", [/^@pai\/(sandbox|browser)/, /^playwright/])).toEqual([]);
+    expect(violations("capabilities/sandbox", [/^@pai\/browser/, /agent\/src/])).toEqual([]);
+    expect(violations("capabilities/browser", [/^@pai\/sandbox/, /agent\/src/])).toEqual([]);
   });
 });

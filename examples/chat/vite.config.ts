@@ -9,6 +9,8 @@ export default defineConfig({
     outDir: fileURLToPath(new URL("./dist", import.meta.url)),
     emptyOutDir: true,
     sourcemap: true,
+    // the markdown renderer (streamdown with its unified/parse5 pipeline) is one lazy chunk of ~530 kB
+    chunkSizeWarningLimit: 600,
     rolldownOptions: {
       onwarn(warning, warn) {
         // swr (under @ai-sdk/react) marks its modules "use client"; that means nothing in a client bundle

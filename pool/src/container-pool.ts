@@ -55,8 +55,8 @@ export interface ContainerPoolOptions<STATE = undefined> {
   poolId?: string;
   /**
    * The `pai.owner` label: the runtime process these containers belong to (its heartbeat in a shared store tells
-   * other processes whether it is alive). Other owners' `reapStrays({ liveOwners })` remove them once it is not
-   * live. Without it containers carry no owner label and only this pool id's `reapStrays` removes them.
+   * other processes whether it is alive). Other owners' `reapStrays({ deadOwners })` remove them once it is
+   * known dead. Without it containers carry no owner label and only this pool id's `reapStrays` removes them.
    */
   ownerId?: string;
   /**
@@ -150,11 +150,11 @@ export interface ReapStraysOptions {
   /** Container ids (full, or prefixes of at least 12 characters) that stay. */
   keep?: Iterable<string>;
   /**
-   * Owners known to be alive (this pool's own `ownerId` among them). With it, every managed container of the
-   * engine whose `pai.owner` is another owner not in this set is removed, whatever its pool id; without it,
-   * containers of other owners are never touched (their liveness is unknown).
+   * Owners known to be dead (a store saw their heartbeats stop). Every managed container of the engine whose
+   * `pai.owner` is one of them is removed, whatever its pool id. Containers of any other owner are never touched:
+   * an owner unknown to the caller may be a live process of another app or store on the same engine.
    */
-  liveOwners?: Iterable<string>;
+  deadOwners?: Iterable<string>;
   signal?: AbortSignal;
 }
 
@@ -210,6 +210,12 @@ export interface ContainerPool<STATE = undefined> {
   readonly poolId: string;
   /** The `pai.owner` label of its containers, when it has one. */
   readonly ownerId: string | undefined;
+  /**
+   * Gives a pool made without an owner one: containers created from now on carry it (earlier ones stay
+   * unowned, reaped by pool id). Idempotent for the same id.
+   * @throws Error when the pool already has another owner.
+   */
+  claimOwner(ownerId: string): void;
   readonly spec: ResolvedContainerSpec;
   readonly specHash: string;
   readonly driver: ContainerDriver;
@@ -225,8 +231,8 @@ export interface ContainerPool<STATE = undefined> {
   adopt(containerId: string, options?: AdoptOptions): Promise<Lease<STATE>>;
   /**
    * Removes the engine's stray managed containers, except those in `keep` and those this pool object holds:
-   * containers of this pool id that carry no owner or this pool's owner, and (with `liveOwners`) containers of
-   * any pool id whose owner is another, not live, owner. A container whose owner is live is never removed.
+   * containers of this pool id that carry no owner or this pool's owner, and containers of any pool id whose
+   * owner is one of `deadOwners`. A container of any other owner is never removed.
    */
   reapStrays(options?: ReapStraysOptions): Promise<{ removed: string[]; failed: string[] }>;
   /** Resolves when `min` containers are ready (or as many as `max` leaves room for). */
@@ -363,7 +369,7 @@ export function createContainerPool<STATE = undefined>(
   const spec = resolveContainerSpec(options.spec);
   const hash = specHash(spec);
   const poolId = options.poolId ?? `pool-${randomBytes(4).toString("hex")}`;
-  const { ownerId } = options;
+  let { ownerId } = options;
   if (ownerId !== undefined && (typeof ownerId !== "string" || ownerId === "")) {
     throw new TypeError("createContainerPool: ownerId must be a non-empty string");
   }
@@ -615,12 +621,12 @@ export function createContainerPool<STATE = undefined>(
     reapOptions: ReapStraysOptions = {},
   ): Promise<{ removed: string[]; failed: string[] }> {
     const keep = [...(reapOptions.keep ?? [])];
-    const liveOwners = reapOptions.liveOwners ? new Set(reapOptions.liveOwners) : undefined;
+    const deadOwners = new Set(reapOptions.deadOwners ?? []);
     const isKept = (id: string) => keep.some((k) => k === id || (k.length >= 12 && id.startsWith(k)));
     const isStray = (labels: Readonly<Record<string, string>>) => {
       const owner = labels[poolLabels.owner];
       if (owner === undefined || owner === ownerId) return labels[poolLabels.pool] === poolId;
-      return liveOwners !== undefined && !liveOwners.has(owner);
+      return deadOwners.has(owner);
     };
     const rows = await driver.list(
       { labels: { [poolLabels.managed]: "true" } },
@@ -963,9 +969,23 @@ export function createContainerPool<STATE = undefined>(
 
   void start();
 
+  function claimOwner(claimed: string): void {
+    if (typeof claimed !== "string" || claimed === "") {
+      throw new TypeError("claimOwner: ownerId must be a non-empty string");
+    }
+    if (ownerId !== undefined && ownerId !== claimed) {
+      throw new Error(`Container pool ${poolId} already belongs to owner ${ownerId}, not ${claimed}`);
+    }
+    ownerId = claimed;
+    labels[poolLabels.owner] = claimed;
+  }
+
   return {
     poolId,
-    ownerId,
+    get ownerId() {
+      return ownerId;
+    },
+    claimOwner,
     spec,
     specHash: hash,
     driver,

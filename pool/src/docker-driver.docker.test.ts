@@ -454,7 +454,7 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     // The dead owner's pool object stays open here, as a killed process's containers stay on the engine.
     const { removed, failed } = await livePool.reapStrays({
       keep: [deadKept.containerId],
-      liveOwners: new Set([live]),
+      deadOwners: new Set([dead]),
     });
 
     expect(failed).toEqual([]);

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { type ContainerPool, type ContainerPoolOptions, createContainerPool } from "./container-pool.ts";
 import { poolLabels } from "./labels.ts";
 import { createPooledBinding } from "./pooled-binding.ts";
@@ -64,7 +64,7 @@ describe("container ownership", () => {
     const mineEarlier = driver.addContainer(labelled("sandbox", "me"));
     const unmanaged = driver.addContainer({ [poolLabels.owner]: "dead" });
 
-    const result = await pool.reapStrays({ keep: [deadKept], liveOwners: new Set(["me", "alive"]) });
+    const result = await pool.reapStrays({ keep: [deadKept], deadOwners: new Set(["dead"]) });
 
     expect(result.removed.sort()).toEqual(
       [deadSamePool, deadOtherPool, deadStopped, unownedSamePool, mineEarlier].sort(),
@@ -74,7 +74,7 @@ describe("container ownership", () => {
     );
   });
 
-  it("leaves other owners' containers alone when their liveness is not given", async () => {
+  it("leaves the containers of owners not known to be dead alone", async () => {
     const driver = createFakeDriver();
     const pool = makePool(driver, { poolId: "sandbox", ownerId: "me", min: 0 });
     const other = driver.addContainer(labelled("sandbox", "someone"));
@@ -119,6 +119,26 @@ describe("createPooledBinding ownership", () => {
     });
   }
 
+  it("takes the runtime's owner when it was warmed by hand first, and refuses a second owner", async () => {
+    const driver = createFakeDriver();
+    const warmed = binding(driver, "pai-sandbox-3");
+    try {
+      await warmed.start();
+      const [early] = [...driver.containers.values()];
+      expect(early?.labels[poolLabels.owner]).toBeUndefined();
+      await warmed.start({ ownerId: "runtime" });
+      const leased = await warmed.provision({ leaseKey: "thread:a", signal: new AbortController().signal });
+      // The lease took the early warm container; the refill is the runtime's.
+      expect(leased).toBe(early?.id);
+      await vi.waitFor(() => expect(driver.containers.size).toBe(2));
+      const refill = [...driver.containers.values()].find((c) => c.id !== leased);
+      expect(refill?.labels[poolLabels.owner]).toBe("runtime");
+      await expect(warmed.start({ ownerId: "someone-else" })).rejects.toThrow(/already/);
+    } finally {
+      await warmed.close();
+    }
+  });
+
   it("creates containers for the owner it was started with and reaps only dead owners' across pools", async () => {
     const driver = createFakeDriver();
     const live = binding(driver, "pai-sandbox-1");
@@ -135,7 +155,7 @@ describe("createPooledBinding ownership", () => {
         [...driver.containers.values()].filter((c) => c.labels[poolLabels.owner] === owner).map((c) => c.id);
       const liveBefore = ownedBy("live");
 
-      await live.reapUnowned({ keepResourceIds: [deadKept], liveOwnerIds: new Set(["live"]) });
+      await live.reapUnowned({ keepResourceIds: [deadKept], deadOwnerIds: new Set(["dead"]) });
 
       expect(liveBefore).toContain(liveLeased);
       for (const id of liveBefore) expect(driver.containers.has(id)).toBe(true);

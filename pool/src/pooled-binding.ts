@@ -67,15 +67,16 @@ export interface BindingStartContext {
 export interface ReapContext {
   /** Resource ids named by leases of live owners (any process): never removed. */
   keepResourceIds: readonly string[];
-  /** Owners whose heartbeat is fresh, this process included. */
-  liveOwnerIds: ReadonlySet<string>;
+  /** Owners the runtime's store knows to be dead: their containers are removed. */
+  deadOwnerIds: ReadonlySet<string>;
 }
 
 /** The lifecycle a capability binding needs from a warm pool: start, provision, reattach, reap, close. */
 export interface PooledBinding<RESOURCE> {
   /**
    * Makes and warms the pool once; its containers carry `context.ownerId` as `pai.owner`. Later calls share the
-   * first one (provisioning calls it without a context).
+   * first one (provisioning calls it without a context). A binding warmed by hand without a context takes the
+   * owner of the first start that names one, for the containers it creates from then on.
    * @throws Error when called again with another owner id.
    */
   start(context?: BindingStartContext): Promise<void>;
@@ -83,11 +84,10 @@ export interface PooledBinding<RESOURCE> {
   /** Adopts the container recorded on `lease` (after a restart); `undefined` when it is gone or not this pool's. */
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
   /**
-   * Removes the managed containers of this binding's engine that no kept lease names and whose owner is not
-   * live (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`).
-   * A bare list of ids (the runtime's call before owners existed) keeps them and reaps by pool id only.
+   * Removes the managed containers of this binding's engine that no kept lease names and whose owner is known
+   * dead (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`).
    */
-  reapUnowned(context: ReapContext | readonly string[]): Promise<void>;
+  reapUnowned(context: ReapContext): Promise<void>;
   /**
    * Removes this process's idle containers and stops the pool. Leased containers that were not released stay
    * running: the runtime decided to keep them (a lease another process may take over).
@@ -96,10 +96,6 @@ export interface PooledBinding<RESOURCE> {
   readonly poolId: string | undefined;
   readonly image: string | undefined;
   metrics(): ContainerPoolMetrics | undefined;
-}
-
-function isReapContext(context: ReapContext | readonly string[]): context is ReapContext {
-  return !Array.isArray(context);
 }
 
 /**
@@ -137,7 +133,7 @@ export function createPooledBinding<STATE, RESOURCE>(
   function start(context?: BindingStartContext): Promise<void> {
     if (closed) return Promise.reject(options.closedError());
     if (context !== undefined) {
-      if (starting && context.ownerId !== ownerId) {
+      if (ownerId !== undefined && context.ownerId !== ownerId) {
         return Promise.reject(
           new Error(
             `${options.name} binding: already started for owner ${ownerId ?? "(none)"}, not ${context.ownerId}`,
@@ -145,6 +141,9 @@ export function createPooledBinding<STATE, RESOURCE>(
         );
       }
       ownerId = context.ownerId;
+      // Started earlier without an owner (warmed by hand before the runtime): its pool takes this one now.
+      const owner = ownerId;
+      if (starting) return starting.then(() => pool?.claimOwner(owner));
     }
     starting ??= (async () => {
       const prepared = await options.preparePool();
@@ -224,11 +223,7 @@ export function createPooledBinding<STATE, RESOURCE>(
     },
     async reapUnowned(context) {
       const current = await ready();
-      await current.reapStrays(
-        isReapContext(context)
-          ? { keep: context.keepResourceIds, liveOwners: context.liveOwnerIds }
-          : { keep: context },
-      );
+      await current.reapStrays({ keep: context.keepResourceIds, deadOwners: context.deadOwnerIds });
     },
     async close() {
       closed = true;

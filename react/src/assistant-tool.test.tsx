@@ -62,20 +62,87 @@ describe("<Assistant.Tool>", () => {
 
   it("answers the pending action through the provider when Approve or Deny is clicked", async () => {
     const answers: PendingActionAnswerEvent[] = [];
-    await act(async () =>
-      root.render(
-        <Assistant.Provider api="/api" threadId="t1" onAnswer={(event) => void answers.push(event)}>
-          <Messages message={sampleMessage()} />
-        </Assistant.Provider>,
-      ),
-    );
+    const render = () =>
+      act(async () =>
+        root.render(
+          <Assistant.Provider api="/api" threadId="t1" onAnswer={(event) => void answers.push(event)}>
+            <Messages message={sampleMessage()} />
+          </Assistant.Provider>,
+        ),
+      );
+    await render();
     await act(async () => container.querySelector<HTMLButtonElement>(".pai-tool-approve")!.click());
+    act(() => root.unmount());
+    root = createRoot(container);
+    await render();
     await act(async () => container.querySelector<HTMLButtonElement>(".pai-tool-deny")!.click());
     expect(answers.map((event) => event.answer)).toEqual([
       { type: "resume", resume: { approved: true } },
       { type: "deny", reason: "The user denied it." },
     ]);
     expect(answers[0]!.action).toMatchObject({ actionId: "a1", toolCallId: "c1", inputHash: "h1" });
+  });
+
+  it("shows a wait below the call with its path and that call's input, and answers it bound to the top-level call", async () => {
+    const nested = sampleAction({
+      path: ["deploy", "checks", "approveRelease"],
+      payload: { question: "Release api 2.1?" },
+      inner: { toolId: "approveRelease", input: { version: "2.1" } },
+    });
+    const answers: PendingActionAnswerEvent[] = [];
+    await act(async () =>
+      root.render(
+        <Assistant.Provider api="/api" threadId="t1" onAnswer={(event) => void answers.push(event)}>
+          <Messages message={sampleMessage(nested)} />
+        </Assistant.Provider>,
+      ),
+    );
+    expect(container.querySelector(".pai-tool-path")?.textContent).toBe("deploy › checks › approveRelease");
+    expect(container.querySelector(".pai-tool-question")?.textContent).toBe("Release api 2.1?");
+    const innerInput = container.querySelector(".pai-tool-input[data-inner]");
+    expect(innerInput?.querySelector("summary")?.textContent).toBe("approveRelease input");
+    expect(innerInput?.querySelector("pre")?.textContent).toContain('"version": "2.1"');
+    await act(async () => container.querySelector<HTMLButtonElement>(".pai-tool-approve")!.click());
+    expect(answers[0]!.action).toMatchObject({
+      actionId: "a1",
+      toolCallId: "c1",
+      toolId: "deploy.v2",
+      inputHash: "h1",
+    });
+
+    act(() => root.unmount());
+    root = createRoot(container);
+    await act(async () => root.render(<Messages message={sampleMessage()} />));
+    expect(container.querySelector(".pai-tool-path")).toBeNull();
+  });
+
+  it("shows Approved as soon as Approve is clicked, then Running once the server took the answer", async () => {
+    let accept: (() => void) | undefined;
+    let finish: (() => void) | undefined;
+    await act(async () =>
+      root.render(
+        <Assistant.Provider
+          onAnswer={(event) =>
+            new Promise<void>((resolve) => {
+              accept = event.onAccepted;
+              finish = resolve;
+            })
+          }
+        >
+          <Messages message={sampleMessage()} />
+        </Assistant.Provider>,
+      ),
+    );
+    const card = () => container.querySelector(".pai-tool")!;
+    expect(card().getAttribute("data-status")).toBe("needs-approval");
+    await act(async () => container.querySelector<HTMLButtonElement>(".pai-tool-approve")!.click());
+    expect(card().getAttribute("data-status")).toBe("approved");
+    expect(card().querySelector(".pai-tool-approve")).toBeNull();
+    expect(card().querySelector(".pai-tool-question")?.textContent).toBe("Deploy api?");
+    await act(async () => accept?.());
+    expect(card().getAttribute("data-status")).toBe("running");
+    await act(async () => finish?.());
+    expect(card().getAttribute("data-status")).toBe("running");
   });
 
   it("shows the error of a failed answer on the card", async () => {
@@ -94,6 +161,61 @@ describe("<Assistant.Tool>", () => {
     expect(container.querySelector(".pai-tool-approval .pai-tool-error")?.textContent).toBe(
       "the tool is disabled",
     );
+    // the answer did not go through: the card asks again
+    expect(container.querySelector(".pai-tool")?.getAttribute("data-status")).toBe("needs-approval");
+    expect(container.querySelector(".pai-tool-approve")).not.toBeNull();
+  });
+
+  it("folds the call's input under the question, and names the tool by its title", () => {
+    const html = renderToString(<Messages message={sampleMessage()} />);
+    expect(html).toMatch(
+      /<p class="pai-tool-question">Deploy api\?<\/p><details class="pai-tool-input"><summary>Details<\/summary>/,
+    );
+    expect(html).toContain('<span class="pai-tool-name">Deploy</span>');
+    const titled = renderToString(
+      <Assistant.Provider titles={{ "deploy.v2": "Deploy a service" }}>
+        <Messages message={sampleMessage()} />
+      </Assistant.Provider>,
+    );
+    expect(titled).toContain('<span class="pai-tool-name">Deploy a service</span>');
+  });
+
+  it("shows Starting sandbox while the run provisions it, and Running once it is ready", () => {
+    const message = sampleMessage(sampleAction({ status: "resumed" }));
+    const provisioning = { capability: "sandbox", lifetime: "thread", status: "provisioning" };
+    message.parts.push({ type: "data-pai-capability", data: provisioning });
+    expect(renderToString(<Messages message={message} />)).toContain("Starting sandbox");
+    message.parts.push({
+      type: "data-pai-capability",
+      data: { ...provisioning, status: "ready", durationMs: 5 },
+    });
+    const ready = renderToString(<Messages message={message} />);
+    expect(ready).toContain('data-status="running"');
+    expect(ready).not.toContain("Starting sandbox");
+  });
+
+  it("shows an open call of a stopped run as Stopped, and a failed call with its reason", () => {
+    const stopped = sampleMessage(sampleAction({ status: "cancelled" }));
+    const html = renderToString(
+      <div>
+        {stopped.parts.map((part) =>
+          isPaiToolPart(part) ? (
+            <Assistant.Tool key={part.toolCallId} message={stopped} part={part} runStatus="cancelled" />
+          ) : null,
+        )}
+      </div>,
+    );
+    expect(html).toContain('data-status="stopped"');
+    expect(html).toContain("Stopped before it finished.");
+
+    const failed = sampleMessage(sampleAction({ status: "resumed" }));
+    Object.assign(failed.parts[2] as Record<string, unknown>, {
+      state: "output-error",
+      errorText: "git failed (exit 1): nothing to commit",
+    });
+    const failedHtml = renderToString(<Messages message={failed} />);
+    expect(failedHtml).toContain('data-status="failed"');
+    expect(failedHtml).toContain("Failed: git failed (exit 1): nothing to commit");
   });
 
   it("drops the buttons once the action is settled and shows the output", () => {
@@ -101,9 +223,20 @@ describe("<Assistant.Tool>", () => {
     const part = message.parts[2] as Record<string, unknown>;
     Object.assign(part, { state: "output-available", output: { deployed: "api" } });
     const html = renderToString(<Messages message={message} />);
-    expect(html).not.toContain("Approve");
+    expect(html).not.toContain("pai-tool-approve");
     expect(html).toContain("Done");
+    // the question stays, with how it was answered
+    expect(html).toContain('<p class="pai-tool-question">Deploy api?</p>');
+    expect(html).toContain('<p class="pai-tool-answered" data-answer="resumed">Approved</p>');
     expect(html).toContain("&quot;deployed&quot;: &quot;api&quot;");
+  });
+
+  it("shows a call whose action a new message cancelled as Cancelled, without buttons", () => {
+    const message = sampleMessage(sampleAction({ status: "cancelled" }));
+    const html = renderToString(<Messages message={message} />);
+    expect(html).toContain('data-status="stopped"');
+    expect(html).toContain("Cancelled");
+    expect(html).not.toContain("pai-tool-approve");
   });
 
   it("shows a denial recorded on the stored part", () => {
@@ -122,7 +255,7 @@ describe("<Assistant.Tool>", () => {
     Object.assign(message.parts[2] as Record<string, unknown>, { state: "output-denied" });
     const html = renderToString(<Messages message={message} />);
     expect(html).toContain('data-status="denied"');
-    expect(html).not.toContain("Approve");
+    expect(html).not.toContain("pai-tool-approve");
   });
 
   it("uses a custom card for the tool id from the provider, then from the registry", () => {

@@ -1,146 +1,153 @@
 import type { PublicPendingAction } from "@pai/core";
 import type { ReactNode } from "react";
-import type { PaiToolPart } from "./is-pai-tool-part.ts";
+import { pendingActionsOf } from "./pending-actions-of.ts";
+import type { ToolCallStatus } from "./tool-call-status.ts";
 import type { ToolCardProps } from "./tool-card.ts";
 import type { ToolDataItem } from "./tool-data-of.ts";
 
-/** Where a call stands, as a badge shows it. */
-export interface ToolCallStatus {
-  /** Stable key, also set as `data-status` on the card. */
-  key: "preparing" | "running" | "needs-approval" | "waiting" | "approved" | "denied" | "done" | "failed";
-  label: string;
-}
-
-/** The status of a call from its part and the action it waits on. */
-export function toolCallStatus(
-  part: PaiToolPart,
-  pendingAction: PublicPendingAction | undefined,
-): ToolCallStatus {
-  if (pendingAction) {
-    return pendingAction.kind === "client"
-      ? { key: "waiting", label: "Waiting for the app" }
-      : { key: "needs-approval", label: "Needs approval" };
-  }
-  switch (part.state) {
-    case "input-streaming":
-      return { key: "preparing", label: "Preparing" };
-    case "input-available":
-      return { key: "running", label: "Running" };
-    case "approval-requested":
-      return { key: "needs-approval", label: "Needs approval" };
-    case "approval-responded":
-      return (part.approval as { approved?: boolean } | undefined)?.approved === false
-        ? { key: "denied", label: "Denied" }
-        : { key: "approved", label: "Approved" };
-    case "output-available":
-      return { key: "done", label: "Done" };
-    case "output-error":
-      return { key: "failed", label: "Failed" };
-    case "output-denied":
-      return { key: "denied", label: "Denied" };
-  }
-}
-
 /**
- * The card `<Assistant.Tool>` renders when no custom card is registered for a tool: name, status badge, input,
- * streamed tool data, approve/deny buttons while an approval is pending, then the result (folded when data was
- * streamed) or the error.
- * Class names (`pai-tool`, `pai-tool-header`, `pai-tool-status`, `pai-tool-data`, `pai-tool-approval`,
- * `pai-tool-output`, `pai-tool-error`) and `data-status` are there to style it.
+ * The card `<Assistant.Tool>` renders when no custom card is registered for a tool: title and status badge;
+ * the question of a pending action with the call's input folded under it and Approve/Deny while it waits (once
+ * answered, the question stays with how it was answered); otherwise the input, folded; the streamed tool data; then the result (folded when data was
+ * streamed) or why the call failed, was denied or stopped.
+ * A wait below the call (a nested tool, a code-mode program's call, a subagent's tool) shows its path
+ * (`code › approve`) and that call's input.
+ * Class names (`pai-tool`, `pai-tool-header`, `pai-tool-name`, `pai-tool-status`, `pai-tool-approval`,
+ * `pai-tool-path`, `pai-tool-question`, `pai-tool-answered`, `pai-tool-input`, `pai-tool-data`, `pai-tool-output`,
+ * `pai-tool-error`, `pai-tool-note`)
+ * and `data-status` are there to style it.
  */
 export function DefaultToolCard(props: ToolCardProps): ReactNode {
-  const { part, toolId, toolName, data, pendingAction, answer, answering, answerError } = props;
-  const status = toolCallStatus(part, pendingAction);
-  const denial = deniedReason(part);
+  const { message, part, toolId, title, status, data, pendingAction, answer, answering, answerError } = props;
+  const action = pendingAction ?? pendingActionsOf(message, part.toolCallId).at(-1);
+  const awaiting = status.key === "needs-approval" || status.key === "waiting";
+  const input =
+    part.input !== undefined ? (
+      <details className="pai-tool-input">
+        <summary>{action ? "Details" : "Input"}</summary>
+        <pre>{formatValue(part.input)}</pre>
+      </details>
+    ) : null;
+  /** A wait below the call: where it is, and the input of the call that waits. */
+  const inner =
+    action?.inner !== undefined ? (
+      <>
+        <p className="pai-tool-path">{action.path.join(" › ")}</p>
+        <details className="pai-tool-input" data-inner>
+          <summary>{`${action.path.at(-1)} input`}</summary>
+          <pre>{formatValue(action.inner.input)}</pre>
+        </details>
+      </>
+    ) : null;
   return (
     <section
       className="pai-tool"
       data-tool-id={toolId}
       data-tool-call-id={part.toolCallId}
       data-status={status.key}
+      aria-label={`${title}: ${status.label}`}
     >
       <header className="pai-tool-header">
-        <span className="pai-tool-name">{part.title ?? toolName}</span>
+        <span className="pai-tool-name">{title}</span>
         <span className="pai-tool-status" data-status={status.key}>
           {status.label}
         </span>
       </header>
-      {part.input !== undefined ? (
-        <details className="pai-tool-input" open={part.state !== "output-available"}>
-          <summary>Input</summary>
-          <pre>{formatValue(part.input)}</pre>
-        </details>
-      ) : null}
+      {action ? (
+        <div
+          className="pai-tool-approval"
+          data-action-id={action.actionId}
+          data-action-status={action.status}
+        >
+          {inner}
+          <p className="pai-tool-question">{describePayload(action.payload, title)}</p>
+          {action.status !== "pending" ? (
+            <p className="pai-tool-answered" data-answer={action.status}>
+              {ANSWERED[action.status]}
+            </p>
+          ) : null}
+          {input}
+          {pendingAction && awaiting ? (
+            <div className="pai-tool-buttons">
+              {pendingAction.kind === "suspend" ? (
+                <>
+                  <button
+                    type="button"
+                    className="pai-tool-approve"
+                    disabled={answering}
+                    onClick={() => void answer({ type: "resume", resume: { approved: true } })}
+                  >
+                    Approve
+                  </button>
+                  <button
+                    type="button"
+                    className="pai-tool-deny"
+                    disabled={answering}
+                    onClick={() => void answer({ type: "deny", reason: "The user denied it." })}
+                  >
+                    Deny
+                  </button>
+                </>
+              ) : (
+                <button
+                  type="button"
+                  className="pai-tool-cancel"
+                  disabled={answering}
+                  onClick={() => void answer({ type: "cancel", reason: "The user cancelled it." })}
+                >
+                  Cancel
+                </button>
+              )}
+            </div>
+          ) : null}
+          {answerError ? (
+            <p className="pai-tool-error" role="alert">
+              {answerError}
+            </p>
+          ) : null}
+        </div>
+      ) : (
+        input
+      )}
       {groupByChannel(data).map(([channel, items]) => (
         <div className="pai-tool-data" data-channel={channel} key={channel}>
           <div className="pai-tool-data-channel">{channel}</div>
           <pre>{joinData(items)}</pre>
         </div>
       ))}
-      {pendingAction ? (
-        <div className="pai-tool-approval" data-action-id={pendingAction.actionId}>
-          <p className="pai-tool-question">{describePayload(pendingAction.payload, toolName)}</p>
-          {pendingAction.kind === "suspend" ? (
-            <div className="pai-tool-buttons">
-              <button
-                type="button"
-                className="pai-tool-approve"
-                disabled={answering}
-                onClick={() => void answer({ type: "resume", resume: { approved: true } })}
-              >
-                Approve
-              </button>
-              <button
-                type="button"
-                className="pai-tool-deny"
-                disabled={answering}
-                onClick={() => void answer({ type: "deny", reason: "The user denied it." })}
-              >
-                Deny
-              </button>
-            </div>
-          ) : (
-            <div className="pai-tool-buttons">
-              <button
-                type="button"
-                className="pai-tool-cancel"
-                disabled={answering}
-                onClick={() => void answer({ type: "cancel", reason: "The user cancelled it." })}
-              >
-                Cancel
-              </button>
-            </div>
-          )}
-          {answerError ? <p className="pai-tool-error">{answerError}</p> : null}
-        </div>
-      ) : null}
       {part.state === "output-available" ? (
         <details className="pai-tool-output" open={data.length === 0}>
           <summary>Result</summary>
           <pre>{formatValue(part.output)}</pre>
         </details>
       ) : null}
-      {part.state === "output-error" ? <p className="pai-tool-error">{part.errorText}</p> : null}
-      {denial !== undefined ? (
-        <p className="pai-tool-error">{denial ? `Denied: ${denial}` : "Denied"}</p>
-      ) : null}
+      <EndNote status={status} />
     </section>
   );
 }
 
-/**
- * A denial's reason ("" when none was given). A streamed `tool-output-denied` chunk leaves the part without an
- * `approval` object (the stored thread records `approval-responded` with one), so both shapes are read.
- */
-function deniedReason(part: PaiToolPart): string | undefined {
-  const approval = part.approval as { approved?: boolean; reason?: string } | undefined;
-  if (
-    part.state === "output-denied" ||
-    (part.state === "approval-responded" && approval?.approved === false)
-  ) {
-    return approval?.reason ?? "";
+/** How a settled action was answered, as the card says it under the question. */
+const ANSWERED: Record<Exclude<PublicPendingAction["status"], "pending">, string> = {
+  resumed: "Approved",
+  succeeded: "Answered",
+  denied: "Denied",
+  skipped: "Skipped",
+  cancelled: "Cancelled",
+  failed: "Failed",
+};
+
+/** One line on how a call ended without a result: failed or denied (with the reason), or stopped. */
+function EndNote({ status }: { status: ToolCallStatus }): ReactNode {
+  switch (status.key) {
+    case "failed":
+      return <p className="pai-tool-error">{status.reason ? `Failed: ${status.reason}` : "Failed"}</p>;
+    case "denied":
+      return <p className="pai-tool-error">{status.reason ? `Denied: ${status.reason}` : "Denied"}</p>;
+    case "stopped":
+      return <p className="pai-tool-note">Stopped before it finished.</p>;
+    default:
+      return null;
   }
-  return undefined;
 }
 
 function groupByChannel(items: ToolDataItem[]): Array<[string, ToolDataItem[]]> {
@@ -159,16 +166,16 @@ function joinData(items: ToolDataItem[]): string {
   return items.map((item) => formatValue(item.value)).join("\n");
 }
 
-function describePayload(payload: unknown, toolName: string): string {
+function describePayload(payload: unknown, title: string): string {
   if (typeof payload === "string") return payload;
   if (typeof payload === "object" && payload !== null) {
     const record = payload as Record<string, unknown>;
     for (const key of ["question", "message", "title", "reason"]) {
       if (typeof record[key] === "string") return record[key];
     }
-    return `${toolName} asks: ${formatValue(payload)}`;
+    return `${title} asks: ${formatValue(payload)}`;
   }
-  return `${toolName} is waiting for your answer.`;
+  return `${title} is waiting for your answer.`;
 }
 
 function formatValue(value: unknown): string {

@@ -7,6 +7,11 @@ import type { ToolCards } from "./tool-card.ts";
 export interface PendingActionAnswerEvent {
   action: PublicPendingAction;
   answer: PendingActionAnswer;
+  /**
+   * Call it once the server took the answer (before following the continuation), so the card moves from
+   * "Approved" to "Running". The provider calls it after `onAnswer` resolves when the handler did not.
+   */
+  onAccepted?: () => void;
 }
 
 /** What `<PaiProvider>` shares with the `<Assistant.Tool>` cards below it. */
@@ -17,6 +22,8 @@ export interface PaiContextValue {
   threadId: string | undefined;
   /** Custom cards by tool id. */
   cards: ToolCards;
+  /** Tool titles by tool id or registration key. */
+  titles: Readonly<Record<string, string>>;
   /** Answers a pending action (approve/deny buttons call it). */
   answer: (event: PendingActionAnswerEvent) => Promise<void>;
 }
@@ -29,6 +36,11 @@ export interface PaiProviderProps {
   threadId?: string;
   /** Custom cards by tool id (`toolMetadata.paiToolId`). */
   cards?: ToolCards;
+  /**
+   * What cards call each tool, by tool id or registration key (`{ runScript: "Run a script" }`).
+   * @default the part's `title`, else words from the registration key ("Run script")
+   */
+  titles?: Readonly<Record<string, string>>;
   /** Extra request headers for answers (auth). */
   headers?: Record<string, string>;
   /**
@@ -45,15 +57,17 @@ const defaultContext: PaiContextValue = {
   api: "/api",
   threadId: undefined,
   cards: {},
-  answer: async ({ action, answer }) => {
-    await answerAction({ action, answer });
+  titles: {},
+  answer: async ({ action, answer, onAccepted }) => {
+    const result = await answerAction({ action, answer });
+    if (result.status === "accepted") onAccepted?.();
   },
 };
 
 const PaiContext = createContext<PaiContextValue>(defaultContext);
 
 /**
- * Shares the PAI endpoint, the thread, custom tool cards and how to answer pending actions with every
+ * Shares the PAI endpoint, the thread, custom tool cards, tool titles and how to answer pending actions with every
  * `<Assistant.Tool>` below it.
  * @example
  * <PaiProvider api="/api" threadId={chat.id} onAnswer={chat.answer} cards={{ runCode: RunCodeCard }}>
@@ -61,16 +75,18 @@ const PaiContext = createContext<PaiContextValue>(defaultContext);
  * </PaiProvider>
  */
 export function PaiProvider(props: PaiProviderProps): ReactNode {
-  const { api = "/api", threadId, cards, headers, onAnswer, onAnswered, children } = props;
+  const { api = "/api", threadId, cards, titles, headers, onAnswer, onAnswered, children } = props;
   const parent = useContext(PaiContext);
   const value = useMemo<PaiContextValue>(
     () => ({
       api,
       threadId,
       cards: { ...parent.cards, ...cards },
+      titles: { ...parent.titles, ...titles },
       answer: async (event) => {
         if (onAnswer) {
           await onAnswer(event);
+          event.onAccepted?.();
           return;
         }
         const result = await answerAction({
@@ -80,10 +96,11 @@ export function PaiProvider(props: PaiProviderProps): ReactNode {
           ...(event.action.threadId || threadId ? { threadId: event.action.threadId || threadId } : {}),
           ...(headers ? { headers } : {}),
         });
+        if (result.status === "accepted") event.onAccepted?.();
         onAnswered?.({ ...event, result });
       },
     }),
-    [api, threadId, cards, headers, onAnswer, onAnswered, parent.cards],
+    [api, threadId, cards, titles, headers, onAnswer, onAnswered, parent.cards, parent.titles],
   );
   return <PaiContext.Provider value={value}>{children}</PaiContext.Provider>;
 }

@@ -1,6 +1,7 @@
 // The browser capability end to end: createAgentRuntime + the scripted model + dockerBrowser on the real engine and
-// the real `pai/browser` image (Chromium in a container, driven over CDP by playwright-core). Pages are served by
-// this test on 127.0.0.1; the containers share the host's network namespace and Chromium listens on 127.0.0.1.
+// the real `pai/browser` image (Chromium in a container on network `none`, driven by playwright-core over the
+// DevTools pipe the in-container agent relays). Pages are served by this test on the host's 127.0.0.1, reached
+// through the egress proxy because the binding allows exactly that `host:port`.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
@@ -171,7 +172,7 @@ function shared(
       return binding.provision(request);
     },
     reattach: (lease, signal) => binding.reattach(lease, signal),
-    reapUnowned: (keep) => binding.reapUnowned?.(keep) ?? Promise.resolve(),
+    reapUnowned: (context) => binding.reapUnowned?.(context) ?? Promise.resolve(),
     close: async () => {},
   };
 }
@@ -184,7 +185,12 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
 
   beforeAll(async () => {
     ({ server, origin } = await startServer());
-    binding = dockerBrowser({ image, poolId, pool: { min: 1, max: 6, acquireTimeoutMs: 30_000 } });
+    binding = dockerBrowser({
+      image,
+      poolId,
+      pool: { min: 1, max: 6, acquireTimeoutMs: 30_000 },
+      network: { allow: [new URL(origin).host] },
+    });
     await binding.start?.();
   });
 
@@ -370,7 +376,7 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
     expect(await running(resource.resourceId)).toBe(false);
   });
 
-  it("runs Chromium hardened: non-root, no capabilities, read-only root, shm, DevTools on 127.0.0.1 only", async () => {
+  it("runs Chromium hardened: non-root, no capabilities, read-only root, shm, network none, no DevTools port", async () => {
     const resource = await binding.provision({
       leaseKey: "user:inspect",
       lifetime: "user",
@@ -396,22 +402,26 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
         CapDrop: ["ALL"],
         SecurityOpt: ["no-new-privileges"],
         ReadonlyRootfs: true,
-        NetworkMode: "host",
+        NetworkMode: "none",
         PidsLimit: 512,
         Memory: 1024 ** 3,
       });
       expect(inspection?.HostConfig.ShmSize).toBeGreaterThanOrEqual(256 * 1024 * 1024);
-      // Every listening TCP socket of the container's processes is on 127.0.0.1.
+      // The one listening socket is the egress proxy's, on the container's own loopback; DevTools is a pipe.
       const sockets = await driver.exec(resource.resourceId, {
         cmd: [
           "sh",
           "-c",
-          "port=$(head -n1 /tmp/profile/DevToolsActivePort); printf '%04X\\n' \"$port\"; " +
-            "for p in /proc/[0-9]*; do cat $p/net/tcp 2>/dev/null; done | awk '$4 == \"0A\" {print $2}' | sort -u",
+          "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print $2}' | sort -u; " +
+            "ls /tmp/profile/DevToolsActivePort 2>&1 | grep -c 'No such file'; grep -c remote-debugging-pipe /proc/[0-9]*/cmdline | grep -c ':1$'",
         ],
       });
-      const [portHex, ...listening] = sockets.stdout.trim().split("\n");
-      expect(listening).toContain(`0100007F:${portHex}`);
+      const [listening, noPortFile, pipeProcesses] = sockets.stdout.trim().split("\n");
+      expect(listening).toBe("0100007F:0C38"); // 127.0.0.1:3128
+      expect(noPortFile).toBe("1");
+      expect(Number(pipeProcesses)).toBeGreaterThanOrEqual(1);
+      const interfaces = await driver.exec(resource.resourceId, { cmd: ["ls", "/sys/class/net"] });
+      expect(interfaces.stdout.trim()).toBe("lo");
       const { stdout: uid } = await driver.exec(resource.resourceId, { cmd: ["id", "-u"] });
       expect(uid.trim()).toBe("1000");
       const write = await driver.exec(resource.resourceId, {
@@ -440,13 +450,18 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
     expect(after.length).toBeLessThanOrEqual(Math.max(before.length, 1));
   });
 
-  it("reconnects to a recorded browser from a new binding (a restarted process), its page intact", async () => {
+  it("adopts a recorded browser from a new binding (a restarted process), restarting Chromium on its profile", async () => {
     const resource = await binding.provision({
       leaseKey: "user:restart",
       lifetime: "user",
       signal: new AbortController().signal,
     });
-    const restarted = dockerBrowser({ image, poolId, pool: { min: 0, max: 2 } });
+    const restarted = dockerBrowser({
+      image,
+      poolId,
+      pool: { min: 0, max: 2 },
+      network: { allow: [new URL(origin).host] },
+    });
     try {
       await resource.facade.goto(`${origin}/about`);
       const again = await restarted.reattach(
@@ -462,8 +477,12 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
         AbortSignal.timeout(30_000),
       );
       expect(again?.resourceId).toBe(resource.resourceId);
-      expect(await again?.facade.info()).toMatchObject({ url: `${origin}/about`, title: "About" });
+      // The previous session's Chromium is gone (its DevTools pipe belonged to it); the new one works.
+      expect(await again?.facade.goto(`${origin}/about`)).toMatchObject({ title: "About", status: 200 });
       expect(await again?.facade.text()).toContain("We greet.");
+      await expect(resource.facade.info({ timeoutMs: 2_000 })).rejects.toMatchObject({
+        code: "CAPABILITY_UNAVAILABLE",
+      });
       await again?.release();
       expect(await running(resource.resourceId)).toBe(false);
     } finally {
@@ -475,7 +494,7 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
   it("leaves no browser container once the runtime that owns the binding closes", async () => {
     const ownPoolId = uniquePoolId("close");
     try {
-      const owned = dockerBrowser({ image, poolId: ownPoolId, pool: { min: 1, max: 3 } });
+      const owned = dockerBrowser({ image, poolId: ownPoolId, pool: { min: 1, max: 3 }, network: "none" });
       const runtime = createAgentRuntime({
         pai,
         store: createMemoryThreadStore(),

@@ -89,8 +89,15 @@ describe.skipIf(dockerOptedOut)("sandbox commands through the in-container agent
     const { facade } = await provision("background");
     const started = await facade.runCommand({ command: "sleep 4321 >/dev/null 2>&1 & echo $!" });
     expect(started.exitCode).toBe(0);
-    const left = await facade.runCommand({ command: "ps -eo args= | grep -c '^sleep 4321$' || true" });
-    expect(left.stdout.trim()).toBe("0");
+    // SIGKILLed as the command exits; on a loaded machine it may take a moment to be scheduled and die.
+    await waitFor(
+      async () =>
+        (
+          await facade.runCommand({ command: "ps -eo args= | grep -c '^sleep 4321$' || true" })
+        ).stdout.trim() === "0",
+      "the background sleep to die",
+      3_000,
+    );
   });
 
   it("falls back to docker exec when the agent is killed, and starts a fresh agent", async () => {

@@ -43,7 +43,10 @@ const note = defineTool({
 const pai = createPai({ agents: { coder: defineAgent({ tools: { runScript, runWithSignal, note } }) } });
 const identity = { userId: "u1" };
 
-/** The shared binding, seen by each runtime as its own (closing a runtime leaves the shared pool open). */
+/**
+ * The shared binding, seen by each runtime as its own (closing a runtime leaves the shared pool open). One binding
+ * has one owner, so the runtimes' owner ids are not passed on: its containers belong to this test file.
+ */
 function shared(
   binding: DockerSandboxBinding,
   overrides: { lifetime?: CapabilityLifetime; onProvision?: () => void; onBind?: () => void } = {},
@@ -53,7 +56,7 @@ function shared(
     capability: binding.capability,
     lifetime: overrides.lifetime ?? binding.lifetime,
     idleTtlMs: binding.idleTtlMs,
-    start: (context) => binding.start?.(context) ?? Promise.resolve(),
+    start: () => binding.start?.({ ownerId: "sandbox-lifetimes-test" }) ?? Promise.resolve(),
     provision: async (request) => {
       overrides.onProvision?.();
       const resource = await binding.provision(request);

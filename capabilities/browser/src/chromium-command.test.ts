@@ -2,15 +2,14 @@ import { describe, expect, it } from "vitest";
 import { chromiumCommand } from "./chromium-command.ts";
 
 describe("chromiumCommand", () => {
-  it("listens for DevTools on the loopback only, on a port the kernel picks, with a writable profile", () => {
+  it("speaks DevTools over a pipe, listening nowhere, with a writable profile", () => {
     const argv = chromiumCommand({});
     expect(argv[0]).toBe("/usr/bin/chromium");
     expect(argv).toEqual(
       expect.arrayContaining([
         "--headless=new",
         "--no-sandbox",
-        "--remote-debugging-address=127.0.0.1",
-        "--remote-debugging-port=0",
+        "--remote-debugging-pipe",
         "--user-data-dir=/tmp/profile",
         "--disable-background-networking",
         "--disable-component-update",
@@ -20,8 +19,15 @@ describe("chromiumCommand", () => {
         "--window-size=1280,800",
       ]),
     );
-    expect(argv.some((arg) => arg.startsWith("--remote-debugging-pipe"))).toBe(false);
+    expect(argv.some((arg) => arg.startsWith("--remote-debugging-port"))).toBe(false);
+    expect(argv.some((arg) => arg.startsWith("--proxy-server"))).toBe(false);
     expect(argv.at(-1)).toBe("about:blank");
+  });
+
+  it("sends everything, loopback included, through the egress proxy when given one", () => {
+    const argv = chromiumCommand({ proxyServer: "http://127.0.0.1:3128" });
+    expect(argv).toContain("--proxy-server=http://127.0.0.1:3128");
+    expect(argv).toContain("--proxy-bypass-list=<-loopback>");
   });
 
   it("puts extra flags after its own and sizes the window", () => {

@@ -1,22 +1,20 @@
+import { type AgentClient, connectContainerAgent } from "@pai/container-agent";
 import type { ContainerDriver } from "@pai/pool";
 import { type Browser, chromium } from "playwright-core";
 import { BrowserError } from "./browser-error.ts";
+import { createCdpPipeTransport } from "./cdp-pipe-transport.ts";
+import { PROFILE_DIRECTORY } from "./chromium-command.ts";
 
-/** Chromium's user data directory inside the container; `DevToolsActivePort` appears in it once it listens. */
-export const PROFILE_DIRECTORY = "/tmp/profile";
-
-/** A live CDP connection to the Chromium of one container. */
+/** A Chromium in one container, driven by Playwright over the agent-relayed DevTools pipe. */
 export interface ChromiumConnection {
   readonly containerId: string;
-  /** `ws://127.0.0.1:<port>/devtools/browser/<id>`: Chromium's DevTools endpoint, on the loopback only. */
-  readonly wsEndpoint: string;
   /** Chromium's version, e.g. `156.0.8078.114`. */
   readonly version: string;
   /** The Playwright browser (kept out of the public API; the facade is what tools see). */
   readonly browser: Browser;
-  /** False once the connection dropped (Chromium exited or the container went away). */
+  /** False once the connection dropped (Chromium exited, the agent or the container went away). */
   isConnected(): boolean;
-  /** Disconnects (Chromium keeps running until its container is removed). Idempotent. */
+  /** Disconnects Playwright, stops Chromium and ends the agent's session. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -24,24 +22,29 @@ export interface ChromiumConnection {
 export interface ConnectChromiumOptions {
   driver: ContainerDriver;
   containerId: string;
-  /** Gives up; nothing stays connected. */
+  /** The Chromium command line (`chromiumCommand(...)`). */
+  command: readonly string[];
+  /**
+   * An adopted container (after a restart) may still run the Chromium and agent of the process that made it:
+   * they are stopped first, and the profile's locks removed, so the new Chromium starts on the same profile.
+   */
+  adopted?: boolean;
+  /** Runs once the agent is connected, before Chromium starts (e.g. to serve the egress proxy). */
+  onAgent?: ((client: AgentClient, signal: AbortSignal | undefined) => Promise<unknown>) | undefined;
+  /** Gives up; nothing stays running. */
   signal?: AbortSignal;
-  /** How long to wait for Chromium to listen and for the connection. @default 30000 */
+  /** How long Chromium may take to start and answer. @default 30000 */
   timeoutMs?: number;
 }
 
-/** Polls for `DevToolsActivePort` (port, then path) inside the container in one exec. */
-function readActivePortScript(attempts: number): string {
-  const file = `${PROFILE_DIRECTORY}/DevToolsActivePort`;
-  return [
-    "i=0",
-    `while [ "$i" -lt ${attempts} ]; do`,
-    `  if [ -s ${file} ] && grep -q /devtools/ ${file}; then cat ${file}; exit 0; fi`,
-    "  i=$((i + 1)); sleep 0.05",
-    "done",
-    "exit 3",
-  ].join("\n");
-}
+/** Stops what an earlier session left running (its agent and Chromium) and clears Chromium's profile locks. */
+const CLEAR_LEFTOVERS = `for d in /proc/[0-9]*; do
+  p=\${d#/proc/}
+  [ "$p" = "$PPID" ] && continue
+  cmd=$(tr '\\0' ' ' < "$d/cmdline" 2>/dev/null) || continue
+  case "$cmd" in /usr/lib/chromium/*|/usr/bin/chromium*|/opt/pai/pai-agent*) kill -KILL "$p" 2>/dev/null ;; esac
+done
+rm -f ${PROFILE_DIRECTORY}/SingletonLock ${PROFILE_DIRECTORY}/SingletonSocket ${PROFILE_DIRECTORY}/SingletonCookie`;
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
@@ -63,62 +66,88 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pro
 }
 
 /**
- * Connects to the Chromium a browser container runs as its main process: waits for it to write
- * `DevToolsActivePort` (it listens on `127.0.0.1:<port chosen by the kernel>`, the container sharing the host's
- * network namespace), then attaches Playwright over CDP. Used when the pool warms a container and when a
- * restarted process adopts one.
+ * Starts Chromium in a browser container through the in-container agent, with `--remote-debugging-pipe`
+ * relayed over the agent's one connection, and attaches Playwright to that pipe
+ * (`chromium.connectOverCDP(transport)`). No DevTools port exists anywhere, so neither another container nor
+ * a process on the host can reach this browser, and a remote engine (`DOCKER_HOST`) works the same. Used when the
+ * pool warms a container and when a restarted process adopts one (then on the same profile: cookies and storage
+ * Chromium wrote to disk are kept, the open page is not).
  *
  * @throws BrowserError `CAPABILITY_UNAVAILABLE` when Chromium does not come up in time.
  */
 export async function connectChromium(options: ConnectChromiumOptions): Promise<ChromiumConnection> {
   const { driver, containerId, signal } = options;
   const timeoutMs = options.timeoutMs ?? 30_000;
-  const started = Date.now();
   signal?.throwIfAborted();
-  const probe = await driver.exec(containerId, {
-    cmd: ["sh", "-c", readActivePortScript(Math.max(1, Math.ceil(timeoutMs / 50)))],
-    ...(signal ? { signal } : {}),
-  });
-  const [portLine, pathLine] = probe.stdout.split("\n").map((line) => line.trim());
-  const port = Number(portLine);
-  if (probe.exitCode !== 0 || !Number.isInteger(port) || port <= 0 || !pathLine?.startsWith("/devtools/")) {
-    throw new BrowserError("CAPABILITY_UNAVAILABLE", "Chromium did not start listening in its container", {
-      details: { containerId, exitCode: probe.exitCode, stderr: probe.stderr.slice(-500) },
-    });
-  }
-  const wsEndpoint = `ws://127.0.0.1:${port}${pathLine}`;
-  const remaining = Math.max(1_000, timeoutMs - (Date.now() - started));
-  const connecting = chromium.connectOverCDP(wsEndpoint, { timeout: remaining });
-  let browser: Browser;
-  try {
-    browser = await abortable(connecting, signal);
-  } catch (error) {
-    // An abandoned connect may still succeed: disconnect it then.
-    connecting.then((late) => late.close().catch(() => undefined)).catch(() => undefined);
-    if (signal?.aborted) throw signal.reason;
-    throw new BrowserError("CAPABILITY_UNAVAILABLE", "could not connect to Chromium over CDP", {
-      cause: error,
-      details: { containerId, wsEndpoint },
-    });
-  }
-  let connected = true;
-  browser.on("disconnected", () => {
-    connected = false;
-  });
-  let closing: Promise<void> | undefined;
-  return {
+  let ended: ((reason: string) => void) | undefined;
+  const agent = await connectContainerAgent({
+    driver,
     containerId,
-    wsEndpoint,
-    version: browser.version(),
-    browser,
-    isConnected: () => connected && browser.isConnected(),
-    close() {
-      closing ??= (async () => {
-        if (!browser.isConnected()) return;
-        const timer = new Promise<void>((resolve) => setTimeout(resolve, 5_000).unref());
-        await Promise.race([browser.close().catch(() => undefined), timer]);
-      })();
-      return closing;
-    },
-  };
+    signal,
+    onClose: () => ended?.("the container agent's connection ended"),
+  });
+  try {
+    if (options.adopted) await agent.client.spawn({ argv: ["sh", "-c", CLEAR_LEFTOVERS] }).wait();
+    await options.onAgent?.(agent.client, signal);
+    let write: (bytes: Uint8Array) => Promise<void> = async () => {};
+    let stop = () => {};
+    const transport = createCdpPipeTransport({ write: (bytes) => write(bytes), close: () => stop() });
+    ended = (reason) => transport.end(reason);
+    const process = agent.client.spawn({
+      argv: options.command,
+      onPipe: (chunk) => transport.receive(chunk),
+      // Chromium logs freely: keep the start and the end of it for diagnosis.
+      maxOutputBytes: 64 * 1024,
+    });
+    write = (bytes) => process.writePipe(bytes);
+    stop = () => process.kill("SIGTERM", { forceKillAfterMs: 2_000 });
+    const exited = process.wait();
+    exited.then(
+      () => transport.end("Chromium exited"),
+      () => transport.end("Chromium could not start"),
+    );
+    const connecting = chromium.connectOverCDP(transport, { timeout: timeoutMs });
+    let browser: Browser;
+    try {
+      browser = await abortable(connecting, signal);
+    } catch (error) {
+      connecting.then((late) => late.close().catch(() => undefined)).catch(() => undefined);
+      stop();
+      if (signal?.aborted) throw signal.reason;
+      const result = await Promise.race([exited.catch(() => undefined), Promise.resolve(undefined)]);
+      throw new BrowserError("CAPABILITY_UNAVAILABLE", "Chromium did not start in its container", {
+        cause: error,
+        details: {
+          containerId,
+          ...(result
+            ? { exitCode: result.exitCode, stderr: Buffer.from(result.stderr).toString().slice(-500) }
+            : {}),
+        },
+      });
+    }
+    let connected = true;
+    browser.on("disconnected", () => {
+      connected = false;
+    });
+    const live = agent;
+    let closing: Promise<void> | undefined;
+    return {
+      containerId,
+      version: browser.version(),
+      browser,
+      isConnected: () => connected && browser.isConnected() && !live.client.closed,
+      close() {
+        closing ??= (async () => {
+          const timer = new Promise<void>((resolve) => setTimeout(resolve, 5_000).unref());
+          if (browser.isConnected()) await Promise.race([browser.close().catch(() => undefined), timer]);
+          stop();
+          await live.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await agent.close();
+    throw error;
+  }
 }

@@ -1,4 +1,4 @@
-import { errors, type Page } from "playwright-core";
+import { errors, type Page, type Response } from "playwright-core";
 import { BrowserError } from "./browser-error.ts";
 import type {
   BrowserCallOptions,
@@ -28,6 +28,8 @@ export interface BrowserFacadeOptions {
    * @default every http(s) URL
    */
   allowUrl?: (url: URL) => boolean;
+  /** The egress proxy's latest refusal of a `host:port`, to explain a navigation it refused. */
+  refusalFor?: (target: string) => string | undefined;
 }
 
 const waitUntilValues = new Set(["commit", "domcontentloaded", "load", "networkidle"]);
@@ -79,12 +81,20 @@ export function createBrowserFacade(options: BrowserFacadeOptions): BrowserFacad
   const defaultTimeoutMs = options.timeoutMs ?? 30_000;
   let page: Page | undefined;
   let tail: Promise<void> = Promise.resolve();
+  /** The main frame's latest document response, for a navigation Chromium restarted under `goto`. */
+  let lastDocument: Response | undefined;
 
   async function currentPage(): Promise<Page> {
     if (page && !page.isClosed()) return page;
     const context = connection.browser.contexts()[0] ?? (await connection.browser.newContext());
-    page = context.pages().find((candidate) => !candidate.isClosed()) ?? (await context.newPage());
-    return page;
+    const opened = context.pages().find((candidate) => !candidate.isClosed()) ?? (await context.newPage());
+    opened.on("response", (response) => {
+      if (response.request().isNavigationRequest() && response.frame() === opened.mainFrame()) {
+        lastDocument = response;
+      }
+    });
+    page = opened;
+    return opened;
   }
 
   function unavailable(cause?: unknown): BrowserError {
@@ -209,6 +219,14 @@ export function createBrowserFacade(options: BrowserFacadeOptions): BrowserFacad
     return selector;
   }
 
+  /** A navigation the egress policy refused, with the policy's one-line reason. */
+  function refused(url: string, reason: string, cause?: unknown): BrowserError {
+    return new BrowserError("BROWSER_NAVIGATION_FAILED", `goto ${url}: ${reason}`, {
+      ...(cause !== undefined ? { cause } : {}),
+      details: { url, reason: "EGRESS_REFUSED", egress: reason },
+    });
+  }
+
   function checkUrl(url: string): string {
     let parsed: URL;
     try {
@@ -242,18 +260,47 @@ export function createBrowserFacade(options: BrowserFacadeOptions): BrowserFacad
         "goto",
         gotoOptions,
         async (active, timeout) => {
-          const response = await active.goto(target, { waitUntil, timeout });
+          const deadline = Date.now() + timeout;
+          const remaining = () => Math.max(1, deadline - Date.now());
+          const navigate = async (attemptsLeft: number): Promise<Response | null> => {
+            try {
+              return await active.goto(target, { waitUntil, timeout: remaining() });
+            } catch (error) {
+              const interrupted = /is interrupted by another navigation to "([^"]*)"/.exec(
+                error instanceof Error ? error.message : "",
+              );
+              if (!interrupted || attemptsLeft === 0) throw error;
+              // Chromium restarted this very navigation (leaving an error page starts it over): follow it.
+              if (interrupted[1] === target) {
+                await active.waitForURL(target, { waitUntil, timeout: remaining() });
+                if (waitUntil !== "commit")
+                  await active.waitForLoadState(waitUntil, { timeout: remaining() });
+                return lastDocument?.url() === target ? lastDocument : null;
+              }
+              // A navigation an earlier one left behind (a failed page's error page) landed: go again.
+              return navigate(attemptsLeft - 1);
+            }
+          };
+          const response = await navigate(2);
+          // A plain-HTTP request the egress proxy refused comes back as the proxy's own 403 page.
+          if (response && (await response.allHeaders())["proxy-status"]?.startsWith("pai;")) {
+            throw refused(target, (await response.text()).trim());
+          }
           return { url: active.url(), title: await active.title(), status: response?.status() ?? null };
         },
         async (error) => {
           const message = error instanceof Error ? error.message : "";
           const net = /net::(ERR_[A-Z_]+)/.exec(message);
-          return net
-            ? new BrowserError("BROWSER_NAVIGATION_FAILED", `goto ${target}: ${net[1]}`, {
-                cause: error,
-                details: { url: target, reason: net[1] },
-              })
-            : undefined;
+          if (!net) return undefined;
+          // An HTTPS (CONNECT) refusal shows only as a failed tunnel: the proxy knows why.
+          const url = new URL(target);
+          const port = url.port || (url.protocol === "https:" ? "443" : "80");
+          const reason = options.refusalFor?.(`${url.hostname}:${port}`);
+          if (reason && net[1] === "ERR_TUNNEL_CONNECTION_FAILED") return refused(target, reason, error);
+          return new BrowserError("BROWSER_NAVIGATION_FAILED", `goto ${target}: ${net[1]}`, {
+            cause: error,
+            details: { url: target, reason: net[1] },
+          });
         },
         async (active) => {
           const session = await active.context().newCDPSession(active);

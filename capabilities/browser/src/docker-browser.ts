@@ -1,5 +1,19 @@
+import {
+  type ConnectionAudience,
+  createConnectionAudience,
+  createEgressProxy,
+  EGRESS_PROXY_PORT,
+  type EgressConnectionEvent,
+  type EgressNetworkOptions,
+  type EgressProxy,
+  egressEnvironment,
+  parseEgressPolicy,
+  prepareAgentVolume,
+  serveEgress,
+} from "@pai/container-agent";
 import type {
   CapabilityBinding,
+  CapabilityConnectionEvent,
   CapabilityLifetime,
   LeaseRecord,
   ProvisionedResource,
@@ -32,7 +46,7 @@ export interface DockerBrowserOptions {
    * @default the tag `images/build --print-tag browser` prints when that image exists, else `pai/browser:latest`
    */
   image?: string;
-  /** The warm pool: its idle containers run a Chromium that is already listening. */
+  /** The warm pool: its idle containers run a Chromium that Playwright is already attached to. */
   pool?: PooledBindingPoolOptions;
   /**
    * Per-container limits (merged over the defaults).
@@ -60,9 +74,27 @@ export interface DockerBrowserOptions {
   /** Extra Chromium flags, after the ones this binding sets. */
   chromiumArgs?: readonly string[];
   /**
-   * Which URLs `goto` may open (after the scheme check). The browser shares the host's network namespace (its
-   * DevTools endpoint is on the host's loopback), so a deployment that lets a model pick URLs should refuse the
-   * host's own services and private ranges here.
+   * What pages may reach. The container never gets a network interface but `lo`; Chromium sends every request
+   * (loopback included) through PAI's egress proxy, tunnelled over the agent's connection to the host, where each
+   * connection is resolved and decided by address (see `EgressAllowEntry`). The default, `{ allow: ["*:*"] }`,
+   * reaches public addresses on any port and nothing else: not the host's loopback services, not private ranges,
+   * not the cloud metadata address (add an exact `host:port` entry for one of those).
+   *
+   * - `"none"`: nothing at all (pages from `about:blank` and `evaluate` only).
+   * - `"unsafe-host"`: the host's network namespace, no proxy — every service on the host's loopback is
+   *   reachable by any page. For trusted pages only.
+   * @default { allow: ["*:*"] }
+   */
+  network?: "none" | "unsafe-host" | EgressNetworkOptions;
+  /**
+   * Every connection a browser made through the egress proxy, when it ends (a refused one at once), with the
+   * container it came from. The run whose operation was running when it opened also gets it as a capability
+   * status event (`status: "connection"`).
+   */
+  onConnection?: (event: BrowserConnectionEvent) => void;
+  /**
+   * Which URLs `goto` may open (after the scheme check), on top of `network`: it sees the URL `goto` is given,
+   * not redirects or sub-resources (the egress policy sees those).
    * @default every http(s) URL
    */
   allowUrl?: (url: URL) => boolean;
@@ -70,9 +102,25 @@ export interface DockerBrowserOptions {
   poolTuning?: PooledBindingTuning;
 }
 
-/** A provisioned browser; `bind({ signal })` is the facade with every operation also aborted by `signal`. */
+/** A connection through a browser's egress proxy, as `dockerBrowser({ onConnection })` sees it. */
+export interface BrowserConnectionEvent extends EgressConnectionEvent {
+  /** The browser's container. */
+  containerId: string;
+}
+
+/**
+ * A provisioned browser; `bind({ signal, report })` is the facade with every operation also aborted by `signal`,
+ * the connections made while one of its operations runs told to `report`.
+ */
 export interface ProvisionedBrowser extends ProvisionedResource<BrowserFacade> {
-  bind(scope: { signal: AbortSignal }): BrowserFacade;
+  bind(scope: { signal: AbortSignal; report?: (event: CapabilityConnectionEvent) => void }): BrowserFacade;
+}
+
+/** What the pool keeps per browser container. */
+interface BrowserState {
+  connection: ChromiumConnection;
+  proxy: EgressProxy | undefined;
+  audience: ConnectionAudience;
 }
 
 /** The binding `dockerBrowser()` returns, with a view of its pool. */
@@ -94,13 +142,14 @@ const DEFAULT_LIMITS = { memoryBytes: 1024 ** 3, nanoCpus: 1_000_000_000, pidsLi
 
 /**
  * The Docker binding of the `browser` capability: one fresh container per lease (a browser per user by default)
- * from a warm pool whose idle containers already run a listening, connected Chromium; the container is removed
- * when the lease ends and never reused for another key. A restarted process reconnects to the browsers its
- * recorded leases name (their cookies and open page intact) and reaps the rest.
+ * from a warm pool whose idle containers already run a Chromium Playwright is attached to; the container is
+ * removed when the lease ends and never reused for another key. A restarted process adopts the containers its
+ * recorded leases name (restarting Chromium on the same profile) and reaps the rest.
  *
  * Containers run as user 1000 with all capabilities dropped, `no-new-privileges`, a read-only root with a
- * writable `/tmp` volume (the profile lives there), memory/CPU/pids limits and a 256 MiB `/dev/shm`. They share
- * the host's network namespace (`network: "host"`): Chromium listens for DevTools on `127.0.0.1` only.
+ * writable `/tmp` volume (the profile lives there), memory/CPU/pids limits and a 256 MiB `/dev/shm`, on network
+ * `none`. DevTools travels over `--remote-debugging-pipe`, relayed by the in-container agent over its one
+ * connection to the host: nothing listens. Pages reach the network only through the egress proxy (`network`).
  *
  * @example
  * const runtime = createAgentRuntime({
@@ -111,7 +160,56 @@ const DEFAULT_LIMITS = { memoryBytes: 1024 ** 3, nanoCpus: 1_000_000_000, pidsLi
 export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowserBinding {
   const driver = options.driver ?? createDockerDriver();
   const timeoutMs = options.timeoutMs ?? 30_000;
-  const pooled = createPooledBinding<ChromiumConnection, ProvisionedBrowser>({
+  const network = options.network ?? { allow: ["*:*"] };
+  if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
+    throw new PaiError(
+      "INVALID_ARGUMENT",
+      'dockerBrowser: network is "none", "unsafe-host" or { allow: [...] }',
+    );
+  }
+  const egress = typeof network === "object" ? network : undefined;
+  const policy = egress ? parseEgressPolicy(egress.allow) : undefined;
+  const command = chromiumCommand({
+    ...(options.windowSize ? { windowSize: options.windowSize } : {}),
+    ...(policy ? { proxyServer: `http://127.0.0.1:${EGRESS_PROXY_PORT}` } : {}),
+    ...(options.chromiumArgs ? { extraArgs: options.chromiumArgs } : {}),
+  });
+
+  async function setup(context: {
+    containerId: string;
+    signal: AbortSignal | undefined;
+    adopted: boolean;
+  }): Promise<BrowserState> {
+    const { containerId, signal } = context;
+    const audience = createConnectionAudience();
+    const proxy = policy
+      ? createEgressProxy({
+          policy,
+          maxConnections: egress?.maxConnections ?? 64,
+          maxBytes: egress?.maxBytes,
+          onConnection: (event) => options.onConnection?.({ ...event, containerId }),
+        })
+      : undefined;
+    try {
+      const connection = await connectChromium({
+        driver,
+        containerId,
+        command,
+        adopted: context.adopted,
+        onAgent: proxy
+          ? (client, agentSignal) => serveEgress({ client, proxy, audience, signal: agentSignal })
+          : undefined,
+        ...(signal ? { signal } : {}),
+        timeoutMs: 30_000,
+      });
+      return { connection, proxy, audience };
+    } catch (error) {
+      proxy?.close();
+      throw error;
+    }
+  }
+
+  const pooled = createPooledBinding<BrowserState, ProvisionedBrowser>({
     name: "browser",
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
@@ -119,18 +217,23 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
     closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultBrowserImage());
+      const agentVolume = await prepareAgentVolume({ driver, image });
       const spec: ContainerSpec = {
         image,
-        cmd: chromiumCommand({
-          ...(options.windowSize ? { windowSize: options.windowSize } : {}),
-          ...(options.chromiumArgs ? { extraArgs: options.chromiumArgs } : {}),
-        }),
+        // The main process only keeps the container up; the agent starts Chromium.
+        cmd: ["sleep", "infinity"],
         user: "1000:1000",
-        env: { HOME: "/tmp", XDG_CONFIG_HOME: "/tmp/.config", XDG_CACHE_HOME: "/tmp/.cache" },
+        env: {
+          HOME: "/tmp",
+          XDG_CONFIG_HOME: "/tmp/.config",
+          XDG_CACHE_HOME: "/tmp/.cache",
+          ...(policy ? egressEnvironment(policy) : {}),
+        },
         workingDir: "/tmp",
-        network: "host",
+        network: network === "unsafe-host" ? "host" : "none",
         readOnlyRootfs: true,
         writablePaths: ["/tmp"],
+        sharedVolumes: [agentVolume],
         shmSizeBytes: Math.max(MIN_SHM_BYTES, options.shmSizeBytes ?? MIN_SHM_BYTES),
         limits: { ...DEFAULT_LIMITS, ...(options.limits ?? {}) },
       };
@@ -138,25 +241,34 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         image,
         driver,
         spec,
-        // A container counts as warm once its Chromium listens and Playwright is attached.
-        setup: ({ containerId, signal }) =>
-          connectChromium({ driver, containerId, signal, timeoutMs: 30_000 }),
-        teardown: ({ state }) => state?.close(),
+        // A container counts as warm once its Chromium runs and Playwright is attached.
+        setup: ({ containerId, signal, adopted }) => setup({ containerId, signal, adopted }),
+        teardown: async ({ state }) => {
+          // The lease ended: its connections close with it.
+          state?.proxy?.close();
+          await state?.connection.close();
+        },
+        healthCheck: ({ state }) => state?.connection.isConnected() === true,
       };
     },
     resourceOf(lease, pool) {
+      const { connection, proxy, audience } = lease.state;
       const facade = createBrowserFacade({
-        connection: lease.state,
+        connection,
         image: pool.image,
         timeoutMs,
         ...(options.allowUrl ? { allowUrl: options.allowUrl } : {}),
+        ...(proxy ? { refusalFor: (target: string) => proxy.refusalFor(target) } : {}),
       });
       return {
         facade,
         resourceId: lease.containerId,
         meta: { poolId: pool.poolId, image: pool.image },
         release: () => lease.release(),
-        bind: ({ signal }) => bindBrowserFacade(facade, signal),
+        bind: ({ signal, report }) => {
+          const bound = bindBrowserFacade(facade, signal);
+          return report ? audience.during(bound, report) : bound;
+        },
       };
     },
   });

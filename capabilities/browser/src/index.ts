@@ -17,6 +17,7 @@ export type {
 export { chromiumCommand } from "./chromium-command.ts";
 export { LATEST_BROWSER_IMAGE, resolveDefaultBrowserImage } from "./default-browser-image.ts";
 export {
+  type BrowserConnectionEvent,
   type DockerBrowserBinding,
   type DockerBrowserOptions,
   dockerBrowser,

@@ -1,30 +1,42 @@
+import {
+  AGENT_PATH,
+  type AgentClient,
+  type AgentHello,
+  type AgentProcess,
+  type ContainerAgentConnection,
+  ContainerAgentError,
+  connectContainerAgent,
+  MAX_FRAME_PAYLOAD_BYTES,
+} from "@pai/container-agent";
 import { PaiError } from "@pai/core";
-import type { ContainerDriver, ExecSession } from "@pai/pool";
-import { type AgentClient, type AgentProcess, createAgentClient } from "./agent/agent-client.ts";
-import type { AgentHello } from "./agent/agent-protocol.ts";
-import { SandboxAgentError } from "./agent/sandbox-agent-error.ts";
+import type { ContainerDriver } from "@pai/pool";
 import type {
   CommandExecutor,
+  ExecutorFile,
   ExecutorProcess,
   ExecutorProcessResult,
   ExecutorSpawnOptions,
 } from "./command-executor.ts";
 import { createDockerExecExecutor } from "./docker-exec-executor.ts";
+import {
+  invalidTarget,
+  outsideWorkspace,
+  overLimit,
+  readFileByScript,
+  writeFilesByScript,
+} from "./run-file-script.ts";
 import type { SandboxSignal } from "./sandbox-facade.ts";
-
-/** Where `dockerSandbox` copies the agent binary (a per-container volume, populated before start). */
-export const AGENT_DIRECTORY = "/opt/pai";
-/** The agent's path inside a sandbox container. */
-export const AGENT_PATH = `${AGENT_DIRECTORY}/pai-agent`;
 
 /** Options of {@link createAgentExecutor}. */
 export interface AgentExecutorOptions {
   driver: ContainerDriver;
   containerId: string;
-  /** The agent binary inside the container. @default "/opt/pai/pai-agent" */
+  /** The agent binary inside the container (on the engine's shared read-only volume). @default "/opt/pai/pai-agent" */
   agentPath?: string | undefined;
   /** `uid:gid` the agent (and the `docker exec` fallback) runs as. @default the container's user */
   user?: string | undefined;
+  /** The directory file operations are confined to. @default "/workspace" */
+  workspace?: string | undefined;
   /** How long to wait for the agent's HELLO. @default 5000 */
   helloTimeoutMs?: number | undefined;
   /**
@@ -35,14 +47,17 @@ export interface AgentExecutorOptions {
   requireAgent?: boolean | undefined;
   /** Least time between two attempts to restart a lost agent. @default 1000 */
   restartIntervalMs?: number | undefined;
+  /**
+   * Runs on every new agent connection before it serves commands (e.g. to make it listen for the egress
+   * proxy). A failure fails that connection.
+   */
+  onConnect?: ((client: AgentClient, signal: AbortSignal | undefined) => Promise<unknown>) | undefined;
   /** Aborts connecting. The live connection is not tied to it. */
   signal?: AbortSignal | undefined;
 }
 
 /** A {@link CommandExecutor} on the in-container agent, with `docker exec` as its fallback. */
 export interface AgentExecutor extends CommandExecutor {
-  /** `agent` while the agent is connected, `docker-exec` while commands go through the fallback. */
-  readonly kind: "agent" | "docker-exec";
   /** True while the agent is connected. */
   readonly connected: boolean;
   /** The agent's HELLO (its pid inside the container, user, version), while connected. */
@@ -53,39 +68,31 @@ export interface AgentExecutor extends CommandExecutor {
   ping(options?: { signal?: AbortSignal | undefined }): Promise<number>;
 }
 
-interface Connection {
-  client: AgentClient;
-  session: ExecSession;
-  hello: AgentHello;
-}
+/** The largest file one frame carries (a little under the 1 MiB payload, for the paths). */
+const FRAME_FILE_BYTES = MAX_FRAME_PAYLOAD_BYTES - 8192;
 
-const DEFAULT_HELLO_TIMEOUT_MS = 5000;
-/** The largest file one agent frame carries. */
-const MAX_AGENT_FILE_BYTES = 1024 * 1024;
-
-function fileError(error: unknown): unknown {
-  if (!SandboxAgentError.hasCode(error, "SANDBOX_FILE_FAILED")) return error;
-  return new PaiError("SANDBOX_FILE_FAILED", error.message, { cause: error, details: error.details ?? {} });
-}
-const CLOSE_WAIT_MS = 250;
-
-function withDeadline<T>(promise: Promise<T>, ms: number, signal: AbortSignal | undefined): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new PaiError("SANDBOX_PROTOCOL", `the sandbox agent did not say HELLO within ${ms} ms`)),
-      ms,
-    );
-    const onAbort = () => reject(signal?.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-    });
-  });
+/** An agent's file error as the script path reports the same case. */
+function fileError(error: unknown, path: string, workspace: string): unknown {
+  if (!ContainerAgentError.hasCode(error, "SANDBOX_FILE_FAILED")) return error;
+  switch (error.details?.errnoName) {
+    case "EXDEV":
+      return outsideWorkspace(path, error.message, workspace);
+    case "EISDIR":
+      return invalidTarget(path, "is a directory");
+    case "EINVAL":
+      return invalidTarget(path, "is not a regular file");
+    case "EFBIG":
+      return overLimit(path);
+    default:
+      return new PaiError("CONTAINER_FAILED", `sandbox file operation on ${path} failed: ${error.message}`, {
+        cause: error,
+        details: { path, errnoName: error.details?.errnoName },
+      });
+  }
 }
 
 /** A spawn the agent refused, as the result a shell would have given (127 not found, 126 not runnable, 2 bad cwd). */
-function refusedSpawn(error: SandboxAgentError, startedAt: number): ExecutorProcessResult | undefined {
+function refusedSpawn(error: ContainerAgentError, startedAt: number): ExecutorProcessResult | undefined {
   const errnoName = error.details?.errnoName;
   const chdir = /: chdir /.test(error.message);
   const exec = /: exec /.test(error.message);
@@ -97,7 +104,6 @@ function refusedSpawn(error: SandboxAgentError, startedAt: number): ExecutorProc
   if (exitCode === undefined) return undefined;
   return {
     exitCode,
-    signal: null,
     stdout: new Uint8Array(0),
     stderr: Buffer.from(`${error.message}\n`),
     truncated: { stdout: false, stderr: false },
@@ -113,17 +119,24 @@ function fromAgentProcess(
   signalGroupAfterExit: (signal: SandboxSignal, pgid: number) => void,
 ): ExecutorProcess {
   let exited = false;
-  const result = process.wait().catch((error: unknown) => {
-    if (SandboxAgentError.hasCode(error, "SANDBOX_SPAWN_FAILED")) {
-      const refused = refusedSpawn(error, startedAt);
-      if (refused) return refused;
-      throw new PaiError("SANDBOX_SPAWN_FAILED", error.message, {
-        cause: error,
-        details: error.details ?? {},
-      });
-    }
-    throw error;
-  });
+  const result = process.wait().then(
+    ({ exitCode, signal, ...rest }): ExecutorProcessResult => ({
+      ...rest,
+      // A command that never started (aborted before) has neither; -1 says so, as docker exec would not run it.
+      exitCode: exitCode ?? (signal !== null ? 128 + signal : -1),
+    }),
+    (error: unknown) => {
+      if (ContainerAgentError.hasCode(error, "SANDBOX_SPAWN_FAILED")) {
+        const refused = refusedSpawn(error, startedAt);
+        if (refused) return refused;
+        throw new PaiError("SANDBOX_SPAWN_FAILED", error.message, {
+          cause: error,
+          details: error.details ?? {},
+        });
+      }
+      throw error;
+    },
+  );
   result.then(
     () => {
       exited = true;
@@ -144,43 +157,37 @@ function fromAgentProcess(
 }
 
 /**
- * Starts `pai-agent` inside a running container (one `docker exec` session, waiting for its HELLO) and runs
- * commands and small file operations through it: ~1 ms per command instead of `docker exec`'s ~60 ms. When the
- * agent is gone (killed, or its session broke) commands fall back to `docker exec` while a fresh agent is
- * started in the background.
+ * Starts `pai-agent` inside a running container (one `docker exec` session, see `connectContainerAgent`) and
+ * runs commands through it: ~1 ms per command instead of `docker exec`'s ~60 ms; files up to a frame's size are
+ * one READ_FILE/WRITE_FILE frame each (larger ones go through the scripts). When the agent is gone
+ * (killed, or its session broke) commands fall back to `docker exec` while a fresh agent is started in the
+ * background; both paths give the same results.
  *
  * @example
  * const executor = await createAgentExecutor({ driver, containerId });
- * const result = await executor.run({ argv: ["true"], timeoutMs: 5_000 });
+ * const result = await executor.spawn({ argv: ["true"], timeoutMs: 5_000 }).wait();
  */
 export async function createAgentExecutor(options: AgentExecutorOptions): Promise<AgentExecutor> {
   const { driver, containerId } = options;
-  const agentPath = options.agentPath ?? "/opt/pai/pai-agent";
-  const helloTimeoutMs = options.helloTimeoutMs ?? DEFAULT_HELLO_TIMEOUT_MS;
   const restartIntervalMs = options.restartIntervalMs ?? 1000;
-  let connection: Connection | undefined;
+  let connection: ContainerAgentConnection | undefined;
   let connecting: Promise<void> | undefined;
   let lastAttemptAt = Number.NEGATIVE_INFINITY;
   let restartTimer: ReturnType<typeof setTimeout> | undefined;
   let fallback: CommandExecutor | undefined;
   let closed = false;
 
-  async function connect(signal: AbortSignal | undefined): Promise<Connection> {
-    signal?.throwIfAborted();
-    const session = await driver.execDuplex(containerId, {
-      cmd: [agentPath],
-      ...(options.user !== undefined ? { user: options.user } : {}),
-    });
-    session.stream.on("error", () => {});
-    session.stderr.resume(); // the agent's log
-    let current: Connection | undefined;
-    const client = createAgentClient({
-      stream: { readable: session.stdout, writable: session.stdin },
-      // Bulk stdin (uploads through tar) needs more than the default 256 KiB in flight to keep the pipe full.
-      stdinWindowBytes: 4 * 1024 * 1024,
+  async function connect(signal: AbortSignal | undefined): Promise<ContainerAgentConnection> {
+    let live: ContainerAgentConnection | undefined;
+    const connected = await connectContainerAgent({
+      driver,
+      containerId,
+      agentPath: options.agentPath ?? AGENT_PATH,
+      user: options.user,
+      helloTimeoutMs: options.helloTimeoutMs,
+      signal,
       onClose: () => {
-        session.close();
-        if (current && connection === current) {
+        if (live && connection === live) {
           // Lost (killed, or its session broke): commands go through docker exec while a fresh agent starts.
           connection = undefined;
           if (!closed) setTimeout(() => agent(), 0).unref();
@@ -188,19 +195,13 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
       },
     });
     try {
-      const hello = await withDeadline(client.hello, helloTimeoutMs, signal);
-      current = { client, session, hello };
-      return current;
+      await options.onConnect?.(connected.client, signal);
     } catch (error) {
-      await Promise.race([client.close(), new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS))]);
-      session.close();
-      if (signal?.aborted) throw signal.reason;
-      throw PaiError.isInstance(error)
-        ? error
-        : new PaiError("SANDBOX_PROTOCOL", `the sandbox agent did not start in ${containerId}`, {
-            cause: error,
-          });
+      await connected.close();
+      throw error;
     }
+    live = connected;
+    return connected;
   }
 
   function restart(restartOptions: { signal?: AbortSignal | undefined } = {}): Promise<void> {
@@ -212,7 +213,7 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
       try {
         const live = await connect(restartOptions.signal);
         if (closed) {
-          void live.client.close();
+          void live.close();
           return;
         }
         connection = live;
@@ -246,6 +247,7 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     fallback ??= createDockerExecExecutor({
       driver,
       containerId,
+      workspace: options.workspace,
       ...(options.user !== undefined ? { user: options.user } : {}),
     });
     return fallback;
@@ -257,50 +259,71 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     if (options.requireAgent ?? true) throw error;
   }
 
-  /** A file larger than one frame, streamed through `cat`. */
-  async function readByCommand(path: string, maxBytes: number, signal: AbortSignal | undefined) {
-    const result = await spawn({
-      argv: ["sh", "-c", '[ -e "$1" ] || exit 4; [ -f "$1" ] || exit 3; exec cat -- "$1"', "sh", path],
-      maxOutputBytes: maxBytes,
-      onOutputLimit: "kill",
-      signal,
-    }).wait();
-    if (result.terminationReason === "abort") throw signal?.reason ?? new Error("aborted");
-    if (result.exitCode === 4) return null;
-    if (result.terminationReason === "output-limit" || result.exitCode !== 0) {
-      throw new PaiError("SANDBOX_FILE_FAILED", `reading ${path} failed: ${Buffer.from(result.stderr)}`, {
-        details: { path, maxBytes, exitCode: result.exitCode },
-      });
-    }
-    return result.stdout;
-  }
-
   function spawn(spawnOptions: ExecutorSpawnOptions): ExecutorProcess {
     const client = agent();
     if (!client) return viaFallback().spawn(spawnOptions);
     const startedAt = performance.now();
-    return fromAgentProcess(
-      client.spawn({
-        argv: spawnOptions.argv,
-        cwd: spawnOptions.cwd,
-        env: spawnOptions.env,
-        stdin: spawnOptions.stdin,
-        onStdout: spawnOptions.onStdout,
-        onStderr: spawnOptions.onStderr,
-        signal: spawnOptions.signal,
-        timeoutMs: spawnOptions.timeoutMs,
-        maxOutputBytes: spawnOptions.maxOutputBytes,
-        onOutputLimit: spawnOptions.onOutputLimit,
-        forceKillAfterMs: spawnOptions.forceKillAfterMs,
-        killGroupOnExit: spawnOptions.killGroupOnExit,
-      }),
-      startedAt,
-      (signal, pgid) => {
-        void spawn({ argv: ["sh", "-c", 'kill -s "$1" -- "-$2"', "sh", signal.slice(3), String(pgid)] })
-          .wait()
-          .catch(() => {});
-      },
-    );
+    return fromAgentProcess(client.spawn(spawnOptions), startedAt, (signal, pgid) => {
+      void spawn({ argv: ["sh", "-c", 'kill -s "$1" -- "-$2"', "sh", signal.slice(3), String(pgid)] })
+        .wait()
+        .catch(() => {});
+    });
+  }
+
+  const workspace = options.workspace ?? "/workspace";
+
+  async function readFile(
+    path: string,
+    readOptions: { maxBytes: number; signal?: AbortSignal | undefined },
+  ): Promise<Uint8Array | null> {
+    const client = agent();
+    if (!client) return viaFallback().readFile(path, readOptions);
+    try {
+      return await client.readFile(path, {
+        root: workspace,
+        maxBytes: Math.min(readOptions.maxBytes, MAX_FRAME_PAYLOAD_BYTES),
+        signal: readOptions.signal,
+      });
+    } catch (error) {
+      // Larger than a frame but within the caller's limit: stream it through `cat`.
+      if (
+        readOptions.maxBytes > MAX_FRAME_PAYLOAD_BYTES &&
+        ContainerAgentError.hasCode(error, "SANDBOX_FILE_FAILED") &&
+        error.details?.errnoName === "EFBIG"
+      ) {
+        return readFileByScript(spawn, workspace, path, readOptions);
+      }
+      throw fileError(error, path, workspace);
+    }
+  }
+
+  async function writeFiles(
+    files: readonly ExecutorFile[],
+    writeOptions: { signal?: AbortSignal | undefined },
+  ): Promise<void> {
+    const client = agent();
+    if (!client) return viaFallback().writeFiles(files, writeOptions);
+    if (files.some((file) => file.content.length > FRAME_FILE_BYTES)) {
+      return writeFilesByScript(spawn, workspace, files, writeOptions);
+    }
+    const each = (checkOnly: boolean) =>
+      Promise.all(
+        files.map((file) =>
+          client
+            .writeFile(file.path, file.content, {
+              root: workspace,
+              mode: file.mode,
+              checkOnly,
+              signal: writeOptions.signal,
+            })
+            .catch((error: unknown) => {
+              throw fileError(error, file.path, workspace);
+            }),
+        ),
+      );
+    // Every target is checked before any is written, as the script does.
+    if (files.length > 1) await each(true);
+    await each(false);
   }
 
   return {
@@ -314,29 +337,8 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
       return connection && !connection.client.closed ? connection.hello : undefined;
     },
     spawn,
-    run: (spawnOptions) => spawn(spawnOptions).wait(),
-    async readFile(path, readOptions = {}) {
-      const client = agent();
-      if (!client) return viaFallback().readFile(path, readOptions);
-      const maxBytes = readOptions.maxBytes ?? MAX_AGENT_FILE_BYTES;
-      if (maxBytes > MAX_AGENT_FILE_BYTES) return readByCommand(path, maxBytes, readOptions.signal);
-      try {
-        return await client.readFile(path, { maxBytes, signal: readOptions.signal });
-      } catch (error) {
-        throw fileError(error);
-      }
-    },
-    async writeFile(path, content, writeOptions = {}) {
-      const client = agent();
-      const size = typeof content === "string" ? Buffer.byteLength(content) : content.length;
-      if (!client || size > MAX_AGENT_FILE_BYTES - 4096)
-        return viaFallback().writeFile(path, content, writeOptions);
-      try {
-        await client.writeFile(path, content, { mode: writeOptions.mode, signal: writeOptions.signal });
-      } catch (error) {
-        throw fileError(error);
-      }
-    },
+    readFile,
+    writeFiles,
     restart,
     ping(pingOptions = {}) {
       const client = agent();
@@ -350,15 +352,7 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
       if (restartTimer) clearTimeout(restartTimer);
       const live = connection;
       connection = undefined;
-      await Promise.all([
-        live
-          ? Promise.race([
-              live.client.close(),
-              new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS)),
-            ]).then(() => live.session.close())
-          : undefined,
-        fallback?.close(),
-      ]);
+      await Promise.all([live?.close(), fallback?.close()]);
     },
   };
 }

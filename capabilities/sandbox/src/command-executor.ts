@@ -1,17 +1,17 @@
-import type { AgentProcessResult, AgentSpawnOptions } from "./agent/agent-client.ts";
+import type { AgentProcessResult, AgentSpawnOptions } from "@pai/container-agent";
 import type { SandboxSignal } from "./sandbox-facade.ts";
 
 /**
- * Options of {@link CommandExecutor.spawn}: the in-container agent client's `spawn` options, less what only
- * the agent decides (user, group, environment inheritance), so an agent-backed executor is a pass-through.
+ * Options of {@link CommandExecutor.spawn}: the in-container agent's `spawn` options, less what only the agent
+ * decides (user, group, environment inheritance, the extra pipe), so the agent executor is a pass-through.
  */
-export type ExecutorSpawnOptions = Omit<AgentSpawnOptions, "uid" | "gid" | "inheritEnv">;
+export type ExecutorSpawnOptions = Omit<AgentSpawnOptions, "uid" | "gid" | "inheritEnv" | "onPipe">;
 
 /**
- * How an executor's command ended: the agent's result shape, which the `docker exec` executor reproduces
- * (`exitCode` is `null` when a signal ended it and the executor knows; `docker exec` reports 128 + n).
+ * How a command ended, the same from both executors: `exitCode` as a shell reports it (`128 + n` when signal
+ * `n` ended it), the kept output, and why it ended.
  */
-export type ExecutorProcessResult = AgentProcessResult;
+export type ExecutorProcessResult = Omit<AgentProcessResult, "exitCode" | "signal"> & { exitCode: number };
 
 /** A running command of an executor. */
 export interface ExecutorProcess {
@@ -30,28 +30,42 @@ export interface ExecutorProcess {
   closeStdin(): Promise<void>;
 }
 
+/** One file for {@link CommandExecutor.writeFiles}. */
+export interface ExecutorFile {
+  /** Absolute, already inside the workspace lexically (`resolveWorkspacePath`). */
+  path: string;
+  content: Uint8Array;
+  /** Permission bits. */
+  mode: number;
+}
+
 /**
- * How commands reach a sandbox container. `createDockerExecExecutor` uses `docker exec`; an executor on the
- * in-container agent has the same interface.
+ * How commands and small files reach a sandbox container — the one contract both executors keep, with the same
+ * results and the same errors for the same request: the in-container agent (`createAgentExecutor`: ~1 ms a
+ * command, files in one frame each) and `docker exec` (`createDockerExecExecutor`: ~60 ms, the agent's
+ * fallback, files through small scripts). Paths are resolved inside the container, symlinks followed, and one
+ * that leaves the workspace is refused with `PATH_OUTSIDE_WORKSPACE`; other file operations are the facade's
+ * scripts, and bulk files go through the engine's archive API.
  */
 export interface CommandExecutor {
-  /** `docker-exec` or `agent`. */
-  readonly kind: string;
+  /** `agent` or `docker-exec`: which path commands take now. */
+  readonly kind: "agent" | "docker-exec";
   /** Starts a command (synchronously returns its handle; failures surface through `pid` and `wait`). */
   spawn(options: ExecutorSpawnOptions): ExecutorProcess;
-  /** Spawns and waits. */
-  run(options: ExecutorSpawnOptions): Promise<ExecutorProcessResult>;
-  /** A small file's bytes, or `null` when it does not exist. No workspace check: callers resolve paths first. */
+  /**
+   * A file's bytes, or `null` when it does not exist. A directory, a non-regular file or one larger than
+   * `maxBytes` is `INVALID_ARGUMENT`.
+   */
   readFile(
     path: string,
-    options?: { maxBytes?: number | undefined; signal?: AbortSignal | undefined },
+    options: { maxBytes: number; signal?: AbortSignal | undefined },
   ): Promise<Uint8Array | null>;
-  /** Writes a file, creating parent directories. No workspace check: callers resolve paths first. */
-  writeFile(
-    path: string,
-    content: Uint8Array | string,
-    options?: { mode?: number | undefined; signal?: AbortSignal | undefined },
-  ): Promise<void>;
+  /**
+   * Writes files as the sandbox user, creating parent directories and replacing what is there (a symlink is
+   * replaced, not written through). Every target is checked before any is written: one that leaves the
+   * workspace or is a directory fails the whole call.
+   */
+  writeFiles(files: readonly ExecutorFile[], options: { signal?: AbortSignal | undefined }): Promise<void>;
   /** Stops every command it started and frees its connections. */
   close(): Promise<void>;
 }

@@ -2,9 +2,9 @@ import { posix } from "node:path";
 import type { Readable } from "node:stream";
 import { PaiError } from "@pai/core";
 import type { ContainerDriver } from "@pai/pool";
-import tar from "tar-stream";
-import type { CommandExecutor, ExecutorProcess, ExecutorProcessResult } from "./command-executor.ts";
+import type { CommandExecutor, ExecutorProcessResult } from "./command-executor.ts";
 import { packDirectory } from "./pack-directory.ts";
+import { runFileScript } from "./run-file-script.ts";
 import type {
   CommandResult,
   RunCommandOptions,
@@ -21,12 +21,10 @@ import {
   directoryScript,
   listScript,
   oomCountScript,
-  readScript,
   removeScript,
   scriptExit,
   statScript,
   uploadTargetScript,
-  writeScript,
 } from "./sandbox-scripts.ts";
 import { transformTar } from "./transform-tar.ts";
 import { createUploadHeaderSanitizer } from "./upload-header-sanitizer.ts";
@@ -122,8 +120,9 @@ function createOutputStream(maxBytes: number) {
 }
 
 /**
- * The {@link SandboxFacade} over one container: commands through `executor`, file methods through small
- * scripts that resolve paths inside the container, directory download through the archive API.
+ * The {@link SandboxFacade} over one container: commands, `readFile` and `writeFiles` through `executor` (the
+ * agent's frames, or `docker exec`), the other file methods through small scripts that resolve paths inside the
+ * container, directory upload and download through the archive API.
  */
 export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacade {
   const { executor, driver, containerId, image } = options;
@@ -134,73 +133,18 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
 
   const within = (path: string) => resolveWorkspacePath(path, workspace);
 
-  /** Runs a file script; maps its exit codes to errors (`missing` is returned for the caller to map). */
-  async function script(
+  /** Runs a file script (stat, list, remove, directories); `missing` is returned for the caller to map. */
+  const script = (
     source: string,
     args: readonly string[],
-    extra: {
-      signal?: AbortSignal | undefined;
-      stdin?: Uint8Array | "pipe";
-      maxOutputBytes?: number;
-      feed?: (process: ExecutorProcess) => Promise<void>;
-    } = {},
-  ): Promise<ExecutorProcessResult> {
-    extra.signal?.throwIfAborted();
-    const process = executor.spawn({
-      argv: ["sh", "-c", source, "sh", workspace, ...args],
-      signal: extra.signal,
-      stdin: extra.stdin,
-      maxOutputBytes: extra.maxOutputBytes ?? 16 * 1024 * 1024,
-      onOutputLimit: "kill",
-    });
-    let feedFailure: { error: unknown } | undefined;
-    const feeding = extra.feed?.(process).catch((error: unknown) => {
-      feedFailure = { error };
-      process.kill("SIGKILL", { forceKillAfterMs: 0 });
-    });
-    const result = await process.wait();
-    await feeding;
-    if (extra.signal?.aborted) throw extra.signal.reason;
-    // The script's own verdict (e.g. a path outside the workspace) comes first; then a failed feed.
-    const verdict = Object.values(scriptExit).includes(result.exitCode as never) && result.exitCode !== 0;
-    if (feedFailure && !verdict) throw feedFailure.error;
-    if (result.terminationReason === "abort")
-      throw new PaiError("CONTAINER_FAILED", "the operation was stopped");
-    if (result.exitCode === scriptExit.outside) {
-      const target = decode(result.stderr).trim();
-      throw new PaiError("PATH_OUTSIDE_WORKSPACE", `${args[0]} resolves to ${target}, outside ${workspace}`, {
-        details: { path: args[0], resolved: target, workspace },
-      });
-    }
-    if (result.exitCode === scriptExit.isADirectory) {
-      throw new PaiError("INVALID_ARGUMENT", `${args[0]} is a directory`, { details: { path: args[0] } });
-    }
-    if (result.exitCode === scriptExit.notADirectory) {
-      throw new PaiError("INVALID_ARGUMENT", `${args[0]} is not a directory`, { details: { path: args[0] } });
-    }
-    if (result.exitCode === scriptExit.notAFile) {
-      throw new PaiError("INVALID_ARGUMENT", `${args[0]} is not a regular file`, {
-        details: { path: args[0] },
-      });
-    }
-    if (result.terminationReason === "output-limit") {
-      throw new PaiError("INVALID_ARGUMENT", `the answer for ${args[0]} is larger than the limit`, {
-        details: { path: args[0] },
-      });
-    }
-    if (result.exitCode !== scriptExit.ok && result.exitCode !== scriptExit.missing) {
-      throw new PaiError(
-        "CONTAINER_FAILED",
-        `sandbox file operation on ${args[0]} failed (exit ${result.exitCode}): ${decode(result.stderr).trim()}`,
-        { details: { path: args[0], exitCode: result.exitCode } },
-      );
-    }
-    return result;
-  }
+    extra: { signal?: AbortSignal | undefined; maxOutputBytes?: number } = {},
+  ) => runFileScript((spawnOptions) => executor.spawn(spawnOptions), workspace, source, args, extra);
 
   async function oomKilledSince(): Promise<boolean> {
     try {
-      const result = await executor.run({ argv: ["sh", "-c", oomCountScript], maxOutputBytes: 4096 });
+      const result = await executor
+        .spawn({ argv: ["sh", "-c", oomCountScript], maxOutputBytes: 4096 })
+        .wait();
       const match = /oom_kill (\d+)/.exec(decode(result.stdout));
       if (!match) return false;
       const count = Number(match[1]);
@@ -213,7 +157,7 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
   }
 
   async function toCommandResult(result: ExecutorProcessResult): Promise<CommandResult> {
-    const exitCode = result.exitCode ?? (result.signal !== null ? 128 + result.signal : -1);
+    const { exitCode } = result;
     const out: CommandResult = {
       exitCode,
       stdout: decode(result.stdout),
@@ -255,13 +199,15 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
       spec.signal?.throwIfAborted();
       const onStdout = streamingDecoder(commandOptions.onStdout);
       const onStderr = streamingDecoder(commandOptions.onStderr);
-      const result = await executor.run({
-        ...spec,
-        stdin: commandOptions.stdin,
-        killGroupOnExit: true,
-        onStdout: onStdout?.push,
-        onStderr: onStderr?.push,
-      });
+      const result = await executor
+        .spawn({
+          ...spec,
+          stdin: commandOptions.stdin,
+          killGroupOnExit: true,
+          onStdout: onStdout?.push,
+          onStderr: onStderr?.push,
+        })
+        .wait();
       onStdout?.flush();
       onStderr?.flush();
       return toCommandResult(result);
@@ -348,42 +294,24 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
           throw new PaiError("INVALID_ARGUMENT", "cannot write a file over the workspace directory");
         }
       }
-      const pack = tar.pack();
-      files.forEach((file, index) => {
+      const entries = files.map((file, index) => {
         const content = typeof file.content === "string" ? Buffer.from(file.content) : file.content;
         if (!(content instanceof Uint8Array)) {
           throw new PaiError("INVALID_ARGUMENT", `content of ${file.path} must be a string or bytes`);
         }
-        pack.entry(
-          {
-            name: posix.relative(workspace, targets[index]!),
-            type: "file",
-            mode: file.mode ?? 0o644,
-            uid: options.uid ?? 1000,
-            gid: options.gid ?? 1000,
-            size: content.length,
-          },
-          Buffer.from(content.buffer, content.byteOffset, content.length),
-        );
+        return { path: targets[index]!, content, mode: file.mode ?? 0o644 };
       });
-      pack.finalize();
-      const chunks: Uint8Array[] = [];
-      for await (const chunk of pack) chunks.push(chunk as Uint8Array);
-      await script(writeScript, targets, {
-        signal: fileOptions.signal,
-        stdin: Buffer.concat(chunks),
-      });
+      fileOptions.signal?.throwIfAborted();
+      await executor.writeFiles(entries, { signal: fileOptions.signal });
     },
 
     async readFile(path, readOptions = {}) {
       const target = within(path);
-      const maxBytes = readOptions.maxBytes ?? DEFAULT_MAX_READ_BYTES;
-      const result = await script(readScript, [target], {
+      readOptions.signal?.throwIfAborted();
+      return executor.readFile(target, {
+        maxBytes: readOptions.maxBytes ?? DEFAULT_MAX_READ_BYTES,
         signal: readOptions.signal,
-        maxOutputBytes: maxBytes,
       });
-      if (result.exitCode === scriptExit.missing) return null;
-      return result.stdout;
     },
 
     async readTextFile(path, readOptions = {}) {
@@ -449,11 +377,12 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
       // stream the sanitized archive through the engine's archive API: bulk bytes never cross the agent.
       const prepared = await script(uploadTargetScript, [target], { signal: uploadOptions.signal });
       const resolved = decode(prepared.stdout);
-      const input = typeof source === "string" ? packDirectory(source, uploadOptions) : source;
-      const sanitized = transformTar(
-        input,
-        createUploadHeaderSanitizer({ uid: options.uid ?? 1000, gid: options.gid ?? 1000 }),
-      );
+      const sanitize = createUploadHeaderSanitizer({ uid: options.uid ?? 1000, gid: options.gid ?? 1000 });
+      // a host directory is packed with sanitized headers directly; a tar stream is rewritten entry by entry
+      const sanitized =
+        typeof source === "string"
+          ? packDirectory(source, { ...uploadOptions, map: sanitize })
+          : transformTar(source, sanitize);
       const done = sanitized.done;
       done.catch(() => {});
       try {
@@ -464,7 +393,9 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
           uploadOptions.signal ? { signal: uploadOptions.signal } : {},
         );
       } catch (error) {
-        // The sanitizer's verdict (an entry escaping the target) explains a broken upload best.
+        // The engine may stop reading without closing the stream: stop packing. The sanitizer's verdict (an entry
+        // escaping the target) explains a broken upload best.
+        sanitized.stream.destroy();
         await done;
         throw error;
       }

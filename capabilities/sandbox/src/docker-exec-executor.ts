@@ -1,12 +1,13 @@
+import { createOutputCollector } from "@pai/container-agent";
 import { PaiError } from "@pai/core";
 import type { ContainerDriver, ExecSession } from "@pai/pool";
-import { createOutputCollector } from "./agent/output-collector.ts";
 import type {
   CommandExecutor,
   ExecutorProcess,
   ExecutorProcessResult,
   ExecutorSpawnOptions,
 } from "./command-executor.ts";
+import { readFileByScript, writeFilesByScript } from "./run-file-script.ts";
 import type { SandboxSignal, TerminationReason } from "./sandbox-facade.ts";
 
 /** Options of {@link createDockerExecExecutor}. */
@@ -15,6 +16,8 @@ export interface DockerExecExecutorOptions {
   containerId: string;
   /** `uid:gid` commands run as. @default the container's user */
   user?: string | undefined;
+  /** The directory file operations are confined to. @default "/workspace" */
+  workspace?: string | undefined;
 }
 
 /** Kept bytes per stream when `maxOutputBytes` is not given. */
@@ -150,14 +153,15 @@ function createControlShell(options: DockerExecExecutorOptions) {
 }
 
 /**
- * A {@link CommandExecutor} on `docker exec` (the pool driver's `execDuplex`): ~60-70 ms per command here. Each
+ * A {@link CommandExecutor} on `docker exec` (the pool driver's `execDuplex`): ~60-70 ms per command here, the
+ * agent executor's fallback and `createTestSandbox`'s executor. Each
  * command runs under a small `sh` wrapper that reports its pid, which is its process group id; timeouts, aborts
  * and `kill()` signal that group through a per-container control shell (TERM, then KILL after a grace), so
  * background children die too.
  *
  * @example
  * const executor = createDockerExecExecutor({ driver, containerId });
- * const result = await executor.run({ argv: ["sh", "-c", "echo hi"], timeoutMs: 5_000 });
+ * const result = await executor.spawn({ argv: ["sh", "-c", "echo hi"], timeoutMs: 5_000 }).wait();
  */
 export function createDockerExecExecutor(options: DockerExecExecutorOptions): CommandExecutor {
   const { driver, containerId } = options;
@@ -340,7 +344,6 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
       }
       result.resolve({
         exitCode: state.exitCode,
-        signal: null,
         stdout: stdout.bytes(),
         stderr: stderr.bytes(),
         truncated: { stdout: stdout.truncated, stderr: stderr.truncated },
@@ -378,53 +381,12 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
     return handle();
   }
 
+  const workspace = options.workspace ?? "/workspace";
   return {
     kind: "docker-exec",
     spawn,
-    run: (spawnOptions) => spawn(spawnOptions).wait(),
-    async readFile(path, readOptions = {}) {
-      const maxBytes = readOptions.maxBytes ?? 64 * 1024 * 1024;
-      const result = await spawn({
-        argv: ["sh", "-c", '[ -e "$1" ] || exit 4; [ -f "$1" ] || exit 3; exec cat -- "$1"', "sh", path],
-        maxOutputBytes: maxBytes,
-        onOutputLimit: "kill",
-        signal: readOptions.signal,
-      }).wait();
-      if (result.terminationReason === "abort") throw readOptions.signal?.reason ?? new Error("aborted");
-      if (result.exitCode === 4) return null;
-      if (result.terminationReason === "output-limit") {
-        throw new PaiError("INVALID_ARGUMENT", `${path} is larger than ${maxBytes} bytes`, {
-          details: { path, maxBytes },
-        });
-      }
-      if (result.exitCode !== 0) {
-        throw new PaiError("CONTAINER_FAILED", `reading ${path} failed: ${Buffer.from(result.stderr)}`, {
-          details: { path, exitCode: result.exitCode },
-        });
-      }
-      return result.stdout;
-    },
-    async writeFile(path, content, writeOptions = {}) {
-      const mode = writeOptions.mode;
-      const result = await spawn({
-        argv: [
-          "sh",
-          "-c",
-          'mkdir -p -- "$(dirname -- "$1")" && cat > "$1" && { [ -z "$2" ] || chmod "$2" "$1"; }',
-          "sh",
-          path,
-          mode === undefined ? "" : mode.toString(8),
-        ],
-        stdin: toBytes(content),
-        signal: writeOptions.signal,
-      }).wait();
-      if (result.terminationReason === "abort") throw writeOptions.signal?.reason ?? new Error("aborted");
-      if (result.exitCode !== 0) {
-        throw new PaiError("CONTAINER_FAILED", `writing ${path} failed: ${Buffer.from(result.stderr)}`, {
-          details: { path, exitCode: result.exitCode },
-        });
-      }
-    },
+    readFile: (path, readOptions) => readFileByScript(spawn, workspace, path, readOptions),
+    writeFiles: (files, writeOptions) => writeFilesByScript(spawn, workspace, files, writeOptions),
     async close() {
       if (closed) return;
       closed = true;

@@ -1,7 +1,20 @@
-import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import {
+  AGENT_PATH,
+  type AgentClient,
+  type ConnectionAudience,
+  createConnectionAudience,
+  createEgressProxy,
+  type EgressConnectionEvent,
+  type EgressNetworkOptions,
+  type EgressProxy,
+  egressEnvironment,
+  parseEgressPolicy,
+  prepareAgentVolume,
+  serveEgress,
+} from "@pai/container-agent";
 import type {
   CapabilityBinding,
+  CapabilityConnectionEvent,
   CapabilityLifetime,
   LeaseRecord,
   ProvisionedResource,
@@ -18,17 +31,14 @@ import {
   createPooledBinding,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
-  poolLabels,
 } from "@pai/pool";
-import tar from "tar-stream";
-import { agentBinaryPath, buildAgentBinary } from "./agent/agent-binary.ts";
-import { AGENT_DIRECTORY, AGENT_PATH, createAgentExecutor } from "./agent-executor.ts";
+import { createAgentExecutor } from "./agent-executor.ts";
 import { bindSandboxFacade } from "./bind-sandbox-facade.ts";
 import type { CommandExecutor } from "./command-executor.ts";
 import { createSandboxFacade } from "./create-sandbox-facade.ts";
 import { resolveDefaultSandboxImage } from "./default-sandbox-image.ts";
 import { createDockerExecExecutor } from "./docker-exec-executor.ts";
-import type { SandboxFacade } from "./sandbox-facade.ts";
+import type { SandboxFacade, SandboxProcess } from "./sandbox-facade.ts";
 
 /** Options of {@link dockerSandbox}. */
 export interface DockerSandboxOptions {
@@ -45,10 +55,25 @@ export interface DockerSandboxOptions {
    */
   limits?: ContainerLimits;
   /**
-   * `none` (only `lo`) or `host`. Never a bridge network.
+   * What the sandbox may reach. The container never gets a network interface but `lo`:
+   *
+   * - `"none"`: nothing at all.
+   * - `{ allow: [...] }`: an HTTP/HTTPS proxy on the container's `127.0.0.1:3128`, tunnelled over the agent's
+   *   connection to the host, where each connection is resolved and decided by address (see `EgressAllowEntry`:
+   *   host names with `*.` wildcards, `host:port`, CIDRs; loopback, private, link-local, metadata and the host's
+   *   own addresses only when an entry names that exact `host:port`). `HTTP(S)_PROXY`, `ALL_PROXY`, `NO_PROXY`,
+   *   pip's and npm's settings point programs at it. `maxConnections` (32) and `maxBytes` (1 GiB) cap it.
+   * - `"unsafe-host"`: the host's network namespace — every service on the host's loopback, every network the
+   *   host reaches. Unsafe with a hostile program; for trusted code only.
    * @default "none"
    */
-  network?: "none" | "host";
+  network?: "none" | "unsafe-host" | EgressNetworkOptions;
+  /**
+   * Every connection a sandbox made through the egress proxy, when it ends (a refused one at once), with the
+   * container it came from. The run whose command was running when it opened also gets it as a capability status
+   * event (`status: "connection"`).
+   */
+  onConnection?: (event: SandboxConnectionEvent) => void;
   /** Overrides the capability's default lifetime (`thread`). */
   lifetime?: CapabilityLifetime;
   /** Idle time after which `thread`/`user` sandboxes are removed. @default 30 minutes (the runtime's) */
@@ -68,8 +93,9 @@ export interface DockerSandboxOptions {
   /** Default per-stream output kept by `runCommand`. @default 1048576 */
   maxOutputBytes?: number;
   /**
-   * How commands reach the container: the in-container agent (copied into `/opt/pai` before start and
-   * connected while the pool warms the container; `docker exec` is its fallback), or `docker exec` only.
+   * How commands reach the container: the in-container agent (on a read-only volume shared by every container of
+   * the engine, connected while the pool warms the container; `docker exec` is its fallback), or `docker exec`
+   * only (no egress proxy then).
    * @default "agent"
    */
   executor?: "agent" | "docker-exec";
@@ -80,12 +106,27 @@ export interface DockerSandboxOptions {
   poolTuning?: PooledBindingTuning;
 }
 
+/** A connection through a sandbox's egress proxy, as `dockerSandbox({ onConnection })` sees it. */
+export interface SandboxConnectionEvent extends EgressConnectionEvent {
+  /** The sandbox's container. */
+  containerId: string;
+}
+
 /**
- * A provisioned sandbox. Besides the facade it offers `bind({ signal })`: the facade with every command and file
- * operation also aborted by that signal, so a runtime can hand each run a view its Stop reaches.
+ * A provisioned sandbox. Besides the facade it offers `bind({ signal, report })`: the facade with every command
+ * and file operation also aborted by that signal, so a runtime can hand each run a view its Stop reaches; the
+ * connections made while one of its operations runs are told to `report`.
  */
 export interface ProvisionedSandbox extends ProvisionedResource<SandboxFacade> {
-  bind(scope: { signal: AbortSignal }): SandboxFacade;
+  bind(scope: { signal: AbortSignal; report?: (event: CapabilityConnectionEvent) => void }): SandboxFacade;
+}
+
+/** What the pool keeps per sandbox container. */
+interface SandboxState {
+  executor: CommandExecutor;
+  /** Present when the binding allows egress. */
+  proxy: EgressProxy | undefined;
+  audience: ConnectionAudience;
 }
 
 /** The binding `dockerSandbox()` returns, with a view of its pool. */
@@ -102,55 +143,6 @@ export interface DockerSandboxBinding extends CapabilityBinding<SandboxFacade> {
 
 const WORKSPACE = "/workspace";
 
-/** A tar archive holding the agent binary as `pai-agent` (root, 0755), built once per process. */
-let agentArchive: Promise<Buffer> | undefined;
-/**
- * The named volume holding this agent build, filled once per engine: a container that is never started
- * mounts it writable, the binary goes in through the archive API, and the container is removed (the named
- * volume stays). Its name carries the binary's hash, so a new build gets a new volume.
- */
-async function ensureAgentVolume(driver: ContainerDriver, image: string, archive: Buffer): Promise<string> {
-  const name = `pai-agent-${createHash("sha256").update(archive).digest("hex").slice(0, 12)}`;
-  const { id } = await driver.create(
-    { image, writablePaths: [], sharedVolumes: [{ name, target: AGENT_DIRECTORY, readOnly: false }] },
-    { [poolLabels.managed]: "true", "pai.purpose": "agent-volume" },
-  );
-  try {
-    const present = await driver
-      .getArchive(id, AGENT_PATH)
-      .then(async (stream) => {
-        stream.resume();
-        return true;
-      })
-      .catch(() => false);
-    if (!present) await driver.putArchive(id, AGENT_DIRECTORY, archive);
-  } finally {
-    await driver.remove(id).catch(() => undefined);
-  }
-  return name;
-}
-
-function loadAgentArchive(): Promise<Buffer> {
-  agentArchive ??= (async () => {
-    const binary = await readFile(agentBinaryPath).catch(async () => readFile(await buildAgentBinary()));
-    const pack = tar.pack();
-    // A fixed mtime keeps the archive (and so the agent volume's name and the pool's spec hash) the same in
-    // every process: a restarted runtime must recognise the containers it reattaches.
-    pack.entry(
-      { name: "pai-agent", mode: 0o755, uid: 0, gid: 0, size: binary.length, mtime: new Date(0) },
-      binary,
-    );
-    pack.finalize();
-    const chunks: Buffer[] = [];
-    for await (const chunk of pack) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks);
-  })();
-  agentArchive.catch(() => {
-    agentArchive = undefined;
-  });
-  return agentArchive;
-}
-
 /**
  * The Docker binding of the `sandbox` capability: one fresh container per lease from a warm pool, destroyed
  * when the lease ends (never reused for another key), reattached after a restart from the lease the runtime
@@ -166,7 +158,60 @@ function loadAgentArchive(): Promise<Buffer> {
  */
 export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandboxBinding {
   const driver = options.driver ?? createDockerDriver();
-  const pooled = createPooledBinding<CommandExecutor, ProvisionedSandbox>({
+  const useAgent = (options.executor ?? "agent") === "agent";
+  const network = options.network ?? "none";
+  if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
+    throw new PaiError(
+      "INVALID_ARGUMENT",
+      'dockerSandbox: network is "none", "unsafe-host" or { allow: [...] }',
+    );
+  }
+  const egress = typeof network === "object" ? network : undefined;
+  const policy = egress ? parseEgressPolicy(egress.allow) : undefined;
+  if (policy && !useAgent) {
+    throw new PaiError("INVALID_ARGUMENT", "dockerSandbox: network.allow needs the agent executor");
+  }
+
+  async function setup(context: {
+    containerId: string;
+    signal: AbortSignal | undefined;
+    adopted: boolean;
+  }): Promise<SandboxState> {
+    const { containerId, signal } = context;
+    const audience = createConnectionAudience();
+    if (!useAgent) {
+      return { executor: createDockerExecExecutor({ driver, containerId }), proxy: undefined, audience };
+    }
+    const proxy = policy
+      ? createEgressProxy({
+          policy,
+          maxConnections: egress?.maxConnections,
+          maxBytes: egress?.maxBytes,
+          onConnection: (event) => options.onConnection?.({ ...event, containerId }),
+        })
+      : undefined;
+    try {
+      const executor = await createAgentExecutor({
+        driver,
+        containerId,
+        agentPath: AGENT_PATH,
+        signal,
+        // A fresh container without its agent is retried by the pool; an adopted one (a thread's files) is kept
+        // on the docker exec fallback while the agent is restarted.
+        requireAgent: !context.adopted,
+        onConnect: proxy
+          ? (client: AgentClient, connectSignal) =>
+              serveEgress({ client, proxy, audience, signal: connectSignal })
+          : undefined,
+      });
+      return { executor, proxy, audience };
+    } catch (error) {
+      proxy?.close();
+      throw error;
+    }
+  }
+
+  const pooled = createPooledBinding<SandboxState, ProvisionedSandbox>({
     name: "sandbox",
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
@@ -174,47 +219,35 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
     closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultSandboxImage());
-      const useAgent = (options.executor ?? "agent") === "agent";
-      const agentVolume = useAgent
-        ? await ensureAgentVolume(driver, image, await loadAgentArchive())
-        : undefined;
+      // The agent lives on a read-only volume shared by every container of this engine (sandboxes and
+      // browsers), filled once through the archive API, so nothing is copied into each container.
+      const agentVolume = useAgent ? await prepareAgentVolume({ driver, image }) : undefined;
       const spec: ContainerSpec = {
         image,
-        env: { HOME: WORKSPACE, ...(options.env ?? {}) },
+        env: { HOME: WORKSPACE, ...(policy ? egressEnvironment(policy) : {}), ...(options.env ?? {}) },
         workingDir: WORKSPACE,
-        network: options.network ?? "none",
-        // The agent lives on a read-only volume shared by every container of this engine: copied onto the
-        // engine once (putArchive, so remote engines work too) instead of into each container before start,
-        // which cost ~100 ms of engine time per container. The sandbox user cannot write there.
-        ...(agentVolume ? { sharedVolumes: [{ name: agentVolume, target: AGENT_DIRECTORY }] } : {}),
+        network: network === "unsafe-host" ? "host" : "none",
+        ...(agentVolume ? { sharedVolumes: [agentVolume] } : {}),
         ...(options.limits ? { limits: options.limits } : {}),
       };
       return {
         image,
         driver,
         spec,
-        teardown: ({ state }) => state?.close(),
-        ...(agentVolume
-          ? {
-              setup: ({ containerId, signal, adopted }) =>
-                createAgentExecutor({
-                  driver,
-                  containerId,
-                  agentPath: AGENT_PATH,
-                  signal,
-                  // A fresh container without its agent is retried by the pool; an adopted one (a thread's
-                  // files) is kept on the docker exec fallback while the agent is restarted.
-                  requireAgent: !adopted,
-                }),
-              // A warm container is healthy while its agent is connected: no Docker round trip on borrow.
-              healthCheck: ({ state }) => (state as { connected?: boolean } | undefined)?.connected === true,
-            }
-          : { setup: ({ containerId }) => createDockerExecExecutor({ driver, containerId }) }),
+        setup: ({ containerId, signal, adopted }) => setup({ containerId, signal, adopted }),
+        teardown: async ({ state }) => {
+          // The lease ended: its connections close with it.
+          state?.proxy?.close();
+          await state?.executor.close();
+        },
+        // A warm container is healthy while its agent is connected: no Docker round trip on borrow.
+        ...(useAgent ? { healthCheck: ({ state }) => state?.executor.kind === "agent" } : {}),
       };
     },
     resourceOf(lease, pool) {
+      const { executor, audience } = lease.state;
       const facade = createSandboxFacade({
-        executor: lease.state,
+        executor,
         driver,
         containerId: lease.containerId,
         image: pool.image,
@@ -227,7 +260,15 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         resourceId: lease.containerId,
         meta: { poolId: pool.poolId, image: pool.image },
         release: () => lease.release(),
-        bind: ({ signal }) => bindSandboxFacade(facade, signal),
+        bind: ({ signal, report }) => {
+          const bound = bindSandboxFacade(facade, signal);
+          // A spawned process reports its connections until it ends.
+          return report
+            ? audience.during(bound, report, (method, value) =>
+                method === "spawn" ? (value as SandboxProcess).wait() : undefined,
+              )
+            : bound;
+        },
       };
     },
   });

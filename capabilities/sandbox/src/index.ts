@@ -1,5 +1,5 @@
+export type { EgressAllowEntry, EgressNetworkOptions } from "@pai/container-agent";
 export {
-  AGENT_PATH,
   type AgentExecutor,
   type AgentExecutorOptions,
   createAgentExecutor,
@@ -23,6 +23,7 @@ export {
   type DockerSandboxOptions,
   dockerSandbox,
   type ProvisionedSandbox,
+  type SandboxConnectionEvent,
 } from "./docker-sandbox.ts";
 export { sandbox } from "./sandbox.ts";
 export type {

@@ -27,15 +27,18 @@ exec cat -- "$r"`;
 
 /**
  * `write <path>...`: checks every target (one `realpath` for all of them; paths never hold a newline), then
- * extracts the tar on stdin (names relative to the workspace).
+ * extracts the tar on stdin (names relative to the workspace). A refused target is named on stderr after the
+ * path it resolved to.
  */
 export const writeScript = `${prelude}set -f
 resolved=$(realpath -m -- "$@") || exit ${scriptExit.realpathFailed}
 IFS='
 '
+i=0
 for r in $resolved; do
-  inside "$r" || { printf '%s\\n' "$r" >&2; exit ${scriptExit.outside}; }
-  [ -d "$r" ] && exit ${scriptExit.isADirectory}
+  i=$((i + 1)); eval "p=\\\${$i}"
+  inside "$r" || { printf '%s\\n%s\\n' "$r" "$p" >&2; exit ${scriptExit.outside}; }
+  [ -d "$r" ] && { printf '%s\\n%s\\n' "$r" "$p" >&2; exit ${scriptExit.isADirectory}; }
 done
 exec tar -x -p -f - -C "$ws" --no-same-owner --no-overwrite-dir`;
 

@@ -17,9 +17,26 @@ export interface ProvisionedResource<FACADE = unknown> {
   detach?(): Promise<void>;
   /**
    * The facade as one run sees it: every operation is also stopped by `signal` (the run's Stop), so a tool
-   * that passes no signal of its own is still cancelled with its run.
+   * that passes no signal of its own is still cancelled with its run. `report` streams a network connection the
+   * resource made on the run's behalf as a capability status event (`status: "connection"`).
    */
-  bind?(scope: { signal: AbortSignal }): FACADE;
+  bind?(scope: { signal: AbortSignal; report?: (event: CapabilityConnectionEvent) => void }): FACADE;
+}
+
+/** One network connection a resource made (e.g. through a sandbox's egress proxy), reported when it ends. */
+export interface CapabilityConnectionEvent {
+  /** `host:port` as the program asked for it. */
+  target: string;
+  decision: "allowed" | "refused";
+  /** Why it was refused or failed, in one line. */
+  reason?: string;
+  /** The address connected to (or refused). */
+  address?: string;
+  /** Bytes from the resource to the target. */
+  bytesUp: number;
+  /** Bytes from the target to the resource. */
+  bytesDown: number;
+  durationMs: number;
 }
 
 /** What a binding is asked to provision. */
@@ -41,8 +58,11 @@ export interface BindingStartContext {
 export interface ReapContext {
   /** Resource ids named by leases of live owners (any process): never remove these. */
   keepResourceIds: readonly string[];
-  /** Owners whose heartbeat is fresh (this process included). */
-  liveOwnerIds: ReadonlySet<string>;
+  /**
+   * Owners this store knows to be dead (their heartbeats stopped). Only their resources are reaped: an owner the
+   * store does not know may be a live process of another app sharing the engine.
+   */
+  deadOwnerIds: ReadonlySet<string>;
 }
 
 /**
@@ -66,8 +86,8 @@ export interface CapabilityBinding<FACADE = unknown> {
   /** Reconnects to a resource recorded on a lease before a restart; `undefined` when it is gone. */
   reattach?(lease: LeaseRecord, signal: AbortSignal): Promise<ProvisionedResource<FACADE> | undefined>;
   /**
-   * Removes the resources on this binding's engine whose owner is not live and that no kept lease names (a dead
-   * process's containers). Never one whose owner is live. Called at start and then periodically.
+   * Removes the resources on this binding's engine whose owner is known dead and that no kept lease names (a
+   * dead process's containers). Never one of any other owner. Called at start and then periodically.
    */
   reapUnowned?(context: ReapContext): Promise<void>;
   /**

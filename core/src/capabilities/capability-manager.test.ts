@@ -83,9 +83,9 @@ function fakeBinding(
     async reattach(lease) {
       return engine.has(lease.resourceId) ? resourceOf(lease.resourceId) : undefined;
     },
-    async reapUnowned({ keepResourceIds, liveOwnerIds }) {
+    async reapUnowned({ keepResourceIds, deadOwnerIds }) {
       for (const [id, entry] of engine) {
-        if (entry.owner === undefined || liveOwnerIds.has(entry.owner) || keepResourceIds.includes(id))
+        if (entry.owner === undefined || !deadOwnerIds.has(entry.owner) || keepResourceIds.includes(id))
           continue;
         engine.delete(id);
         reaped.push(id);
@@ -624,5 +624,66 @@ describe("capacity", () => {
     expect(JSON.stringify(result.messages)).not.toContain("internal-pool");
     expect(errors).toEqual([exhausted]);
     await runtime.close();
+  });
+});
+
+describe("connection reports", () => {
+  it("streams what a bound resource reports as a capability status event of the run", async () => {
+    const binding: CapabilityBinding<Counter> = {
+      kind: "pai.capability-binding",
+      capability: "counter",
+      async provision() {
+        let value = 0;
+        const facade = { next: async () => ++value };
+        return {
+          facade,
+          resourceId: "r1",
+          release: async () => {},
+          bind: ({ report }) => ({
+            next: async () => {
+              report?.({
+                target: "example.com:443",
+                decision: "allowed",
+                address: "93.184.215.14",
+                bytesUp: 10,
+                bytesDown: 20,
+                durationMs: 5,
+              });
+              return facade.next();
+            },
+          }),
+        };
+      },
+      async close() {},
+    };
+    await using runtime = createAgentRuntime({
+      pai: createPai({ agents: { a: defineAgent({ tools: { count } }) } }),
+      store: createMemoryThreadStore(),
+      model: createScriptedModel({
+        steps: [{ toolCalls: [{ toolName: "count", input: {} }] }],
+        fallback: { text: "ok" },
+      }),
+      capabilities: { counter: binding },
+    });
+    const run = await runtime.run({ agentId: "a", message: "x" });
+    const events: unknown[] = [];
+    for await (const chunk of run.stream as AsyncIterable<{ type: string; data?: unknown }>) {
+      if (chunk.type === "data-pai-capability") events.push(chunk.data);
+    }
+    expect((await run.done).status).toBe("completed");
+    expect(events).toContainEqual({
+      capability: "counter",
+      lifetime: "thread",
+      status: "connection",
+      resourceId: "r1",
+      connection: {
+        target: "example.com:443",
+        decision: "allowed",
+        address: "93.184.215.14",
+        bytesUp: 10,
+        bytesDown: 20,
+        durationMs: 5,
+      },
+    });
   });
 });

@@ -1,6 +1,10 @@
 import { PaiError } from "../errors/pai-error.ts";
 import type { CapabilityLifetime, LeaseRecord, ThreadStore } from "../threads/thread-store.ts";
-import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
+import type {
+  CapabilityBinding,
+  CapabilityConnectionEvent,
+  ProvisionedResource,
+} from "./capability-binding.ts";
 import type { Capability } from "./define-capability.ts";
 import { markProvisionFailure } from "./provision-failure.ts";
 
@@ -14,11 +18,14 @@ export interface LeaseScope {
   onStatus?: (event: CapabilityStatusEvent) => void;
 }
 
-/** Provisioning progress of one lease, as the run streams it (`data-pai-capability` parts). */
+/**
+ * Provisioning progress of one lease, and the network connections its resource made during the run, as the run
+ * streams them (`data-pai-capability` parts).
+ */
 export interface CapabilityStatusEvent {
   capability: string;
   lifetime: CapabilityLifetime;
-  status: "provisioning" | "ready" | "failed";
+  status: "provisioning" | "ready" | "failed" | "connection";
   resourceId?: string;
   durationMs?: number;
   /** Why it failed, safe to show (the code and the numbers, e.g. the pool's for `POOL_EXHAUSTED`). */
@@ -27,6 +34,8 @@ export interface CapabilityStatusEvent {
   code?: string;
   /** The failure's numbers, e.g. `{ max, borrowed, pending, waitedMs }`. */
   details?: Record<string, unknown>;
+  /** With `status: "connection"`: the connection. */
+  connection?: CapabilityConnectionEvent;
 }
 
 /** The process's identity and which owners are alive (see `createOwnerRegistry`). */
@@ -34,6 +43,8 @@ export interface OwnerLiveness {
   readonly ownerId: string;
   /** Owners whose heartbeat is fresh, this process included. */
   liveOwners(): Promise<ReadonlySet<string>>;
+  /** Owners recorded in the store whose heartbeat is stale (never this process). */
+  deadOwners(): Promise<ReadonlySet<string>>;
 }
 
 interface Lease {
@@ -116,7 +127,15 @@ export class CapabilityManager {
     /** The facade bound to this scope's signal, made once per resource. */
     const facadeOf = (resource: ProvisionedResource) => {
       if (bound?.resource !== resource) {
-        const facade = resource.bind ? resource.bind({ signal: scope.signal }) : resource.facade;
+        const report = (connection: CapabilityConnectionEvent) =>
+          scope.onStatus?.({
+            capability,
+            lifetime: this.lifetimeOf(capability),
+            status: "connection",
+            resourceId: resource.resourceId,
+            connection,
+          });
+        const facade = resource.bind ? resource.bind({ signal: scope.signal, report }) : resource.facade;
         bound = { resource, facade: facade as Record<PropertyKey, unknown> };
       }
       return bound.facade;
@@ -343,6 +362,7 @@ export class CapabilityManager {
   async #reconcileBinding(binding: CapabilityBinding, live: ReadonlySet<string>): Promise<void> {
     const self = this.#owners.ownerId;
     const keep = new Set<string>();
+    const dead = new Set(await this.#owners.deadOwners());
     for (const record of await this.#store.listLeases({ capability: binding.capability })) {
       const id = leaseId(record.capability, record.lifetime, record.key);
       // A lease this process holds or is obtaining right now.
@@ -356,6 +376,7 @@ export class CapabilityManager {
         continue;
       }
       if (!mine) {
+        if (record.ownerId !== undefined) dead.add(record.ownerId);
         const claimed = await this.#store.claimLease(record.capability, record.lifetime, record.key, {
           from: record.ownerId,
           to: self,
@@ -384,7 +405,7 @@ export class CapabilityManager {
         });
       }
     }
-    await binding.reapUnowned?.({ keepResourceIds: [...keep], liveOwnerIds: live });
+    await binding.reapUnowned?.({ keepResourceIds: [...keep], deadOwnerIds: dead });
   }
 
   /** Prepares every binding now (warm pools, take over dead owners' leases) instead of on first use. */

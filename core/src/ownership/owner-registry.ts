@@ -23,6 +23,8 @@ export interface OwnerRegistry extends OwnerLiveness {
   heartbeat(): Promise<void>;
   /** Owners whose heartbeat is younger than `ownerTtlMs`, this process always included. */
   liveOwners(): Promise<ReadonlySet<string>>;
+  /** Owners recorded in the store whose heartbeat is older than `ownerTtlMs` (never this process). */
+  deadOwners(): Promise<ReadonlySet<string>>;
   /** Deletes the records of owners not in `live` (their runs and leases have been dealt with). */
   forgetDead(live: ReadonlySet<string>): Promise<void>;
   /** Removes this process's record: from now on it counts as dead (a clean close). */
@@ -55,6 +57,14 @@ export function createOwnerRegistry(options: OwnerRegistryOptions): OwnerRegistr
         if (now - owner.heartbeatAt < ownerTtlMs) live.add(owner.ownerId);
       }
       return live;
+    },
+    async deadOwners() {
+      const now = Date.now();
+      const dead = new Set<string>();
+      for (const owner of await store.listOwners()) {
+        if (owner.ownerId !== ownerId && now - owner.heartbeatAt >= ownerTtlMs) dead.add(owner.ownerId);
+      }
+      return dead;
     },
     async forgetDead(live) {
       for (const owner of await store.listOwners()) {

@@ -2,8 +2,11 @@ export { createMemoryThreadStore } from "./memory-thread-store.ts";
 export { createSqliteThreadStore, type SqliteThreadStoreOptions } from "./sqlite-thread-store.ts";
 export type {
   CapabilityLifetime,
+  JournalEntry,
+  JournalOutcome,
   LeaseRecord,
   OwnerRecord,
+  PendingActionInner,
   PendingActionKind,
   PendingActionRecord,
   PendingActionStatus,
@@ -11,6 +14,7 @@ export type {
   RunCommit,
   RunRecord,
   RunStatus,
+  SubagentWait,
   ThreadLeaseRecord,
   ThreadRecord,
   ThreadStore,

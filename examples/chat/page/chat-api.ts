@@ -1,3 +1,4 @@
+import type { PublicPendingAction, RunRecord, RunStatus } from "@pai/core";
 import type { ChatMessage } from "./chat-message.ts";
 
 /** Base path of PAI's HTTP handler. */
@@ -8,24 +9,70 @@ export interface ThreadSummary {
   id: string;
   title: string | undefined;
   updatedAt: number;
+  /** A tool call of the thread waits for an approval (or another answer). */
+  waiting: boolean;
 }
 
-/** The caller's threads, newest first (`GET /api/threads`). */
+/** How each run of a thread ended (or `running`), by run id. */
+export type RunStatuses = Readonly<Record<string, RunStatus>>;
+
+/** A stored thread as the page shows it. */
+export interface ThreadState {
+  messages: ChatMessage[];
+  runs: RunStatuses;
+  /** The run in progress, if any. */
+  activeRunId: string | null;
+  /** Actions waiting for an answer. */
+  pendingActions: number;
+}
+
+/** The caller's threads, newest first (`GET /api/threads`), each marked when it waits for an answer. */
 export async function listThreads(signal?: AbortSignal): Promise<ThreadSummary[]> {
   const response = await fetch(`${API}/threads`, signal ? { signal } : {});
   if (!response.ok) throw new Error(`listing threads failed: ${response.status}`);
-  const body = (await response.json()) as { threads: ThreadSummary[] };
-  return body.threads;
+  const body = (await response.json()) as {
+    threads: Array<Omit<ThreadSummary, "waiting"> & { pendingActionCount: number }>;
+  };
+  return body.threads.map(({ pendingActionCount, ...thread }) => ({
+    ...thread,
+    waiting: pendingActionCount > 0,
+  }));
 }
 
-/** A stored thread's messages (`GET /api/threads/:id`); empty for a thread not created yet. */
-export async function loadThreadMessages(threadId: string, signal?: AbortSignal): Promise<ChatMessage[]> {
-  if (isUnsentThread(threadId)) return [];
+/** A stored thread (`GET /api/threads/:id`); empty for a thread not created yet. */
+export async function loadThread(threadId: string, signal?: AbortSignal): Promise<ThreadState> {
+  const empty: ThreadState = { messages: [], runs: {}, activeRunId: null, pendingActions: 0 };
+  if (isUnsentThread(threadId)) return empty;
   const response = await fetch(`${API}/threads/${encodeURIComponent(threadId)}`, signal ? { signal } : {});
-  if (response.status === 404) return [];
+  if (response.status === 404) return empty;
   if (!response.ok) throw new Error(`loading the thread failed: ${response.status}`);
-  const body = (await response.json()) as { messages: ChatMessage[] };
-  return body.messages;
+  const body = (await response.json()) as {
+    messages: ChatMessage[];
+    runs: RunRecord[];
+    activeRunId: string | null;
+    pendingActions: PublicPendingAction[];
+  };
+  return {
+    messages: body.messages,
+    runs: Object.fromEntries(body.runs.map((run) => [run.id, run.status])),
+    activeRunId: body.activeRunId,
+    pendingActions: body.pendingActions.length,
+  };
+}
+
+/** The stored thread once its run in progress has ended (after Stop the server needs a moment to store it). */
+export async function loadSettledThread(threadId: string, signal?: AbortSignal): Promise<ThreadState> {
+  for (let attempt = 0; ; attempt++) {
+    const state = await loadThread(threadId, signal);
+    if (state.activeRunId === null || attempt >= 50) return state;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** How the run that wrote `message` ended, from its `metadata.runId`. */
+export function runStatusOf(message: ChatMessage, runs: RunStatuses): RunStatus | undefined {
+  const runId = message.metadata?.runId;
+  return runId === undefined ? undefined : runs[runId];
 }
 
 const unsent = new Set<string>();

@@ -1,6 +1,5 @@
 import { type ReactNode, useEffect, useState } from "react";
-import { loadThreadMessages } from "./chat-api.ts";
-import type { ChatMessage } from "./chat-message.ts";
+import { loadThread, type ThreadState } from "./chat-api.ts";
 import { Conversation } from "./conversation.tsx";
 
 /** What {@link ChatView} accepts. */
@@ -10,20 +9,35 @@ export interface ChatViewProps {
   onActivity: () => void;
 }
 
-/** Loads a thread's stored messages, then shows the conversation (which reconnects to a run in progress). */
+/** Loads a thread's stored state, then shows the conversation (which reconnects to a run in progress). */
 export function ChatView({ threadId, onActivity }: ChatViewProps): ReactNode {
-  const [messages, setMessages] = useState<ChatMessage[] | undefined>(undefined);
+  const [thread, setThread] = useState<ThreadState | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   useEffect(() => {
     const controller = new AbortController();
-    loadThreadMessages(threadId, controller.signal)
-      .then(setMessages)
+    loadThread(threadId, controller.signal)
+      .then(setThread)
       .catch((cause: unknown) => {
         if (!controller.signal.aborted) setError(cause instanceof Error ? cause.message : String(cause));
       });
     return () => controller.abort();
   }, [threadId]);
-  if (error) return <p className="notice error">{error}</p>;
-  if (!messages) return <p className="notice">Loading…</p>;
-  return <Conversation threadId={threadId} initialMessages={messages} onActivity={onActivity} />;
+  if (error) {
+    return (
+      <p className="notice error" role="alert">
+        {error}
+      </p>
+    );
+  }
+  if (!thread) {
+    return (
+      <div className="loading" role="status">
+        <span className="sr-only">Loading the conversation…</span>
+        <div className="skeleton wide" />
+        <div className="skeleton" />
+        <div className="skeleton narrow" />
+      </div>
+    );
+  }
+  return <Conversation threadId={threadId} initial={thread} onActivity={onActivity} />;
 }

@@ -1,95 +1,225 @@
-import { PaiProvider, usePaiChat } from "@pai/react";
-import { type FormEvent, type ReactNode, useEffect, useRef, useState } from "react";
-import { API, isUnsentThread, markThreadSent } from "./chat-api.ts";
+import {
+  isPaiToolPart,
+  PaiProvider,
+  type PendingActionAnswerEvent,
+  pendingActionsOf,
+  startingCapabilitiesOf,
+  usePaiChat,
+} from "@pai/react";
+import { type ReactNode, useCallback, useEffect, useRef, useState } from "react";
+import {
+  API,
+  isUnsentThread,
+  loadSettledThread,
+  loadThread,
+  markThreadSent,
+  type RunStatuses,
+  runStatusOf,
+  type ThreadState,
+} from "./chat-api.ts";
 import type { ChatMessage } from "./chat-message.ts";
+import { Composer } from "./composer.tsx";
 import { MessageView } from "./message-view.tsx";
 import { RunScriptCard } from "./run-script-card.tsx";
 
 /** Custom cards by tool id; every other tool gets `@pai/react`'s default card. */
 const cards = { runScript: RunScriptCard };
 
+/** What the cards call the agent's tools. */
+const titles = { runScript: "Run a script", commitWork: "Commit to git" };
+
+/** Messages that start a conversation from the empty screen. */
+const SUGGESTIONS = ["Show me the sandbox at work", "Write a script that prints Fibonacci numbers"];
+
 /** What {@link Conversation} accepts. */
 export interface ConversationProps {
   threadId: string;
-  initialMessages: ChatMessage[];
+  /** The thread as stored when it was opened. */
+  initial: ThreadState;
   onActivity: () => void;
 }
 
-/** One thread: its messages (tool calls as `<Assistant.Tool>` cards) and the composer. */
-export function Conversation({ threadId, initialMessages, onActivity }: ConversationProps): ReactNode {
+/** One thread: its messages (tool calls as `<Assistant.Tool>` cards), what the agent is doing, the composer. */
+export function Conversation({ threadId, initial, onActivity }: ConversationProps): ReactNode {
   const [error, setError] = useState<string | undefined>(undefined);
+  const [runs, setRuns] = useState<RunStatuses>(initial.runs);
   const [rejoin] = useState(() => !isUnsentThread(threadId));
+  const input = useRef<HTMLTextAreaElement>(null);
+  const scroller = useRef<HTMLDivElement>(null);
+  const pinned = useRef(true);
+
+  /** Puts focus back in the text box when what had it went away (an answered card's buttons, Stop). */
+  const restoreFocus = useCallback(() => {
+    const active = document.activeElement;
+    if (!active || active === document.body) input.current?.focus({ preventScroll: true });
+  }, []);
+
+  const refreshRuns = useCallback(() => {
+    loadThread(threadId)
+      .then((state) => setRuns(state.runs))
+      .catch(() => undefined);
+  }, [threadId]);
+
   const chat = usePaiChat<ChatMessage>({
     api: API,
     threadId,
-    messages: initialMessages,
+    messages: initial.messages,
     resume: rejoin,
-    onRunEnd: onActivity,
+    onRunEnd: () => {
+      onActivity();
+      refreshRuns();
+    },
     onError: (cause) => setError(cause.message),
   });
-  const [draft, setDraft] = useState("");
-  const end = useRef<HTMLDivElement>(null);
+  const { answer: answerAction, setMessages } = chat;
 
-  // biome-ignore lint/correctness/useExhaustiveDependencies: scroll whenever the messages change
-  useEffect(() => {
-    end.current?.scrollIntoView?.({ block: "end" });
-  }, [chat.messages]);
-  useEffect(() => {
-    if (chat.status === "streaming") onActivity();
-  }, [chat.status, onActivity]);
+  const answer = useCallback(
+    async (event: PendingActionAnswerEvent) => {
+      setTimeout(restoreFocus, 0); // the card's buttons are gone once it re-renders
+      try {
+        return await answerAction(event);
+      } finally {
+        onActivity();
+        restoreFocus();
+      }
+    },
+    [answerAction, restoreFocus, onActivity],
+  );
 
-  const send = (event: FormEvent) => {
-    event.preventDefault();
-    const text = draft.trim();
-    if (!text || chat.busy) return;
-    setDraft("");
+  const send = (text: string) => {
     setError(undefined);
     markThreadSent(threadId);
+    pinned.current = true;
     void chat.sendMessage({ text });
   };
 
+  const stop = async () => {
+    const last = chat.messages.at(-1);
+    const runId = last?.role === "assistant" ? last.metadata?.runId : undefined;
+    if (runId) setRuns((current) => ({ ...current, [runId]: "cancelled" }));
+    await chat.stop();
+    restoreFocus();
+    // the server stores the stopped run's calls and status: show what it stored
+    try {
+      const state = await loadSettledThread(threadId);
+      setMessages(state.messages);
+      setRuns(state.runs);
+    } catch (cause) {
+      setError(cause instanceof Error ? cause.message : String(cause));
+    }
+    onActivity();
+  };
+
+  // follow new content while the reader is at the bottom (as messages stream in, cards grow, the window
+  // resizes); leave them be when they scrolled up to read
+  useEffect(() => {
+    const element = scroller.current;
+    const column = element?.firstElementChild;
+    if (!element || !column) return;
+    const follow = () => {
+      if (pinned.current) element.scrollTop = element.scrollHeight;
+    };
+    follow();
+    const observer = new ResizeObserver(follow);
+    observer.observe(element);
+    observer.observe(column);
+    return () => observer.disconnect();
+  }, []);
+
+  const wasBusy = useRef(chat.busy);
+  useEffect(() => {
+    if (chat.status === "streaming") onActivity();
+  }, [chat.status, onActivity]);
+  useEffect(() => {
+    if (wasBusy.current && !chat.busy) restoreFocus();
+    wasBusy.current = chat.busy;
+  }, [chat.busy, restoreFocus]);
+
+  const last = chat.messages.at(-1);
+  const lastAssistant = last?.role === "assistant" ? last : undefined;
+  const starting = lastAssistant ? startingCapabilitiesOf(lastAssistant) : [];
+  const waiting = lastAssistant
+    ? pendingActionsOf(lastAssistant).some((action) => action.status === "pending")
+    : false;
+  const activity = !chat.busy
+    ? undefined
+    : starting.length > 0
+      ? `Starting the ${starting.join(", ")}…`
+      : lastAssistant && showsProgress(lastAssistant)
+        ? undefined
+        : "Thinking…";
+  const announcement = chat.busy
+    ? (activity ?? "The assistant is working.")
+    : waiting
+      ? "The assistant needs your approval."
+      : "";
+
   return (
-    <PaiProvider api={API} threadId={threadId} cards={cards} onAnswer={chat.answer}>
+    <PaiProvider api={API} threadId={threadId} cards={cards} titles={titles} onAnswer={answer}>
       <div className="conversation" data-status={chat.busy ? "busy" : "idle"}>
-        <div className="messages">
-          {chat.messages.length === 0 ? (
-            <div className="empty">
-              <h1>What should we build?</h1>
-              <p>
-                The agent writes files and runs commands in a sandbox of its own for this conversation, and
-                asks before it commits anything.
-              </p>
-            </div>
-          ) : null}
-          {chat.messages.map((message) => (
-            <MessageView key={message.id} message={message} />
-          ))}
-          {chat.busy ? <div className="typing">working…</div> : null}
-          <div ref={end} />
+        <div
+          className="messages"
+          ref={scroller}
+          onScroll={(event) => {
+            const element = event.currentTarget;
+            pinned.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80;
+          }}
+        >
+          <div className="thread-column">
+            {chat.messages.length === 0 ? (
+              <div className="empty">
+                <h1>What should we build?</h1>
+                <p>
+                  The agent writes files and runs commands in a sandbox of its own for this conversation, and
+                  asks before it commits anything.
+                </p>
+                <div className="suggestions">
+                  {SUGGESTIONS.map((text) => (
+                    <button key={text} type="button" className="suggestion" onClick={() => send(text)}>
+                      {text}
+                    </button>
+                  ))}
+                </div>
+              </div>
+            ) : null}
+            {chat.messages.map((message, index) => (
+              <MessageView
+                key={message.id}
+                message={message}
+                runStatus={runStatusOf(message, runs)}
+                streaming={chat.busy && index === chat.messages.length - 1}
+              />
+            ))}
+            {activity ? (
+              <div className="activity" aria-hidden="true">
+                <span className="dots">
+                  <span />
+                  <span />
+                  <span />
+                </span>
+                {activity}
+              </div>
+            ) : null}
+          </div>
         </div>
-        {error ? <p className="notice error">{error}</p> : null}
-        <form className="composer" onSubmit={send}>
-          <textarea
-            name="message"
-            placeholder="Ask for something to run…"
-            value={draft}
-            rows={2}
-            onChange={(event) => setDraft(event.target.value)}
-            onKeyDown={(event) => {
-              if (event.key === "Enter" && !event.shiftKey) send(event);
-            }}
-          />
-          {chat.busy ? (
-            <button type="button" className="stop" onClick={() => void chat.stop()}>
-              Stop
-            </button>
-          ) : (
-            <button type="submit" className="send" disabled={!draft.trim()}>
-              Send
-            </button>
-          )}
-        </form>
+        <div className="sr-only" role="status" aria-live="polite">
+          {announcement}
+        </div>
+        {error ? (
+          <p className="notice error" role="alert">
+            {error}
+          </p>
+        ) : null}
+        <Composer busy={chat.busy} onSend={send} onStop={() => void stop()} inputRef={input} />
       </div>
     </PaiProvider>
   );
+}
+
+/** The message's last part shows progress itself: text streaming in (with its caret), or a call running. */
+function showsProgress(message: ChatMessage): boolean {
+  const last = message.parts.filter((part) => part.type === "text" || isPaiToolPart(part)).at(-1);
+  if (!last) return false;
+  if (last.type === "text") return last.state === "streaming";
+  return isPaiToolPart(last) && (last.state === "input-streaming" || last.state === "input-available");
 }

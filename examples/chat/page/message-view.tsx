@@ -1,27 +1,51 @@
+import type { RunStatus } from "@pai/core";
 import { Assistant, isPaiToolPart } from "@pai/react";
-import type { ReactNode } from "react";
+import { lazy, type ReactNode, Suspense } from "react";
 import type { ChatMessage } from "./chat-message.ts";
 
-/** One message: its text, and every tool call as an `<Assistant.Tool>` card. */
-export function MessageView({ message }: { message: ChatMessage }): ReactNode {
+/** The markdown renderer loads in its own chunk; until it is there, the text shows as it is. */
+const Markdown = lazy(() => import("./markdown.tsx"));
+
+/** What {@link MessageView} accepts. */
+export interface MessageViewProps {
+  message: ChatMessage;
+  /** How the message's run ended (open tool calls of a stopped run show as stopped). */
+  runStatus: RunStatus | undefined;
+  /** Text is still streaming into this message. */
+  streaming: boolean;
+}
+
+/** One message: the user's text as typed, the assistant's as markdown, every tool call as a card. */
+export function MessageView({ message, runStatus, streaming }: MessageViewProps): ReactNode {
+  const lastText = message.parts.findLastIndex((part) => part.type === "text");
   return (
-    <div className={`message ${message.role}`} data-message-id={message.id} data-role={message.role}>
-      <div className="role">{message.role === "user" ? "You" : "Assistant"}</div>
+    <article className={`message ${message.role}`} data-message-id={message.id} data-role={message.role}>
+      <h2 className="sr-only">{message.role === "user" ? "You said" : "The assistant said"}</h2>
       <div className="parts">
         {message.parts.map((part, index) => {
           if (part.type === "text") {
+            if (message.role === "user") {
+              return (
+                // biome-ignore lint/suspicious/noArrayIndexKey: text parts have no id; their order is fixed
+                <p key={index} className="text">
+                  {part.text}
+                </p>
+              );
+            }
             return (
               // biome-ignore lint/suspicious/noArrayIndexKey: text parts have no id; their order is fixed
-              <p key={index} className="text">
-                {part.text}
-              </p>
+              <div key={index} className="text markdown">
+                <Suspense fallback={<p className="plain">{part.text}</p>}>
+                  <Markdown text={part.text} streaming={streaming && index === lastText} />
+                </Suspense>
+              </div>
             );
           }
           return isPaiToolPart(part) ? (
-            <Assistant.Tool key={part.toolCallId} message={message} part={part} />
+            <Assistant.Tool key={part.toolCallId} message={message} part={part} runStatus={runStatus} />
           ) : null;
         })}
       </div>
-    </div>
+    </article>
   );
 }

@@ -1,18 +1,19 @@
-import { type ToolCardPropsFor, toolCallStatus } from "@pai/react";
+import type { ToolCardPropsFor } from "@pai/react";
 import type { ReactNode } from "react";
 import type { ChatMessage } from "./chat-message.ts";
 
 /**
- * The chat app's own card for `runScript` (registered by tool id in `<PaiProvider cards>`): the file, the
- * command's output as it streams from the sandbox, and how it ended. Typed from the agent's contract.
+ * The chat app's own card for `runScript` (registered by tool id in `<PaiProvider cards>`): the command, the
+ * file folded under it, the output as it streams from the sandbox, and how it ended. Typed from the agent's
+ * contract.
  */
 export function RunScriptCard({
   part,
   toolId,
+  title,
+  status,
   data,
-  pendingAction,
 }: ToolCardPropsFor<ChatMessage, "runScript">): ReactNode {
-  const status = toolCallStatus(part, pendingAction);
   const streamed = data
     .filter((item) => item.channel === "output")
     .map((item) => String(item.value))
@@ -24,10 +25,12 @@ export function RunScriptCard({
       data-tool-id={toolId}
       data-tool-call-id={part.toolCallId}
       data-status={status.key}
+      aria-label={`${title}: ${status.label}`}
     >
       <header className="pai-tool-header">
         <span className="pai-tool-name">
-          runScript <span className="run-script-file">{part.input?.path}</span>
+          {title}
+          {part.input?.command ? <code className="run-script-command">{part.input.command}</code> : null}
         </span>
         <span className="pai-tool-status" data-status={status.key}>
           {status.label}
@@ -51,7 +54,10 @@ export function RunScriptCard({
           {(result.durationMs / 1000).toFixed(1)} s in the sandbox
         </footer>
       ) : null}
-      {part.state === "output-error" ? <p className="pai-tool-error">{part.errorText}</p> : null}
+      {status.key === "failed" ? (
+        <p className="pai-tool-error">{status.reason ? `Failed: ${status.reason}` : "Failed"}</p>
+      ) : null}
+      {status.key === "stopped" ? <p className="pai-tool-note">Stopped before it finished.</p> : null}
     </section>
   );
 }

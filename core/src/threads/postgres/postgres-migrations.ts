@@ -113,10 +113,18 @@ export const postgresMigrations: readonly PostgresMigration[] = [
         started_at double precision NOT NULL,
         heartbeat_at double precision NOT NULL
       );
-    `,
+      `,
   },
   {
     version: 3,
+    name: "pending actions: the inner call that waits and the top-level call's journal",
+    sql: (s) => `
+      ALTER TABLE ${s}.pending_actions ADD COLUMN inner_call json;
+      ALTER TABLE ${s}.pending_actions ADD COLUMN journal json;
+    `,
+  },
+  {
+    version: 4,
     name: "thread leases (one run of a thread at a time across processes), stored run stream chunks, answers' appliers",
     sql: (s) => `
       CREATE TABLE ${s}.thread_leases (

@@ -562,7 +562,7 @@ function statements(s: string) {
   const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id";
   const actionColumns =
     "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
-    "suspend_history, status, created_at, settled_at, answer, applied_by";
+    "suspend_history, status, created_at, settled_at, answer, inner_call, journal, applied_by";
   const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
   const leaseColumns =
     "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
@@ -639,13 +639,13 @@ function statements(s: string) {
       WHERE ($1::text IS NULL OR thread_id = $1) AND ($2::text IS NULL OR status = $2)
       ORDER BY created_at, ordinal`,
     upsertAction: `INSERT INTO ${s}.pending_actions (${actionColumns})
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
       ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, run_id = excluded.run_id,
         tool_call_id = excluded.tool_call_id, tool_id = excluded.tool_id, tool_name = excluded.tool_name,
         input_hash = excluded.input_hash, input = excluded.input, kind = excluded.kind, name = excluded.name,
         payload = excluded.payload, suspend_history = excluded.suspend_history, status = excluded.status,
         created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer,
-        applied_by = excluded.applied_by`,
+        inner_call = excluded.inner_call, journal = excluded.journal, applied_by = excluded.applied_by`,
     /** The applier's compare-and-set: of two runs, the second finds it set. */
     claimAction: `UPDATE ${s}.pending_actions SET applied_by = $2 WHERE id = $1 AND applied_by IS NULL
       RETURNING id`,
@@ -763,6 +763,8 @@ function actionValues(action: PendingActionRecord): unknown[] {
     action.createdAt,
     action.settledAt ?? null,
     toStoredJson(action.answer, "pending action answer"),
+    toStoredJson(action.inner, "pending action inner call"),
+    toStoredJson(action.journal, "pending action journal"),
     action.appliedBy ?? null,
   ];
 }
@@ -834,6 +836,8 @@ function toAction(row: Row | undefined): PendingActionRecord | undefined {
     createdAt: row.created_at as number,
     settledAt: optional<number>(row.settled_at),
     answer: json(row.answer),
+    inner: json(row.inner_call) as PendingActionRecord["inner"],
+    journal: json(row.journal) as PendingActionRecord["journal"],
     appliedBy: optional<string>(row.applied_by),
   });
 }

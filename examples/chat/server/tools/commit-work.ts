@@ -46,10 +46,20 @@ export const commitWork = defineTool({
     });
     await output.flush();
     if (result.exitCode !== 0)
-      return ctx.fail(`git failed (exit ${result.exitCode}): ${result.stderr.trim()}`);
+      return ctx.fail(`git failed (exit ${result.exitCode}): ${whatGitSaid(result)}`);
     return { commit: result.stdout.trim().split(" ")[0] ?? "", files: ctx.input.paths };
   },
 });
+
+/**
+ * Why git failed, in its own words: stderr, then stdout (`git commit -q` with nothing to commit says so on
+ * stdout), the last 1,000 characters; or how the command ended when it printed nothing.
+ */
+export function whatGitSaid(result: { stdout: string; stderr: string; terminationReason: string }): string {
+  const said = [result.stderr.trim(), result.stdout.trim()].filter((text) => text !== "").join("\n");
+  if (said === "") return `no output (${result.terminationReason})`;
+  return said.length > 1000 ? `…${said.slice(-1000)}` : said;
+}
 
 function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;

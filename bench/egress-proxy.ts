@@ -1,0 +1,153 @@
+import { execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
+import { dockerSandbox } from "@pai/sandbox";
+import { benchDriver, benchImage, benchPoolId } from "./bench-containers.ts";
+import type { BenchRow } from "./bench-row.ts";
+import { summarize } from "./stats.ts";
+
+const run = promisify(execFile);
+const MIB = 1024 * 1024;
+
+/** Starts bench/byte-server.ts in its own process; resolves to its port and a stop function. */
+async function startByteServer(): Promise<{ port: number; stop: () => void }> {
+  const child = spawn(process.execPath, [new URL("./byte-server.ts", import.meta.url).pathname], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+    child.once("exit", (code) => reject(new Error(`the byte server exited (${code})`)));
+  });
+  return { port, stop: () => child.kill() };
+}
+
+/** MiB/s of `bytes` written into `cat > /dev/null` over one `docker exec` stream: the engine's own ceiling. */
+async function execStreamRate(containerId: string, bytes: number): Promise<number> {
+  const session = await benchDriver.execDuplex(containerId, { cmd: ["sh", "-c", "cat > /dev/null"] });
+  const block = Buffer.alloc(MIB, 1);
+  const started = performance.now();
+  try {
+    await new Promise<void>((resolve) => {
+      let left = bytes;
+      const pump = () => {
+        while (left > 0) {
+          left -= block.length;
+          if (!session.stdin.write(block)) return void session.stdin.once("drain", pump);
+        }
+        session.stdin.end();
+      };
+      session.stdout.resume();
+      session.stderr.resume();
+      session.stdout.once("end", () => resolve());
+      pump();
+    });
+  } finally {
+    session.close();
+  }
+  return bytes / MIB / ((performance.now() - started) / 1000);
+}
+
+/** `curl` options that print what the benchmark reads: bytes per second and seconds to the first byte. */
+const CURL_FORMAT = ["-sS", "-o", "/dev/null", "-w", "%{speed_download} %{time_starttransfer}\\n"];
+
+function parse(lines: string): Array<{ bytesPerSecond: number; firstByteMs: number }> {
+  return lines
+    .trim()
+    .split("\n")
+    .map((line) => {
+      const [speed = "", start = ""] = line.trim().split(" ");
+      return { bytesPerSecond: Number(speed), firstByteMs: Number(start) * 1000 };
+    });
+}
+
+/**
+ * The egress proxy, side by side with the host in one run, against one loopback server (its own process): a
+ * `megabytes` download by curl in a sandbox (through the proxy: agent listener → the agent's exec stream → the
+ * host's policy and socket) against the same curl download made directly by the host; and the time to the first
+ * byte of a 1-byte answer on a fresh connection each time, the proxy's set-up cost.
+ */
+export async function benchEgressProxy(options: { rounds: number; megabytes: number }): Promise<BenchRow[]> {
+  const server = await startByteServer();
+  const target = `127.0.0.1:${server.port}`;
+  const binding = dockerSandbox({
+    image: await benchImage(),
+    poolId: benchPoolId("egress"),
+    pool: { min: 1, max: 1 },
+    network: { allow: [target], maxBytes: Number.MAX_SAFE_INTEGER, maxConnections: 64 },
+  });
+  const viaProxy: number[] = [];
+  const execCeiling: number[] = [];
+  const direct: number[] = [];
+  const setupProxy: number[] = [];
+  const setupDirect: number[] = [];
+  const big = `http://${target}/bytes/${options.megabytes * MIB}`;
+  const tiny = `http://${target}/bytes/1`;
+  const perRound = 20;
+  try {
+    const { facade, release, resourceId } = await binding.provision({
+      leaseKey: "bench:egress",
+      lifetime: "thread",
+      signal: new AbortController().signal,
+    });
+    try {
+      const inSandbox = async (url: string, times: number) => {
+        const result = await facade.runCommand({
+          command: `for i in $(seq ${times}); do curl ${CURL_FORMAT.map((arg) => `'${arg}'`).join(" ")} ${url} || exit 1; done`,
+          timeoutMs: 600_000,
+        });
+        if (result.exitCode !== 0) throw new Error(`curl in the sandbox failed: ${result.stderr}`);
+        return parse(result.stdout);
+      };
+      const onHost = async (url: string, times: number) => {
+        let out = "";
+        for (let i = 0; i < times; i++) out += (await run("curl", [...CURL_FORMAT, url])).stdout;
+        return parse(out);
+      };
+      await inSandbox(big, 1);
+      await onHost(big, 1);
+      for (let round = 0; round < options.rounds; round++) {
+        const [first, second] = round % 2 === 0 ? [inSandbox, onHost] : [onHost, inSandbox];
+        const a = await first(big, 1);
+        const b = await second(big, 1);
+        (first === inSandbox ? viaProxy : direct).push(...a.map((sample) => sample.bytesPerSecond / MIB));
+        (second === inSandbox ? viaProxy : direct).push(...b.map((sample) => sample.bytesPerSecond / MIB));
+        execCeiling.push(await execStreamRate(resourceId, options.megabytes * MIB));
+        const c = await first(tiny, perRound);
+        const d = await second(tiny, perRound);
+        (first === inSandbox ? setupProxy : setupDirect).push(...c.map((sample) => sample.firstByteMs));
+        (second === inSandbox ? setupProxy : setupDirect).push(...d.map((sample) => sample.firstByteMs));
+      }
+    } finally {
+      await release();
+    }
+  } finally {
+    await binding.close();
+    server.stop();
+  }
+  const proxyRate = summarize(viaProxy).p50;
+  const directRate = summarize(direct).p50;
+  const share = proxyRate / directRate;
+  const subject = summarize(setupProxy);
+  const baseline = summarize(setupDirect);
+  const overhead = subject.p50 - baseline.p50;
+  return [
+    {
+      name: `egress proxy: ${options.megabytes} MiB download, sandbox curl via proxy vs host curl direct`,
+      value: proxyRate,
+      unit: "MiB/s",
+      ratio: share,
+      target: "≥ 50% of direct and ≥ 200 MiB/s",
+      met: share >= 0.5 && proxyRate >= 200,
+      note: `through the proxy ${proxyRate.toFixed(0)} MiB/s, direct ${directRate.toFixed(0)} MiB/s (p50 of ${viaProxy.length} each); ratio = proxy / direct; the engine's bare docker exec stream (its ceiling) ${summarize(execCeiling).p50.toFixed(0)} MiB/s`,
+    },
+    {
+      name: "egress proxy: time to first byte on a new connection, via proxy vs direct",
+      subject,
+      baseline,
+      ratio: subject.p50 / baseline.p50,
+      value: overhead,
+      unit: "ms added (p50)",
+      target: "≤ 5 ms over direct (p50)",
+      met: overhead <= 5,
+    },
+  ];
+}

@@ -1,0 +1,704 @@
+import { type ChildProcessByStdio, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Duplex, PassThrough, type Readable, type Writable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import { it as baseIt, beforeAll, describe, expect } from "vitest";
+import { buildAgentBinary } from "./agent-binary.ts";
+import { type AgentClient, createAgentClient } from "./agent-client.ts";
+import { AGENT_PROTOCOL_VERSION, FrameType, MAX_FRAME_PAYLOAD_BYTES } from "./agent-protocol.ts";
+import { ContainerAgentError } from "./container-agent-error.ts";
+import { encodeFrame } from "./frame-codec.ts";
+
+const isRoot = process.getuid?.() === 0;
+const selfUser = `${process.getuid?.()}:${process.getgid?.()}`;
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+let binary = "";
+
+beforeAll(async () => {
+  binary = await buildAgentBinary();
+}, 300_000);
+
+interface Agent {
+  client: AgentClient;
+  child: ChildProcessByStdio<Writable, Readable, null>;
+  closeErrors: Array<ContainerAgentError | undefined>;
+}
+
+function startAgent(args: string[] = ["--user", selfUser], user: { uid?: number; gid?: number } = {}): Agent {
+  const child = spawn(binary, args, { stdio: ["pipe", "pipe", "inherit"], ...user });
+  const closeErrors: Agent["closeErrors"] = [];
+  const client = createAgentClient({
+    stream: { readable: child.stdout, writable: child.stdin },
+    onClose: (error) => closeErrors.push(error),
+  });
+  return { client, child, closeErrors };
+}
+
+async function stopAgent(agent: Agent): Promise<void> {
+  await agent.client.close();
+  if (agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill("SIGKILL");
+}
+
+const it = baseIt.extend<{ agent: Agent }>({
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads fixture dependencies from this pattern
+  agent: async ({}, use) => {
+    const agent = startAgent();
+    try {
+      await use(agent);
+    } finally {
+      await stopAgent(agent);
+    }
+  },
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits until `check` holds (polling), failing after `ms`. */
+async function eventually(check: () => boolean | Promise<boolean>, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await sleep(20);
+  }
+}
+
+/** Children of `pid` in state Z (zombie), from /proc. */
+async function zombieChildren(pid: number): Promise<number[]> {
+  const { readdir } = await import("node:fs/promises");
+  const zombies: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (fields[1] === String(pid) && fields[0] === "Z") zombies.push(Number(entry));
+  }
+  return zombies;
+}
+
+describe("createAgentClient with the real agent", () => {
+  it("says hello with its version, pid and users", async ({ agent }) => {
+    const hello = await agent.client.hello;
+    expect(hello.protocolVersion).toBe(AGENT_PROTOCOL_VERSION);
+    expect(hello.version).toMatch(/^0\.2\.0\+[0-9a-f]{12}$/);
+    expect(hello.pid).toBe(agent.child.pid);
+    expect(`${hello.defaultUid}:${hello.defaultGid}`).toBe(selfUser);
+    expect(await agent.client.ping()).toBeGreaterThan(0);
+  });
+
+  it("talks over a single duplex stream too", async () => {
+    const child = spawn(binary, ["--user", selfUser], { stdio: ["pipe", "pipe", "inherit"] });
+    const client = createAgentClient({
+      stream: Duplex.from({ readable: child.stdout, writable: child.stdin }),
+    });
+    try {
+      expect(text((await client.spawn({ argv: ["echo", "duplex"] }).wait()).stdout)).toBe("duplex\n");
+    } finally {
+      await client.close();
+      child.kill("SIGKILL");
+    }
+  });
+
+  it("runs echo hi", async ({ agent }) => {
+    const process = agent.client.spawn({ argv: ["echo", "hi"] });
+    expect(await process.pid).toBeGreaterThan(1);
+    const result = await process.wait();
+    expect(text(result.stdout)).toBe("hi\n");
+    expect(result).toMatchObject({ exitCode: 0, signal: null, terminationReason: "exit" });
+    expect(result.truncated).toEqual({ stdout: false, stderr: false });
+    expect(result.durationMs).toBeGreaterThan(0);
+  });
+
+  it("reports exit codes and deaths by signal", async ({ agent }) => {
+    const exited = await agent.client.spawn({ argv: ["sh", "-c", "exit 42"] }).wait();
+    expect(exited).toMatchObject({ exitCode: 42, signal: null, terminationReason: "exit" });
+    const killed = await agent.client.spawn({ argv: ["sh", "-c", "kill -9 $$"] }).wait();
+    expect(killed).toMatchObject({ exitCode: null, signal: 9, terminationReason: "exit" });
+  });
+
+  it("runs 200 commands at once, each with its own output", async ({ agent }) => {
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        agent.client
+          .spawn({ argv: ["sh", "-c", 'echo "out $0"; echo "err $0" >&2; exit $(($0 % 7))', String(i)] })
+          .wait(),
+      ),
+    );
+    results.forEach((result, i) => {
+      expect(text(result.stdout)).toBe(`out ${i}\n`);
+      expect(text(result.stderr)).toBe(`err ${i}\n`);
+      expect(result.exitCode).toBe(i % 7);
+    });
+  });
+
+  it("keeps stdout and stderr apart with every byte value intact", async ({ agent }) => {
+    const script = `
+      const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+      for (let i = 0; i < 200; i++) { process.stdout.write(all); process.stderr.write(all.reverse()); all.reverse(); }`;
+    const chunks: Uint8Array[] = [];
+    const result = await agent.client
+      .spawn({ argv: [process.execPath, "-e", script], onStdout: (chunk) => chunks.push(chunk.slice()) })
+      .wait();
+    const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+    const reversed = all.slice().reverse();
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toHaveLength(256 * 200);
+    expect(result.stderr).toHaveLength(256 * 200);
+    for (let i = 0; i < 200; i++) {
+      expect(result.stdout.subarray(i * 256, (i + 1) * 256)).toEqual(all);
+      expect(result.stderr.subarray(i * 256, (i + 1) * 256)).toEqual(reversed);
+    }
+    expect(Buffer.concat(chunks)).toEqual(Buffer.from(result.stdout));
+  });
+
+  it("pipes stdin given up front, larger than the flow-control window", async ({ agent }) => {
+    const input = randomBytes(3 * 1024 * 1024 + 17);
+    const result = await agent.client
+      .spawn({ argv: ["cat"], stdin: input, maxOutputBytes: 4 * 1024 * 1024 })
+      .wait();
+    expect(result.exitCode).toBe(0);
+    expect(Buffer.from(result.stdout).equals(input)).toBe(true);
+  });
+
+  it("streams stdin interactively and closes it", async ({ agent }) => {
+    const lines: string[] = [];
+    const process = agent.client.spawn({
+      argv: ["sh", "-c", 'while read line; do echo "got $line"; done; echo done'],
+      stdin: "pipe",
+      onStdout: (chunk) => lines.push(text(chunk)),
+    });
+    await process.writeStdin("one\n");
+    await eventually(() => lines.join("").includes("got one"));
+    await process.writeStdin(new TextEncoder().encode("two\n"));
+    await process.closeStdin();
+    const result = await process.wait();
+    expect(text(result.stdout)).toBe("got one\ngot two\ndone\n");
+    await expect(process.writeStdin("late")).rejects.toThrow(/already closed/);
+  });
+
+  it("gives a command without stdin an immediate EOF", async ({ agent }) => {
+    const result = await agent.client.spawn({ argv: ["cat"], timeoutMs: 5000 }).wait();
+    expect(result).toMatchObject({ exitCode: 0, terminationReason: "exit" });
+    expect(result.stdout).toHaveLength(0);
+  });
+
+  it("delivers bytes that look like frames as plain stdout data", async ({ agent }) => {
+    const forged = Buffer.concat([
+      encodeFrame(FrameType.Exit, 1, new Uint8Array([0, 0, 0, 0, 0])),
+      encodeFrame(FrameType.Hello, 0, new Uint8Array(22)),
+      encodeFrame(FrameType.Stdout, 2, new TextEncoder().encode("forged")),
+      Buffer.from([0xff, 0xff, 0xff, 0xff, 0x99]), // an oversize "header" too
+    ]);
+    const script = `process.stdout.write(Buffer.from("${forged.toString("base64")}", "base64")); process.exitCode = 3`;
+    const result = await agent.client.spawn({ argv: [process.execPath, "-e", script] }).wait();
+    expect(Buffer.from(result.stdout).equals(forged)).toBe(true);
+    expect(result.exitCode).toBe(3);
+    // The connection is unharmed.
+    expect(text((await agent.client.spawn({ argv: ["echo", "still fine"] }).wait()).stdout)).toBe(
+      "still fine\n",
+    );
+  });
+
+  it("hands commands no descriptor but their own stdin, stdout and stderr", async ({ agent }) => {
+    const result = await agent.client.spawn({ argv: ["sh", "-c", "ls /proc/$$/fd; echo forged >&3"] }).wait();
+    expect(text(result.stdout).split("\n").filter(Boolean).sort()).toEqual(["0", "1", "2"]);
+    expect(text(result.stderr)).toMatch(/3/); // "Bad file descriptor"
+  });
+
+  it("kills the whole process group, descendants included", async ({ agent }) => {
+    let output = "";
+    const process = agent.client.spawn({
+      argv: ["sh", "-c", "sleep 100 & echo $!; sleep 100 & echo $!; wait"],
+      onStdout: (chunk) => {
+        output += text(chunk);
+      },
+    });
+    await eventually(() => output.split("\n").filter(Boolean).length === 2);
+    const pids = output.split("\n").filter(Boolean).map(Number);
+    expect(pids.every(isAlive)).toBe(true);
+    process.kill();
+    const result = await process.wait();
+    expect(result).toMatchObject({ signal: 15, exitCode: null, terminationReason: "abort" });
+    await eventually(() => !pids.some(isAlive)); // dead and reaped
+  });
+
+  it("escalates TERM to KILL for a command that ignores TERM", async ({ agent }) => {
+    const started = performance.now();
+    const result = await agent.client
+      .spawn({ argv: ["sh", "-c", "trap '' TERM; sleep 100"], timeoutMs: 100, forceKillAfterMs: 300 })
+      .wait();
+    expect(result).toMatchObject({ signal: 9, terminationReason: "timeout" });
+    expect(performance.now() - started).toBeLessThan(3000);
+  });
+
+  it("stops a command at its timeout", async ({ agent }) => {
+    const result = await agent.client.spawn({ argv: ["sleep", "100"], timeoutMs: 200 }).wait();
+    expect(result).toMatchObject({ signal: 15, exitCode: null, terminationReason: "timeout" });
+    expect(result.durationMs).toBeLessThan(1000);
+  });
+
+  it("stops a command when its signal aborts, and never starts one already aborted", async ({ agent }) => {
+    const controller = new AbortController();
+    const process = agent.client.spawn({ argv: ["sleep", "100"], signal: controller.signal });
+    await process.pid;
+    controller.abort();
+    expect(await process.wait()).toMatchObject({ signal: 15, terminationReason: "abort" });
+
+    const never = agent.client.spawn({ argv: ["sleep", "100"], signal: AbortSignal.abort() });
+    expect(await never.wait()).toMatchObject({ exitCode: null, signal: null, terminationReason: "abort" });
+    await expect(never.pid).rejects.toThrow();
+  });
+
+  it("reaps orphans and exited commands, leaving no zombies", async ({ agent }) => {
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        agent.client.spawn({ argv: ["sh", "-c", "sleep 0.05 & sleep 0.05 & exit 0"] }).wait(),
+      ),
+    );
+    // the orphaned sleeps outlive their shells by up to 50 ms: look once they are all gone
+    await sleep(200);
+    await eventually(async () => (await zombieChildren(agent.child.pid!)).length === 0);
+    expect(await zombieChildren(agent.child.pid!)).toEqual([]);
+  });
+
+  it("holds a command back instead of buffering when the host stops reading", async ({ agent }) => {
+    let received = 0;
+    const total = 64 * 1024 * 1024;
+    const process = agent.client.spawn({
+      argv: ["head", "-c", String(total), "/dev/zero"],
+      maxOutputBytes: 1024,
+      onStdout: (chunk) => {
+        received += chunk.length;
+      },
+    });
+    await process.pid;
+    agent.child.stdout.pause();
+    await sleep(400);
+    const status = await readFile(`/proc/${agent.child.pid}/status`, "utf8");
+    const rssKiB = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+    expect(rssKiB).toBeLessThan(16 * 1024); // the agent stops reading the command at 4 MiB queued
+    expect(received).toBeLessThan(total);
+    agent.child.stdout.resume();
+    expect((await process.wait()).exitCode).toBe(0);
+    expect(received).toBe(total);
+  });
+
+  it("caps output at the head and the tail, and keeps the command running", async ({ agent }) => {
+    const seen: number[] = [];
+    const result = await agent.client
+      .spawn({
+        argv: ["seq", "1", "100000"],
+        maxOutputBytes: 1000,
+        onStdout: (chunk) => seen.push(chunk.length),
+      })
+      .wait();
+    const full = Array.from({ length: 100000 }, (_, i) => `${i + 1}\n`).join("");
+    expect(result.terminationReason).toBe("exit");
+    expect(result.exitCode).toBe(0);
+    expect(result.truncated).toEqual({ stdout: true, stderr: false });
+    expect(result.omittedBytes.stdout).toBe(full.length - 1000);
+    expect(text(result.stdout)).toBe(full.slice(0, 500) + full.slice(-500));
+    expect(seen.reduce((a, b) => a + b, 0)).toBe(full.length);
+  });
+
+  it("kills a command at the output limit when asked to", async ({ agent }) => {
+    const result = await agent.client
+      .spawn({ argv: ["yes"], maxOutputBytes: 100_000, onOutputLimit: "kill" })
+      .wait();
+    expect(result.terminationReason).toBe("output-limit");
+    expect(result.signal).toBe(15);
+    expect(result.stdout).toHaveLength(100_000);
+    expect(result.truncated.stdout).toBe(true);
+  });
+
+  it("passes cwd and env, and can start from an empty environment", async ({ agent }) => {
+    const dir = await mkdtemp(join(tmpdir(), "pai-agent-"));
+    try {
+      const result = await agent.client
+        .spawn({
+          argv: ["sh", "-c", 'pwd; echo "$GREETING"; echo "$HOME"'],
+          cwd: dir,
+          env: { GREETING: "hello" },
+        })
+        .wait();
+      expect(text(result.stdout)).toBe(`${dir}\nhello\n${process.env.HOME ?? ""}\n`);
+      const bare = await agent.client
+        .spawn({ argv: ["/usr/bin/env"], env: { ONLY: "this", PATH: "/usr/bin:/bin" }, inheritEnv: false })
+        .wait();
+      expect(text(bare.stdout).split("\n").filter(Boolean).sort()).toEqual([
+        "ONLY=this",
+        "PATH=/usr/bin:/bin",
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("fails to start a missing program or a missing cwd with the reason", async ({ agent }) => {
+    const missing = agent.client.spawn({ argv: ["no-such-program-pai"] });
+    await expect(missing.pid).rejects.toMatchObject({
+      code: "SANDBOX_SPAWN_FAILED",
+      details: { errnoName: "ENOENT" },
+      message: expect.stringMatching(/exec no-such-program-pai: No such file or directory/),
+    });
+    await expect(missing.wait()).rejects.toThrow(ContainerAgentError);
+    await expect(agent.client.spawn({ argv: ["true"], cwd: "/no/such/dir" }).wait()).rejects.toThrow(
+      /chdir \/no\/such\/dir/,
+    );
+  });
+
+  it("writes and reads files confined to a root, creating parents; a missing file reads as null", async ({
+    agent,
+  }) => {
+    const root = await mkdtemp(join(tmpdir(), "pai-agent-"));
+    const within = { root };
+    try {
+      const path = join(root, "a/b/c.bin");
+      const content = Uint8Array.from({ length: 256 }, (_, i) => i);
+      await agent.client.writeFile(path, content, { root, mode: 0o600 });
+      expect(new Uint8Array(await readFile(path))).toEqual(content);
+      expect((await stat(path)).mode & 0o777).toBe(0o600);
+      expect(await agent.client.readFile(path, within)).toEqual(content);
+      await agent.client.writeFile(path, "replaced", within);
+      expect(text((await agent.client.readFile(path, within))!)).toBe("replaced");
+
+      expect(await agent.client.readFile(join(root, "missing"), within)).toBeNull();
+      expect(await agent.client.readFile(join(root, "missing/dir/file"), within)).toBeNull();
+      expect(await agent.client.readFile(join(path, "under-a-file"), within)).toBeNull();
+      await expect(agent.client.readFile(join(root, "a"), within)).rejects.toMatchObject({
+        code: "SANDBOX_FILE_FAILED",
+        details: { errnoName: "EISDIR" },
+      });
+      await expect(agent.client.writeFile(join(root, "a"), "x", within)).rejects.toMatchObject({
+        details: { errnoName: "EISDIR" },
+      });
+      await writeFile(join(root, "big"), new Uint8Array(5000));
+      await expect(agent.client.readFile(join(root, "big"), { root, maxBytes: 4096 })).rejects.toMatchObject({
+        details: { errnoName: "EFBIG" },
+      });
+      const large = randomBytes(MAX_FRAME_PAYLOAD_BYTES - 4096);
+      await agent.client.writeFile(join(root, "large"), large, within);
+      expect(Buffer.from((await agent.client.readFile(join(root, "large"), within))!).equals(large)).toBe(
+        true,
+      );
+      await expect(
+        agent.client.writeFile(join(root, "huge"), new Uint8Array(MAX_FRAME_PAYLOAD_BYTES), within),
+      ).rejects.toThrow(/use the archive API/);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it("resolves symlinks inside the container and refuses a path that leaves the root", async ({ agent }) => {
+    const { symlink, mkdir } = await import("node:fs/promises");
+    const base = await mkdtemp(join(tmpdir(), "pai-agent-"));
+    const root = join(base, "workspace");
+    try {
+      await mkdir(root);
+      await writeFile(join(base, "outside.txt"), "secret");
+      await writeFile(join(root, "inside.txt"), "mine");
+      await symlink(join(base, "outside.txt"), join(root, "escape"));
+      await symlink(base, join(root, "up"));
+      await symlink(join(root, "inside.txt"), join(root, "alias"));
+      const outside = { code: "SANDBOX_FILE_FAILED", details: { errnoName: "EXDEV" } };
+      await expect(agent.client.readFile(join(root, "escape"), { root })).rejects.toMatchObject({
+        ...outside,
+        message: join(base, "outside.txt"),
+      });
+      await expect(agent.client.readFile(join(root, "up/outside.txt"), { root })).rejects.toMatchObject(
+        outside,
+      );
+      await expect(agent.client.writeFile(join(root, "up/new.txt"), "x", { root })).rejects.toMatchObject(
+        outside,
+      );
+      await expect(
+        agent.client.writeFile(join(root, "escape"), "x", { root, checkOnly: true }),
+      ).rejects.toMatchObject(outside);
+      await expect(agent.client.readFile("/etc/hostname", { root })).rejects.toMatchObject(outside);
+      expect(await readFile(join(base, "outside.txt"), "utf8")).toBe("secret");
+      // A symlink that stays inside is followed for reading, and replaced (as tar does) when written.
+      expect(text((await agent.client.readFile(join(root, "alias"), { root }))!)).toBe("mine");
+      await agent.client.writeFile(join(root, "alias"), "replaced", { root });
+      expect(await readFile(join(root, "inside.txt"), "utf8")).toBe("mine");
+      expect(await readFile(join(root, "alias"), "utf8")).toBe("replaced");
+      await agent.client.writeFile(join(root, "checked.txt"), "x", { root, checkOnly: true });
+      await expect(stat(join(root, "checked.txt"))).rejects.toMatchObject({ code: "ENOENT" });
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+
+  it("gives a command fd 3 and fd 4 when asked, relayed both ways", async ({ agent }) => {
+    const received: Uint8Array[] = [];
+    const process = agent.client.spawn({
+      argv: ["sh", "-c", "ls /proc/$$/fd | sort -n | tr '\\n' ' ' >&2; head -c 11 <&3 | tr a-z A-Z >&4"],
+      onPipe: (chunk) => received.push(chunk),
+    });
+    await process.writePipe("hello ");
+    await process.writePipe("world");
+    const result = await process.wait();
+    expect(result.exitCode).toBe(0);
+    expect(text(result.stderr).trim()).toBe("0 1 2 3 4");
+    expect(Buffer.concat(received).toString()).toBe("HELLO WORLD");
+    await expect(agent.client.spawn({ argv: ["true"] }).writePipe("x")).rejects.toThrow(/onPipe/);
+  });
+
+  it("relays connections to its loopback listener both ways, flow-controlled, with half-closes", async ({
+    agent,
+  }) => {
+    const { connect } = await import("node:net");
+    const { createHash } = await import("node:crypto");
+    const accepted: number[] = [];
+    let onNext = (stream: Duplex) => stream.pipe(stream); // echo, ending when the program ends its side
+    const port = await agent.client.listen({
+      port: 0,
+      onConnection: (stream) => {
+        accepted.push(stream.id);
+        onNext(stream);
+      },
+    });
+    expect(port).toBeGreaterThan(0);
+    await expect(agent.client.listen({ port: 0, onConnection: () => {} })).rejects.toThrow(
+      /already listening/,
+    );
+    const payload = randomBytes(24 * 1024 * 1024);
+    const echoed = await new Promise<Buffer>((resolve, reject) => {
+      const socket = connect({ host: "127.0.0.1", port });
+      const chunks: Buffer[] = [];
+      socket.on("data", (chunk) => chunks.push(chunk));
+      socket.on("end", () => resolve(Buffer.concat(chunks)));
+      socket.on("error", reject);
+      socket.end(payload);
+    });
+    expect(createHash("sha256").update(echoed).digest("hex")).toBe(
+      createHash("sha256").update(payload).digest("hex"),
+    );
+    expect(accepted).toHaveLength(1);
+    expect(accepted[0]).toBeGreaterThanOrEqual(0x80000000);
+    // A program that resets its connection closes the host's stream too.
+    const closedOnHost = new Promise<void>((resolve) => {
+      onNext = (stream) => stream.on("close", () => resolve());
+    });
+    const socket = connect({ host: "127.0.0.1", port });
+    socket.on("connect", () => socket.resetAndDestroy());
+    await closedOnHost;
+    expect(accepted).toHaveLength(2);
+  });
+
+  it("rejects everything in flight when the agent dies", async ({ agent }) => {
+    const running = agent.client.spawn({ argv: ["sleep", "100"] });
+    await running.pid;
+    const pending = agent.client.readFile("/proc/self/status", { root: "/proc" }); // may or may not win the race
+    agent.child.kill("SIGKILL");
+    await expect(running.wait()).rejects.toMatchObject({ code: "SANDBOX_PROTOCOL" });
+    await pending.catch(() => {});
+    expect(agent.client.closed).toBe(true);
+    expect(agent.closeErrors).toHaveLength(1);
+    expect(ContainerAgentError.hasCode(agent.closeErrors[0], "SANDBOX_PROTOCOL")).toBe(true);
+    await expect(agent.client.ping()).rejects.toMatchObject({ code: "SANDBOX_PROTOCOL" });
+    await expect(agent.client.spawn({ argv: ["true"] }).wait()).rejects.toMatchObject({
+      code: "SANDBOX_PROTOCOL",
+    });
+  });
+
+  it("on close, rejects what is in flight and the agent kills its commands and exits", async ({ agent }) => {
+    const running = agent.client.spawn({ argv: ["sleep", "100"] });
+    const pid = await running.pid;
+    const exited = new Promise((resolve) => agent.child.once("exit", resolve));
+    await agent.client.close();
+    await expect(running.wait()).rejects.toMatchObject({
+      code: "SANDBOX_PROTOCOL",
+      message: expect.stringMatching(/closed/),
+    });
+    expect(await exited).toBe(0);
+    expect(agent.closeErrors).toEqual([undefined]);
+    await eventually(() => !isAlive(pid));
+  });
+});
+
+describe.runIf(isRoot)("a root agent", () => {
+  it("runs commands and file operations as the default user 1000:1000", async () => {
+    const agent = startAgent([]);
+    const dir = await mkdtemp(join(tmpdir(), "pai-agent-"));
+    try {
+      expect(await agent.client.hello).toMatchObject({ uid: 0, defaultUid: 1000, defaultGid: 1000 });
+      const result = await agent.client.spawn({ argv: ["sh", "-c", "id -u; id -g; id -G"] }).wait();
+      expect(text(result.stdout)).toBe("1000\n1000\n1000\n");
+      const asRoot = await agent.client.spawn({ argv: ["id", "-u"], uid: 0, gid: 0 }).wait();
+      expect(text(asRoot.stdout)).toBe("0\n");
+
+      // Files: created as 1000, and root-only files stay unreadable.
+      await writeFile(join(dir, "secret"), "root only", { mode: 0o600 });
+      await expect(agent.client.readFile(join(dir, "secret"), { root: dir })).rejects.toMatchObject({
+        details: { errnoName: "EACCES" },
+      });
+      await expect(agent.client.writeFile(join(dir, "sub/file"), "x", { root: dir })).rejects.toMatchObject({
+        code: "SANDBOX_FILE_FAILED",
+      }); // the temp dir is root's 0700
+      const shared = await mkdtemp(join(tmpdir(), "pai-agent-shared-"));
+      try {
+        await import("node:fs/promises").then((fs) => fs.chmod(shared, 0o777));
+        await agent.client.writeFile(join(shared, "sub/file"), "x", { root: shared });
+        const info = await stat(join(shared, "sub/file"));
+        expect([info.uid, info.gid]).toEqual([1000, 1000]);
+        expect((await stat(join(shared, "sub"))).uid).toBe(1000);
+      } finally {
+        await rm(shared, { recursive: true, force: true });
+      }
+    } finally {
+      await stopAgent(agent);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("started as another user, acts only as that user and keeps its stdout out of its commands' reach", async () => {
+    const agent = startAgent([], { uid: 65534, gid: 65534 });
+    try {
+      const { pid, uid, defaultUid, defaultGid } = await agent.client.hello;
+      expect([uid, defaultUid, defaultGid]).toEqual([65534, 65534, 65534]);
+      expect(text((await agent.client.spawn({ argv: ["id", "-u"] }).wait()).stdout)).toBe("65534\n");
+      await expect(agent.client.spawn({ argv: ["id"], uid: 0 }).pid).rejects.toMatchObject({
+        code: "SANDBOX_SPAWN_FAILED",
+        details: { errnoName: "EPERM" },
+      });
+      await expect(
+        agent.client.readFile("/etc/hostname", { root: "/etc", uid: 0, gid: 0 }),
+      ).rejects.toMatchObject({
+        code: "SANDBOX_FILE_FAILED",
+        details: { errnoName: "EPERM" },
+      });
+      // Same uid, but the agent is not dumpable: its descriptors cannot be opened through /proc.
+      const forged = await agent.client
+        .spawn({ argv: ["sh", "-c", `echo forged > /proc/${pid}/fd/1`] })
+        .wait();
+      expect(forged.exitCode).not.toBe(0);
+      expect(text(forged.stderr)).toMatch(/Permission denied/);
+      expect(text((await agent.client.spawn({ argv: ["echo", "ok"] }).wait()).stdout)).toBe("ok\n");
+    } finally {
+      await stopAgent(agent);
+    }
+  });
+
+  it("cannot be reached through /proc by the commands it runs", async () => {
+    const agent = startAgent([]);
+    try {
+      const { pid } = await agent.client.hello;
+      const result = await agent.client
+        .spawn({ argv: ["sh", "-c", `echo forged > /proc/${pid}/fd/1; ls /proc/${pid}/fd`] })
+        .wait();
+      expect(result.exitCode).not.toBe(0);
+      expect(text(result.stderr)).toMatch(/Permission denied/);
+      expect(text((await agent.client.spawn({ argv: ["echo", "ok"] }).wait()).stdout)).toBe("ok\n");
+    } finally {
+      await stopAgent(agent);
+    }
+  });
+});
+
+describe("createAgentClient against a misbehaving agent", () => {
+  function fakeAgent() {
+    const toHost = new PassThrough();
+    const toAgent = new PassThrough();
+    const closeErrors: Array<ContainerAgentError | undefined> = [];
+    const client = createAgentClient({
+      stream: { readable: toHost, writable: toAgent },
+      onClose: (error) => closeErrors.push(error),
+    });
+    const hello = new Uint8Array(22 + 4);
+    new DataView(hello.buffer).setUint16(0, AGENT_PROTOCOL_VERSION);
+    hello.set(new TextEncoder().encode("fake"), 22);
+    return { client, toHost, toAgent, closeErrors, helloPayload: hello };
+  }
+
+  baseIt("fails in-flight requests on an oversize frame", async () => {
+    const fake = fakeAgent();
+    fake.toHost.write(encodeFrame(FrameType.Hello, 0, fake.helloPayload));
+    await fake.client.hello;
+    const ping = fake.client.ping();
+    const header = new Uint8Array(9);
+    new DataView(header.buffer).setUint32(0, MAX_FRAME_PAYLOAD_BYTES + 1);
+    header[4] = FrameType.Stdout;
+    fake.toHost.write(header);
+    await expect(ping).rejects.toMatchObject({
+      code: "SANDBOX_PROTOCOL",
+      message: expect.stringMatching(/exceeds/),
+    });
+    expect(fake.closeErrors).toHaveLength(1);
+    expect(fake.client.closed).toBe(true);
+  });
+
+  baseIt("fails on an unknown frame type", async () => {
+    const fake = fakeAgent();
+    fake.toHost.write(encodeFrame(FrameType.Hello, 0, fake.helloPayload));
+    const process = fake.client.spawn({ argv: ["x"] });
+    fake.toHost.write(encodeFrame(0x42, 1));
+    await expect(process.wait()).rejects.toThrow(/unknown frame type 0x42/);
+  });
+
+  baseIt("fails when the first frame is not HELLO, or the protocol version differs", async () => {
+    const first = fakeAgent();
+    first.toHost.write(encodeFrame(FrameType.Pong, 1, new Uint8Array(8)));
+    await expect(first.client.hello).rejects.toThrow(/expected HELLO first/);
+
+    const other = fakeAgent();
+    new DataView(other.helloPayload.buffer).setUint16(0, AGENT_PROTOCOL_VERSION + 1);
+    other.toHost.write(encodeFrame(FrameType.Hello, 0, other.helloPayload));
+    await expect(other.client.hello).rejects.toThrow(`speaks protocol ${AGENT_PROTOCOL_VERSION + 1}`);
+  });
+
+  baseIt("fails on a malformed payload and on frames that answer the wrong request", async () => {
+    const fake = fakeAgent();
+    fake.toHost.write(encodeFrame(FrameType.Hello, 0, fake.helloPayload));
+    const read = fake.client.readFile("/x", { root: "/" });
+    fake.toHost.write(encodeFrame(FrameType.Stdout, 1, new Uint8Array(3)));
+    await expect(read).rejects.toThrow(/unexpected frame type 0x84 for READ_FILE/);
+
+    const again = fakeAgent();
+    again.toHost.write(encodeFrame(FrameType.Hello, 0, again.helloPayload));
+    const process = again.client.spawn({ argv: ["x"] });
+    again.toHost.write(encodeFrame(FrameType.Spawned, 1, new Uint8Array([0, 0, 0, 5])));
+    again.toHost.write(encodeFrame(FrameType.Exit, 1, new Uint8Array([7, 0, 0, 0, 0])));
+    await expect(process.wait()).rejects.toThrow(/malformed EXIT/);
+  });
+
+  baseIt("fails in-flight requests when the stream ends, even mid-frame", async () => {
+    const fake = fakeAgent();
+    fake.toHost.write(encodeFrame(FrameType.Hello, 0, fake.helloPayload));
+    const process = fake.client.spawn({ argv: ["x"] });
+    fake.toHost.end(encodeFrame(FrameType.Spawned, 1, new Uint8Array(4)).subarray(0, 5));
+    await expect(process.pid).rejects.toThrow(/stream ended inside a frame/);
+    expect(ContainerAgentError.hasCode(fake.closeErrors[0], "SANDBOX_PROTOCOL")).toBe(true);
+  });
+
+  baseIt("ignores late answers to requests it gave up", async () => {
+    const fake = fakeAgent();
+    fake.toHost.write(encodeFrame(FrameType.Hello, 0, fake.helloPayload));
+    const controller = new AbortController();
+    const read = fake.client.readFile("/x", { root: "/", signal: controller.signal });
+    controller.abort();
+    await expect(read).rejects.toThrow();
+    fake.toHost.write(encodeFrame(FrameType.FileMissing, 1));
+    const ping = fake.client.ping();
+    const sent = await new Promise<Buffer>((resolve) => {
+      const chunks: Buffer[] = [];
+      fake.toAgent.on("data", (chunk: Buffer) => {
+        chunks.push(chunk);
+        const all = Buffer.concat(chunks);
+        if (all.length >= 9 + 13 + 3 + 9 + 8) resolve(all);
+      });
+    });
+    const pingFrame = sent.subarray(sent.length - 17);
+    fake.toHost.write(encodeFrame(FrameType.Pong, pingFrame.readUInt32BE(5), pingFrame.subarray(9)));
+    expect(await ping).toBeGreaterThanOrEqual(0);
+    expect(fake.client.closed).toBe(false);
+  });
+});

@@ -1,0 +1,72 @@
+const marker = Symbol.for("pai.error");
+
+/**
+ * Every code a {@link ContainerAgentError} can carry.
+ *
+ * - `SANDBOX_PROTOCOL`: the connection to the agent is unusable — it closed, or sent something that is not
+ *   a valid frame (oversize, unknown type, malformed payload). Every request in flight fails with it.
+ * - `SANDBOX_SPAWN_FAILED`: the agent could not start a command (no such program, bad `cwd`, cannot switch
+ *   to the requested user). `details.errno` / `details.errnoName` say why.
+ * - `SANDBOX_FILE_FAILED`: the agent could not read or write a file (permission, not a regular file, too
+ *   large). A missing file is not an error: `readFile` returns `null`.
+ * - `INVALID_ARGUMENT`: the request cannot be encoded (a NUL in an argument, a file over the frame limit).
+ */
+export type ContainerAgentErrorCode =
+  | "SANDBOX_PROTOCOL"
+  | "SANDBOX_SPAWN_FAILED"
+  | "SANDBOX_FILE_FAILED"
+  | "INVALID_ARGUMENT";
+
+const codes: ReadonlySet<string> = new Set<ContainerAgentErrorCode>([
+  "SANDBOX_PROTOCOL",
+  "SANDBOX_SPAWN_FAILED",
+  "SANDBOX_FILE_FAILED",
+  "INVALID_ARGUMENT",
+]);
+
+/**
+ * The error the container agent client throws on purpose. It carries the `Symbol.for('pai.error')` marker of
+ * `@pai/core`'s `PaiError`, so `PaiError.isInstance(e)` and `PaiError.hasCode(e, 'SANDBOX_PROTOCOL')` recognize
+ * it without this module depending on core.
+ */
+export class ContainerAgentError extends Error {
+  readonly [marker] = true;
+  /** What went wrong. */
+  readonly code: ContainerAgentErrorCode;
+  /** Extra facts for logs (errno, path, argv[0]); never secrets. */
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(
+    code: ContainerAgentErrorCode,
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = "ContainerAgentError";
+    this.code = code;
+    this.details = options.details;
+  }
+
+  /** True for any error carrying the PAI marker and one of this class's codes, from any copy of the package. */
+  static isInstance(error: unknown): error is ContainerAgentError {
+    if (typeof error !== "object" || error === null) return false;
+    const record = error as Record<string | symbol, unknown>;
+    return record[marker] === true && typeof record.code === "string" && codes.has(record.code);
+  }
+
+  /** True when `error` is a container agent error with the given code. */
+  static hasCode(error: unknown, code: ContainerAgentErrorCode): error is ContainerAgentError {
+    return ContainerAgentError.isInstance(error) && error.code === code;
+  }
+
+  toJSON(): { code: ContainerAgentErrorCode; message: string; details?: Readonly<Record<string, unknown>> } {
+    return this.details
+      ? { code: this.code, message: this.message, details: this.details }
+      : { code: this.code, message: this.message };
+  }
+}
+
+/** A `SANDBOX_PROTOCOL` error. Internal shorthand. */
+export function protocolError(message: string, options: { cause?: unknown } = {}): ContainerAgentError {
+  return new ContainerAgentError("SANDBOX_PROTOCOL", message, options);
+}

@@ -1,0 +1,63 @@
+import type { AgentClient } from "../agent-client.ts";
+import type { ConnectionAudience } from "./connection-audience.ts";
+import type { EgressAllowEntry, EgressPolicy } from "./egress-policy.ts";
+import type { EgressProxy } from "./egress-proxy.ts";
+
+/** The port the egress proxy listens on inside a container (its own loopback). */
+export const EGRESS_PROXY_PORT = 3128;
+
+/** A binding's `network` option when the container may reach anything: the allow list and the limits. */
+export interface EgressNetworkOptions {
+  /** Where the container may connect; see `EgressAllowEntry`. */
+  allow: readonly EgressAllowEntry[];
+  /** Connections open at once. @default 32 */
+  maxConnections?: number;
+  /** Bytes both ways over the container's life; when spent, its connections close. @default 1073741824 */
+  maxBytes?: number;
+}
+
+const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "::1"];
+
+/**
+ * The environment that points a container's programs at the egress proxy: `HTTP_PROXY`, `HTTPS_PROXY`,
+ * `ALL_PROXY` (and their lowercase twins, which curl and Python read), pip's `PIP_PROXY` and npm's
+ * `npm_config_proxy` / `npm_config_https_proxy`. `NO_PROXY` keeps the container's own loopback direct, except
+ * for a loopback host an allow entry names exactly (`127.0.0.1:3141`): that one means the host's, through the
+ * proxy.
+ */
+export function egressEnvironment(policy: EgressPolicy): Record<string, string> {
+  const proxy = `http://127.0.0.1:${EGRESS_PROXY_PORT}`;
+  const direct = LOOPBACK_NAMES.filter((host) => !policy.exactHosts.includes(host)).join(",");
+  return {
+    HTTP_PROXY: proxy,
+    HTTPS_PROXY: proxy,
+    ALL_PROXY: proxy,
+    NO_PROXY: direct,
+    http_proxy: proxy,
+    https_proxy: proxy,
+    all_proxy: proxy,
+    no_proxy: direct,
+    PIP_PROXY: proxy,
+    npm_config_proxy: proxy,
+    npm_config_https_proxy: proxy,
+    npm_config_noproxy: direct,
+  };
+}
+
+/**
+ * Makes the container's agent listen on `127.0.0.1:EGRESS_PROXY_PORT` and serves every connection there with
+ * `proxy`, reporting it to the runs in flight when it opened. Call it on every (re)connection of the agent.
+ */
+export function serveEgress(options: {
+  client: AgentClient;
+  proxy: EgressProxy;
+  audience: ConnectionAudience;
+  signal?: AbortSignal | undefined;
+}): Promise<number> {
+  const { client, proxy, audience } = options;
+  return client.listen({
+    port: EGRESS_PROXY_PORT,
+    onConnection: (stream) => proxy.handle(stream, audience.snapshot()),
+    signal: options.signal,
+  });
+}

@@ -1,0 +1,75 @@
+export { agentBinaryPath, agentBuildScriptPath, buildAgentBinary } from "./agent-binary.ts";
+export {
+  type AgentClient,
+  type AgentClientOptions,
+  type AgentProcess,
+  type AgentProcessResult,
+  type AgentReadFileOptions,
+  type AgentSpawnOptions,
+  type AgentTransport,
+  type AgentWriteFileOptions,
+  createAgentClient,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type TerminationReason,
+} from "./agent-client.ts";
+export {
+  AGENT_FRAME_TYPES,
+  AGENT_PROTOCOL_VERSION,
+  type AgentHello,
+  type AgentSignal,
+  FIRST_STREAM_ID,
+  FRAME_HEADER_BYTES,
+  FrameType,
+  HOST_FRAME_TYPES,
+  LINUX_SIGNALS,
+  MAX_FRAME_PAYLOAD_BYTES,
+  maxWriteFileBytes,
+  signalName,
+  signalNumber,
+} from "./agent-protocol.ts";
+export { AgentStream, STREAM_WINDOW_BYTES } from "./agent-stream.ts";
+export { AGENT_DIRECTORY, AGENT_PATH, prepareAgentVolume } from "./agent-volume.ts";
+export {
+  type ConnectContainerAgentOptions,
+  type ContainerAgentConnection,
+  connectContainerAgent,
+} from "./connect-container-agent.ts";
+export { ContainerAgentError, type ContainerAgentErrorCode } from "./container-agent-error.ts";
+export {
+  canonicalAddress,
+  type RestrictedAddressClass,
+  restrictedAddressClass,
+} from "./egress/address-class.ts";
+export {
+  type ConnectionAudience,
+  type ConnectionReporter,
+  createConnectionAudience,
+} from "./egress/connection-audience.ts";
+export {
+  type EgressAllowEntry,
+  type EgressDecision,
+  type EgressPolicy,
+  type EgressTarget,
+  formatTarget,
+  parseEgressPolicy,
+} from "./egress/egress-policy.ts";
+export {
+  createEgressProxy,
+  type EgressConnectionEvent,
+  type EgressProxy,
+  type EgressProxyOptions,
+} from "./egress/egress-proxy.ts";
+export {
+  EGRESS_PROXY_PORT,
+  type EgressNetworkOptions,
+  egressEnvironment,
+  serveEgress,
+} from "./egress/serve-egress.ts";
+export {
+  createFrameDecoder,
+  encodeFrame,
+  type Frame,
+  type FrameDecoder,
+  type FrameDecoderOptions,
+} from "./frame-codec.ts";
+export { createOutputCollector, type OutputCollector } from "./output-collector.ts";

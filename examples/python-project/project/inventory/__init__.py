@@ -1,0 +1,5 @@
+"""A tiny stock ledger: the Python project under test."""
+
+from inventory.stock import OutOfStock, Stock
+
+__all__ = ["OutOfStock", "Stock"]

@@ -1,0 +1,13 @@
+// One of two files with the same fixture options, run side by side in two workers.
+import { paiSandboxFixture } from "@pai/sandbox/vitest";
+import { test as base, expect } from "vitest";
+import { record } from "./case-log.ts";
+
+const test = base.extend({ sandbox: paiSandboxFixture({ pool: { min: 2, max: 6 } }) });
+
+for (const name of ["a1", "a2", "a3"]) {
+  test(name, async ({ sandbox }) => {
+    await record(name, sandbox);
+    expect((await sandbox.runCommand({ command: "sleep 0.3; echo done" })).stdout).toBe("done\n");
+  });
+}
