@@ -1,7 +1,7 @@
 // One runtime process of the load test: PAI's HTTP interface on a loopback port, threads in a shared Postgres schema,
-// one Docker sandbox per conversation. Its one tool runs a shell command once a person approves it; before the
-// command runs, it records the execution in the harness's own table (outside PAI's store), so a call PAI executed
-// twice shows up as two rows.
+// one Docker sandbox per conversation on whichever engine has the most free capacity. Its one tool runs a shell
+// command once a person approves it; before the command runs, it records the execution in the harness's own table
+// (outside PAI's store), so a call PAI executed twice shows up as two rows.
 // Prints `READY {"port":n}` once it serves; SIGTERM closes it (its containers removed) and exits 0.
 // Usage: node load-runtime.ts <config JSON: LoadRuntimeConfig>
 import { randomUUID } from "node:crypto";
@@ -32,9 +32,9 @@ export interface LoadRuntimeConfig {
   harnessSchema: string;
   poolId: string;
   image: string;
-  /** The Docker engines (DOCKER_HOST values) this process's sandboxes go to. */
+  /** The Docker engines (DOCKER_HOST values) this process places its sandboxes on. */
   engines: string[];
-  /** Sandboxes this process runs at most. */
+  /** Sandboxes this process runs at most on each engine. */
   maxSandboxes: number;
   ownerTtlMs: number;
 }

@@ -1,31 +1,29 @@
-import { createDockerDriver } from "@pai/pool";
+import type { DockerEngine } from "@pai/pool";
 import { dockerSandbox } from "@pai/sandbox";
 
 /**
- * The sandbox binding of one load-test process. Today a binding speaks to one engine, so each process gets one
- * (the driver spreads processes over the engines it was given). Once `dockerSandbox({ engines })` lands, every
- * process takes all the engines here (`engines: engines.map(...)` instead of `driver`) and places each sandbox
- * on the engine with the most free capacity.
+ * The sandbox binding of one load-test process. Every process spans all the engines: each new sandbox goes to the
+ * engine with the most free capacity, and a dead process's sandboxes are freed on whichever engine they are.
+ * `max` counts per engine, as `pool.max` does.
  */
 export function loadSandboxBinding(options: {
-  engines: string[];
+  engines: readonly string[];
   image: string;
   poolId: string;
   max: number;
 }) {
-  const [engine] = options.engines;
   return dockerSandbox({
     image: options.image,
     poolId: options.poolId,
     pool: { min: 2, max: options.max, acquireTimeoutMs: 60_000 },
-    driver: createDockerDriver(driverOptions(engine!)),
+    engines: options.engines.map(dockerEngine),
   });
 }
 
-/** Driver options for a DOCKER_HOST value: `unix:///path` or `tcp://host:port`. */
-export function driverOptions(host: string): { socketPath: string } | { host: string; port: string } {
+/** The engine a DOCKER_HOST value names (`unix:///path` or `tcp://host:port`), with that value as its id. */
+export function dockerEngine(host: string): DockerEngine {
   const url = new URL(host);
-  if (url.protocol === "unix:") return { socketPath: url.pathname };
-  if (url.protocol === "tcp:") return { host: url.hostname, port: url.port };
+  if (url.protocol === "unix:") return { id: host, socketPath: url.pathname };
+  if (url.protocol === "tcp:") return { id: host, host: url.hostname, port: url.port };
   throw new Error(`an engine is a DOCKER_HOST value (unix:///path or tcp://host:port), not ${host}`);
 }

@@ -1,5 +1,5 @@
-// The load test: several runtime processes on one Postgres schema and Docker, conversations driven over HTTP on
-// loopback, and one process killed -9 half-way. Every command is a tool call a person approves (an answer) that runs
+// The load test: several runtime processes on one Postgres schema and several Docker engines, conversations driven
+// over HTTP on loopback, and one process killed -9 half-way. Every command is a tool call a person approves (an answer) that runs
 // a shell command in the conversation's sandbox.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -9,7 +9,7 @@ import { createPostgresThreadStore } from "@pai/core/postgres";
 import { createDockerDriver, poolLabels } from "@pai/pool";
 import pg from "pg";
 import type { LoadRuntimeConfig } from "./load-runtime.ts";
-import { driverOptions } from "./load-sandbox-binding.ts";
+import { dockerEngine } from "./load-sandbox-binding.ts";
 
 /** What {@link runLoadTest} does. */
 export interface LoadTestOptions {
@@ -17,7 +17,7 @@ export interface LoadTestOptions {
   postgres: string;
   /** The sandbox image. */
   image: string;
-  /** Docker engines (DOCKER_HOST values); process `i` uses engine `i mod n` (see load-sandbox-binding.ts). */
+  /** Docker engines (DOCKER_HOST values): every process spans all of them (see load-sandbox-binding.ts). */
   engines: string[];
   /** Runtime processes. @default 3 */
   processes?: number;
@@ -49,8 +49,10 @@ export interface LoadReport {
   answersLost: number;
   /** Calls whose tool ran more than once (the harness's own record, written before each command). */
   toolCallsExecutedTwice: number;
-  /** Containers of the run's pool on the engines once every process is gone. */
+  /** Containers of the run's pool on the engines once every process is gone (each engine's in `engines`). */
   containersLeft: number;
+  /** Per engine: the conversations' sandboxes placed there, and the containers left there at the end. */
+  engines: EngineReport[];
   /** Answers accepted whose call a killed process left `interrupted` (the command was asked for again). */
   callsInterrupted: number;
   /** Requests that failed (connection lost, THREAD_BUSY while a dead process's lease lapsed) and were retried. */
@@ -60,6 +62,16 @@ export interface LoadReport {
   commandsPerSecond: number;
   /** Latency of one command (message + answer + the command's result), ms. */
   commandLatencyMs: { p50: number; p95: number; p99: number };
+}
+
+/** One engine in a {@link LoadReport}. */
+export interface EngineReport {
+  /** Its DOCKER_HOST value (the id sandbox leases record as `meta.engine`). */
+  engine: string;
+  /** The conversations' sandboxes placed on it (distinct containers their leases named). */
+  sandboxes: number;
+  /** Containers of the run's pool on it once every process is gone. */
+  containersLeft: number;
 }
 
 interface Runtime {
@@ -98,12 +110,13 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
   const admin = new pg.Pool({ connectionString: options.postgres, max: 2 });
   const runtimes: Runtime[] = [];
   let store: ThreadStore | undefined;
-  const drivers = options.engines.map((engine) => createDockerDriver(driverOptions(engine)));
+  const engines = options.engines.map((host) => ({ host, driver: createDockerDriver(dockerEngine(host)) }));
+  /** The containers of each engine a sandbox lease named, by engine. */
+  const placed = new Map(options.engines.map((host) => [host, new Set<string>()]));
 
-  const poolContainers = async () =>
-    (
-      await Promise.all(drivers.map((driver) => driver.list({ labels: { [poolLabels.pool]: poolId } })))
-    ).flat();
+  /** The run's containers on each engine, in the order of `engines`. */
+  const poolContainers = () =>
+    Promise.all(engines.map(({ driver }) => driver.list({ labels: { [poolLabels.pool]: poolId } })));
 
   try {
     await admin.query(`CREATE SCHEMA "${harnessSchema}"`);
@@ -121,7 +134,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
           harnessSchema,
           poolId,
           image: options.image,
-          engines: [options.engines[index % options.engines.length]!],
+          engines: options.engines,
           maxSandboxes: Math.max(8, Math.ceil((2 * concurrency) / processCount)),
           ownerTtlMs,
         }),
@@ -173,6 +186,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
         await runCommandTurn(conversation, threadId, n, accepted);
         latencies.push(Date.now() - began);
         counts.commandsCompleted += 1;
+        await notePlacement(threadId);
         if (options.kill !== false && !killedOwner && counts.commandsCompleted >= (total * commands) / 2)
           await killOne();
       }
@@ -306,6 +320,16 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
       return { kind: "not-asked" };
     }
 
+    /** Notes the engine of the conversation's sandbox, as its lease records it. */
+    async function notePlacement(threadId: string): Promise<void> {
+      for (const lease of await store!.listLeases({ lifetime: "thread", key: threadId })) {
+        const engine = lease.meta.engine;
+        if (typeof engine !== "string" || !placed.has(engine))
+          throw new Error(`the sandbox lease of ${threadId} names no engine of the run: ${String(engine)}`);
+        placed.get(engine)!.add(lease.resourceId);
+      }
+    }
+
     /** Accepted answers of a finished conversation the store does not hold as answered, or whose call never ended. */
     async function lostAnswers(
       threadId: string,
@@ -363,7 +387,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
       const owner = killedOwner;
       await until(
         async () =>
-          (await poolContainers()).every((container) => container.labels[poolLabels.owner] !== owner),
+          (await poolContainers()).flat().every((container) => container.labels[poolLabels.owner] !== owner),
         deadline,
         "the killed process's containers to be freed",
         signal,
@@ -371,7 +395,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
     }
     for (const runtime of live()) runtime.child.kill("SIGTERM");
     await Promise.all(runtimes.map((runtime) => runtime.exited));
-    const containersLeft = (await poolContainers()).length;
+    const left = await poolContainers();
     const [{ twice }] = (
       await admin.query(
         `SELECT count(*)::integer AS twice FROM (SELECT tool_call_id FROM "${harnessSchema}".executions
@@ -387,7 +411,12 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
       commands: total * commands,
       ...counts,
       toolCallsExecutedTwice: twice,
-      containersLeft,
+      containersLeft: left.flat().length,
+      engines: engines.map(({ host }, index) => ({
+        engine: host,
+        sandboxes: placed.get(host)!.size,
+        containersLeft: left[index]!.length,
+      })),
       killedOwner,
       seconds,
       commandsPerSecond: counts.commandsCompleted / seconds,
@@ -398,9 +427,10 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
     await Promise.all(runtimes.map((runtime) => runtime.exited));
     // Whatever is left after counting goes, so the shared engine stays clean.
     await Promise.all(
-      (await poolContainers().catch(() => [])).map((container, index) =>
-        drivers[index % drivers.length]!.remove(container.id).catch(() => undefined),
-      ),
+      engines.map(async ({ driver }) => {
+        const containers = await driver.list({ labels: { [poolLabels.pool]: poolId } }).catch(() => []);
+        await Promise.all(containers.map((container) => driver.remove(container.id).catch(() => undefined)));
+      }),
     );
     await store?.close().catch(() => undefined);
     await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);

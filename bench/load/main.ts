@@ -1,13 +1,14 @@
 // `npm run load`: the load test with its defaults (3 runtime processes × 100 conversations × 5 commands on one
-// Postgres, one process killed -9 half-way), printing what it counted and writing bench/results/load-<time>.json.
-// Exits 1 when an answer was lost, a call executed twice or a container left behind.
+// Postgres and 2 Docker engines, one process killed -9 half-way), printing what it counted and writing
+// bench/results/load-<time>.json. Exits 1 when an answer was lost, a call executed twice or a container left behind.
 // Options: --processes N --conversations N (per process) --commands N --concurrency N --no-kill
-//          --engines unix:///var/run/docker.sock,unix:///run/pai-engine-1.sock (default: DOCKER_HOST or the default socket)
+//          --engines H1,H2,… (DOCKER_HOST values; default: the main engine — DOCKER_HOST or the default socket — and
+//          extra engine 1 of scripts/docker-engines-extra, unix:///run/pai-engine-1.sock, which scripts/load starts)
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { resolveDefaultSandboxImage } from "@pai/sandbox";
-import { runLoadTest } from "./load-test.ts";
+import { type EngineReport, runLoadTest } from "./load-test.ts";
 
 const { values } = parseArgs({
   options: {
@@ -15,7 +16,10 @@ const { values } = parseArgs({
     conversations: { type: "string", default: "100" },
     commands: { type: "string", default: "5" },
     concurrency: { type: "string", default: "12" },
-    engines: { type: "string", default: process.env.DOCKER_HOST ?? "unix:///var/run/docker.sock" },
+    engines: {
+      type: "string",
+      default: `${process.env.DOCKER_HOST || "unix:///var/run/docker.sock"},unix:///run/pai-engine-1.sock`,
+    },
     "no-kill": { type: "boolean", default: false },
   },
 });
@@ -46,11 +50,14 @@ const report = await runLoadTest({
   log: (line) => console.log(`  ${line}`),
 });
 
+const perEngine = (count: (engine: EngineReport) => number) =>
+  report.engines.map((engine) => `${engine.engine} ${count(engine)}`).join(", ");
 console.log(`
-load test — ${report.processes} runtime processes × ${report.conversations / report.processes} conversations × ${report.commands / report.conversations} commands, one Postgres${report.killedOwner ? `, ${report.killedOwner} killed -9 half-way` : ""}
+load test — ${report.processes} runtime processes × ${report.conversations / report.processes} conversations × ${report.commands / report.conversations} commands, one Postgres, ${report.engines.length} engine(s)${report.killedOwner ? `, ${report.killedOwner} killed -9 half-way` : ""}
   answers lost                 ${report.answersLost}
   tool calls executed twice    ${report.toolCallsExecutedTwice}
-  containers left              ${report.containersLeft}
+  containers left              ${report.containersLeft} (${perEngine((engine) => engine.containersLeft)})
+  sandboxes per engine         ${perEngine((engine) => engine.sandboxes)}
   throughput                   ${report.commandsPerSecond.toFixed(1)} commands/s (${report.commandsCompleted} commands in ${report.seconds.toFixed(1)} s)
   command latency              p50 ${report.commandLatencyMs.p50} ms, p95 ${report.commandLatencyMs.p95} ms, p99 ${report.commandLatencyMs.p99} ms
   conversations completed      ${report.conversationsCompleted}/${report.conversations}
