@@ -191,7 +191,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
           await killOne();
       }
       counts.answersLost += await lostAnswers(threadId, accepted);
-      counts.conversationsCompleted += 1;
+      const completed = ++counts.conversationsCompleted;
       // The conversation is over: its sandbox goes (the thread with it, once checked).
       await withRetries(conversation, (runtime) =>
         request(runtime, `/threads/${threadId}`, { method: "DELETE", signal }).then(
@@ -202,8 +202,9 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
           },
         ),
       );
-      if (counts.conversationsCompleted % 25 === 0)
-        log(`${counts.conversationsCompleted}/${total} conversations, ${counts.commandsCompleted} commands`);
+      // Each milestone once (`completed`, not the shared count, which other conversations move meanwhile).
+      if (completed % 25 === 0)
+        log(`${completed}/${total} conversations, ${counts.commandsCompleted} commands`);
     }
 
     /** One command: the message, the approval, the command's result; after a failure, picks up from the stored thread. */
