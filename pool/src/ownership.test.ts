@@ -109,13 +109,14 @@ describe("container ownership", () => {
 
 describe("createPooledBinding ownership", () => {
   function binding(driver: FakeDriver, poolId: string) {
-    return createPooledBinding<undefined, string, unknown>({
+    return createPooledBinding<undefined, object, unknown>({
       name: "sandbox",
+      engines: [{ id: "fake", driver }],
       poolId,
       pool: { min: 1, max: 4, acquireTimeoutMs: 2_000 },
       closedError: () => new Error("closed"),
-      preparePool: async () => ({ image: spec.image, driver, spec }),
-      facadeOf: (lease) => ({ facade: lease.containerId }),
+      preparePool: async () => ({ image: spec.image, spec }),
+      facadeOf: () => ({ facade: {} }),
     });
   }
 
@@ -149,10 +150,11 @@ describe("createPooledBinding ownership", () => {
     try {
       await live.start({ ownerId: "live" });
       await dead.start({ ownerId: "dead" });
-      const signal = new AbortController().signal;
-      const { resourceId: liveLeased } = await live.provision({ leaseKey: "thread:a", signal });
-      const { resourceId: deadLeased } = await dead.provision({ leaseKey: "thread:b", signal });
-      const { resourceId: deadKept } = await dead.provision({ leaseKey: "thread:c", signal });
+      const provision = async (from: typeof live, leaseKey: string) =>
+        (await from.provision({ leaseKey, signal: new AbortController().signal })).resourceId;
+      const liveLeased = await provision(live, "thread:a");
+      const deadLeased = await provision(dead, "thread:b");
+      const deadKept = await provision(dead, "thread:c");
       expect(driver.containers.get(liveLeased)?.labels[poolLabels.owner]).toBe("live");
       expect(driver.containers.get(deadLeased)?.labels[poolLabels.owner]).toBe("dead");
       const ownedBy = (owner: string) =>

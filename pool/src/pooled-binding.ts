@@ -1,18 +1,27 @@
-import type { Lease } from "./container-pool.ts";
+import type { ContainerDriver } from "./container-driver.ts";
+import type { ContainerPoolOptions } from "./container-pool.ts";
+import { guardLostFacade } from "./guard-lost-facade.ts";
 import {
-  type ContainerPool,
-  type ContainerPoolMetrics,
-  type ContainerPoolOptions,
-  createContainerPool,
-} from "./container-pool.ts";
+  createMultiEnginePool,
+  type EngineCheckOptions,
+  type EngineLease,
+  type MultiEnginePool,
+  type MultiEnginePoolEventMap,
+  type MultiEnginePoolMetrics,
+  type PoolEngine,
+} from "./multi-engine-pool.ts";
 import { PoolError } from "./pool-error.ts";
+import { createPoolEvents, type PoolEvents } from "./pool-events.ts";
 import { specHash } from "./spec-hash.ts";
 
-/** How a capability binding sizes and tunes its pool (the user-facing part of `createContainerPool`'s options). */
+/**
+ * How a capability binding sizes and tunes its pool (the user-facing part of `createMultiEnginePool`'s options).
+ * With several engines, `min` and `max` are per engine (an engine's own `min`/`max` override them).
+ */
 export interface PooledBindingPoolOptions {
-  /** Started containers kept ready. @default 1 */
+  /** Started containers kept ready on each reachable engine. @default 1 */
   min?: number;
-  /** Containers in total, leased ones included. @default 10 */
+  /** Containers on each engine, leased ones included. @default 10 */
   max?: number;
   /** How long provisioning (or a wake) waits for a container before failing with `POOL_EXHAUSTED`. @default 30000 */
   acquireTimeoutMs?: number;
@@ -23,7 +32,7 @@ export interface PooledBindingPoolOptions {
    * @default 120000
    */
   hibernateAfterMs?: number;
-  /** Hibernated containers kept; beyond it the longest hibernated are removed. @default 100 */
+  /** Hibernated containers kept on each engine; beyond it the longest hibernated are removed. @default 100 */
   maxHibernated?: number;
 }
 
@@ -35,30 +44,42 @@ export interface PooledBindingTuning {
   softIdleTimeoutMs?: number;
   /** @default 250 ms doubling to 10 s */
   createBackoff?: { initialMs?: number; maxMs?: number };
+  /** Health checks of the engines and refreshes of their `docker info`; see `EngineCheckOptions`. */
+  engineChecks?: EngineCheckOptions;
 }
 
 /** What {@link createPooledBinding} needs to know about one kind of pooled resource. */
 export interface PooledBindingOptions<STATE, FACADE, SCOPE> {
   /** The capability's name: prefixes lease keys and names the binding in errors. */
   name: string;
+  /** The engines the pool spans, at least one (see `dockerPoolEngines`). */
+  engines: readonly PoolEngine[];
   pool?: PooledBindingPoolOptions;
   tuning?: PooledBindingTuning;
   /** The pool id; by default `pai-<name>-<spec hash>`, so a restarted process finds its own containers. */
   poolId?: string;
   /**
-   * Called once, on the first start: the image and the pool's container options (spec, driver, hooks).
-   * Image resolution and one-time engine set-up belong here.
+   * Called once, on the first start: the image and the pool's container options (spec, hooks; the hooks get the
+   * driver of the container's engine). Image resolution belongs here.
    */
   preparePool(): Promise<
-    { image: string } & Pick<ContainerPoolOptions<STATE>, "driver" | "spec"> &
+    { image: string } & Pick<ContainerPoolOptions<STATE>, "spec"> &
       Partial<Pick<ContainerPoolOptions<STATE>, "setup" | "teardown" | "beforeStart" | "healthCheck">>
   >;
+  /** One-time set-up of each engine (after `preparePool`, before the engine's first container). */
+  prepareEngine?(context: {
+    engineId: string;
+    driver: ContainerDriver;
+    image: string;
+    signal: AbortSignal;
+  }): Promise<void>;
   /**
-   * The facade over a running lease (its `state` set up). Made again after each wake, as the wake sets the
-   * container up anew.
+   * The facade over a running lease (its `state` set up); build it on `lease.driver` (the lease's engine). Made
+   * again after each wake, as the wake sets the container up anew. The binding guards the facade and its
+   * per-run views: once the lease is lost (its engine stopped answering), calls fail with `CONTAINER_LOST`.
    */
   facadeOf(
-    lease: Lease<STATE>,
+    lease: EngineLease<STATE>,
     pool: { image: string; poolId: string },
   ): { facade: FACADE; bind?(scope: SCOPE): FACADE };
   /** The error for calls on a closed binding. */
@@ -81,11 +102,15 @@ export interface PooledHibernation {
 
 /** What a pooled binding hands out (structurally PAI's `ProvisionedResource`). */
 export interface PooledResource<FACADE, SCOPE> {
-  /** The facade of the running container. @throws PoolError `CONTAINER_FAILED` while hibernated (wake first). */
+  /**
+   * The facade of the running container.
+   * @throws PoolError `CONTAINER_FAILED` while hibernated (wake first), `CONTAINER_LOST` once it is lost.
+   */
   readonly facade: FACADE;
   /** The container id. */
   readonly resourceId: string;
-  readonly meta: { poolId: string; image: string };
+  /** What the lease records: the pool, the image, and the engine the container is on (to reattach it there). */
+  readonly meta: { poolId: string; image: string; engine: string };
   /** Removes the container (running or hibernated). */
   release(): Promise<void>;
   /** The facade bound to one run (see `facade`). */
@@ -118,6 +143,11 @@ export interface ReapContext {
 /** The lifecycle a capability binding needs from a warm pool: start, provision, reattach, reap, close. */
 export interface PooledBinding<RESOURCE> {
   /**
+   * The pool's events, from the first start on: among them `engine` (an engine became reachable or unreachable),
+   * `lost` (a lease was lost with its engine), `hibernate` and `wake`.
+   */
+  readonly events: PoolEvents<MultiEnginePoolEventMap>;
+  /**
    * Makes and warms the pool once; its containers carry `context.ownerId` as `pai.owner`. Later calls share the
    * first one (provisioning calls it without a context). A binding warmed by hand without a context takes the
    * owner of the first start that names one, for the containers it creates from then on.
@@ -126,13 +156,15 @@ export interface PooledBinding<RESOURCE> {
   start(context?: BindingStartContext): Promise<void>;
   provision(request: { leaseKey: string; signal: AbortSignal }): Promise<RESOURCE>;
   /**
-   * Adopts the container recorded on `lease` (after a restart), running or hibernated (stopped: woken on its
-   * first use); `undefined` when it is gone or not this pool's.
+   * Adopts the container recorded on `lease` (after a restart) on the engine its `meta.engine` names (the first
+   * engine without one), running or hibernated (stopped: woken on its first use); `undefined` when it is gone,
+   * not this pool's, or its engine does not answer.
    */
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
   /**
-   * Removes the managed containers of this binding's engine that no kept lease names and whose owner is known
-   * dead (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`).
+   * Removes the managed containers of this binding's engines that no kept lease names and whose owner is known
+   * dead (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`), on
+   * every reachable engine.
    */
   reapUnowned(context: ReapContext): Promise<void>;
   /**
@@ -142,7 +174,8 @@ export interface PooledBinding<RESOURCE> {
   close(): Promise<void>;
   readonly poolId: string | undefined;
   readonly image: string | undefined;
-  metrics(): ContainerPoolMetrics | undefined;
+  /** Summed over the engines, with each engine's status, free capacity and lost leases. */
+  metrics(): MultiEnginePoolMetrics | undefined;
 }
 
 /**
@@ -166,16 +199,17 @@ export function asCapabilityBinding<RESOURCE, NAME extends string>(
  * and warmed once on first use, each provisioning takes a fresh container (an abort leaves none behind), a
  * restarted process adopts the containers its leases recorded, and closing removes the rest.
  */
-export function createPooledBinding<STATE, FACADE, SCOPE>(
+export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
   options: PooledBindingOptions<STATE, FACADE, SCOPE>,
 ): PooledBinding<PooledResource<FACADE, SCOPE>> {
-  let pool: ContainerPool<STATE> | undefined;
+  let pool: MultiEnginePool<STATE> | undefined;
   let image: string | undefined;
   let poolId: string | undefined;
   let ownerId: string | undefined;
   let starting: Promise<void> | undefined;
   let closed = false;
   const tuning = options.tuning ?? {};
+  const events = createPoolEvents<MultiEnginePoolEventMap>();
 
   function start(context?: BindingStartContext): Promise<void> {
     if (closed) return Promise.reject(options.closedError());
@@ -193,10 +227,15 @@ export function createPooledBinding<STATE, FACADE, SCOPE>(
       if (starting) return starting.then(() => pool?.claimOwner(owner));
     }
     starting ??= (async () => {
-      const prepared = await options.preparePool();
+      const { image: preparedImage, ...prepared } = await options.preparePool();
       const id = options.poolId ?? `pai-${options.name}-${specHash(prepared.spec)}`;
-      const created = createContainerPool<STATE>({
+      const { prepareEngine } = options;
+      const created = createMultiEnginePool<STATE>({
         ...prepared,
+        engines: options.engines,
+        ...(prepareEngine
+          ? { prepareEngine: (context) => prepareEngine({ ...context, image: preparedImage }) }
+          : {}),
         poolId: id,
         ...(ownerId !== undefined ? { ownerId } : {}),
         ...(options.pool?.min !== undefined ? { min: options.pool.min } : {}),
@@ -213,7 +252,11 @@ export function createPooledBinding<STATE, FACADE, SCOPE>(
           : {}),
         ...(tuning.softIdleTimeoutMs !== undefined ? { softIdleTimeoutMs: tuning.softIdleTimeoutMs } : {}),
         ...(tuning.createBackoff !== undefined ? { createBackoff: tuning.createBackoff } : {}),
+        ...(tuning.engineChecks !== undefined ? { engineChecks: tuning.engineChecks } : {}),
       });
+      for (const name of ["engine", "lost", "hibernate", "wake", "error"] as const) {
+        created.events.on(name, (event) => events.emit(name, event as never));
+      }
       if (closed) {
         await created.close();
         throw options.closedError();
@@ -225,7 +268,7 @@ export function createPooledBinding<STATE, FACADE, SCOPE>(
         throw error;
       }
       pool = created;
-      image = prepared.image;
+      image = preparedImage;
       poolId = id;
     })();
     starting.catch(() => {
@@ -235,35 +278,48 @@ export function createPooledBinding<STATE, FACADE, SCOPE>(
     return starting;
   }
 
-  async function ready(): Promise<ContainerPool<STATE>> {
+  async function ready(): Promise<MultiEnginePool<STATE>> {
     await start();
     if (!pool || closed) throw options.closedError();
     return pool;
   }
 
-  /** The resource over `lease`: its facade is made from the lease's current state, again after each wake. */
-  function resourceOf(lease: Lease<STATE>): PooledResource<FACADE, SCOPE> {
+  /**
+   * The resource over `lease`: its facade is made from the lease's current state, again after each wake, and
+   * guarded (with its per-run views) so that calls on a lost lease fail with `CONTAINER_LOST`; `meta.engine`
+   * records the lease's engine.
+   */
+  function resourceOf(lease: EngineLease<STATE>): PooledResource<FACADE, SCOPE> {
     const pool = { image: image ?? "", poolId: poolId ?? "" };
-    let made: { state: STATE; facade: ReturnType<typeof options.facadeOf> } | undefined;
+    let made: { state: STATE; facade: FACADE; bind?(scope: SCOPE): FACADE } | undefined;
     const current = () => {
       if (lease.hibernated) {
+        // A running lost lease still hands out its (guarded) facade, whose calls reject; a hibernated one has none.
+        if (lease.lostSignal.aborted) throw lease.lostSignal.reason;
         throw new PoolError(
           "CONTAINER_FAILED",
           `${options.name} ${lease.containerId} is hibernated: wake it first`,
           {
-            details: { containerId: lease.containerId },
+            details: { containerId: lease.containerId, engineId: lease.engineId },
           },
         );
       }
-      if (made?.state !== lease.state) made = { state: lease.state, facade: options.facadeOf(lease, pool) };
-      return made.facade;
+      if (made?.state !== lease.state) {
+        const { facade, bind } = options.facadeOf(lease, pool);
+        made = {
+          state: lease.state,
+          facade: guardLostFacade(facade, lease),
+          ...(bind ? { bind: (scope: SCOPE) => guardLostFacade(bind(scope), lease) } : {}),
+        };
+      }
+      return made;
     };
     return {
       get facade() {
         return current().facade;
       },
       resourceId: lease.containerId,
-      meta: pool,
+      meta: { ...pool, engine: lease.engineId },
       release: () => lease.release(),
       bind(scope) {
         const made = current();
@@ -284,6 +340,7 @@ export function createPooledBinding<STATE, FACADE, SCOPE>(
   }
 
   return {
+    events,
     start,
     async provision(request) {
       const current = await ready();
@@ -305,6 +362,7 @@ export function createPooledBinding<STATE, FACADE, SCOPE>(
         const lease = await current.adopt(record.resourceId, {
           leaseKey: `${options.name}:${record.lifetime}:${record.key}`,
           signal,
+          ...(typeof record.meta.engine === "string" ? { engineId: record.meta.engine } : {}),
         });
         return resourceOf(lease);
       } catch {

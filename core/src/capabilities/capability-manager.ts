@@ -485,12 +485,17 @@ export class CapabilityManager {
       const resource = lease.settled;
       if (!resource || (lease.lifetime !== "thread" && lease.lifetime !== "user")) continue;
       const record = records.get(id);
-      if (!record) {
+      if (!record || record.ownerId !== self) {
+        // The listing may predate this lease's record (provisioned or taken over meanwhile): read it again.
+        const [current] = await this.#store.listLeases({
+          capability: lease.capability,
+          lifetime: lease.lifetime,
+          key: lease.key,
+        });
+        if (this.#leases.get(id) !== lease || current?.ownerId === self) continue;
         this.#leases.delete(id);
-        await resource.release().catch(() => undefined);
-      } else if (record.ownerId !== self) {
-        this.#leases.delete(id);
-        await resource.detach?.().catch(() => undefined);
+        if (current) await resource.detach?.().catch(() => undefined);
+        else await resource.release().catch(() => undefined);
       } else if (
         record.handoverTo !== undefined &&
         record.handoverTo !== self &&

@@ -2,6 +2,10 @@ import type { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { OwnerRegistry } from "../ownership/owner-registry.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
 import { interruptDeadRuns } from "./interrupt-dead-runs.ts";
+import type { ThreadRunLeases } from "./thread-run-leases.ts";
+
+/** How long a finished run's stored stream stays for followers still reading it. */
+const RUN_CHUNKS_KEPT_MS = 60_000;
 
 /** How often the runtime's background work runs. */
 export interface MaintenanceIntervals {
@@ -27,19 +31,22 @@ export interface RuntimeMaintenance {
 }
 
 /**
- * Starts the runtime's maintenance: every heartbeat it records this process as alive and follows its leases
- * in the store (handovers); every reconcile interval it interrupts dead owners' runs, takes over or frees their
- * leases and has the bindings reap, then forgets dead owners; every idle interval it releases idle leases. A
+ * Starts the runtime's maintenance: every heartbeat it records this process as alive and renews the leases of the
+ * threads it runs (on a beat of its own, never behind the rest), and follows its capability leases in the store
+ * (handovers); every reconcile interval it
+ * interrupts dead owners' runs, takes over or frees their leases and has the bindings reap, forgets dead owners
+ * and deletes the stored streams of runs that ended a minute ago; every idle interval it releases idle leases. A
  * pass never overlaps the previous one; errors go to `onError` and the next pass tries again.
  */
 export function createRuntimeMaintenance(options: {
   store: ThreadStore;
   owners: OwnerRegistry;
+  threadLeases: ThreadRunLeases;
   capabilities: CapabilityManager;
   intervals?: MaintenanceIntervals;
   onError: (error: unknown) => void;
 }): RuntimeMaintenance {
-  const { store, owners, capabilities, onError } = options;
+  const { store, owners, threadLeases, capabilities, onError } = options;
   const heartbeatIntervalMs = options.intervals?.heartbeatIntervalMs ?? 5000;
   const reconcileIntervalMs = options.intervals?.reconcileIntervalMs ?? 15_000;
   const sweepIdleIntervalMs = options.intervals?.sweepIdleIntervalMs ?? 30_000;
@@ -51,9 +58,18 @@ export function createRuntimeMaintenance(options: {
   /** One step of a pass; a failing step does not stop the others. */
   const step = (work: () => Promise<unknown>) => work().catch(onError);
 
+  /**
+   * Says this process is alive and keeps its threads. On its own beat: a pass slowed down by a busy engine (reaping
+   * lists containers) must never make a live process look dead to the others, who would free what it holds.
+   */
+  async function beat(): Promise<void> {
+    await step(() => owners.heartbeat());
+    await step(() => threadLeases.renew());
+  }
+
   async function pass(force: boolean): Promise<void> {
     const now = Date.now();
-    await step(() => owners.heartbeat());
+    if (force) await beat();
     const live = await owners.liveOwners().catch((error: unknown) => {
       onError(error);
       return undefined;
@@ -65,6 +81,7 @@ export function createRuntimeMaintenance(options: {
       await step(() => interruptDeadRuns(store, { live, self: owners }));
       await step(() => capabilities.reconcile(live));
       await step(() => owners.forgetDead(live));
+      await step(() => store.pruneRunChunks(now - RUN_CHUNKS_KEPT_MS));
     }
     if (force || now - lastSweep >= sweepIdleIntervalMs) {
       lastSweep = now;
@@ -79,9 +96,14 @@ export function createRuntimeMaintenance(options: {
 
   const started = enqueue(true);
   let ticking = false;
+  let beating: Promise<void> | undefined;
   const timer = setInterval(() => {
+    if (closed) return;
+    beating ??= beat().finally(() => {
+      beating = undefined;
+    });
     // A tick never queues behind a pass still running: it is skipped.
-    if (ticking || closed) return;
+    if (ticking) return;
     ticking = true;
     void enqueue(false).finally(() => {
       ticking = false;
@@ -95,7 +117,7 @@ export function createRuntimeMaintenance(options: {
     async close() {
       closed = true;
       clearInterval(timer);
-      await running;
+      await Promise.all([running, beating]);
     },
   };
 }

@@ -1,0 +1,155 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ContainerInspection } from "./container-driver.ts";
+import { createPooledBinding, type PooledBinding, type PooledResource } from "./pooled-binding.ts";
+import { createFakeDriver, type FakeDriver } from "./testing/fake-driver.ts";
+
+const spec = { image: "fake/sandbox:1" };
+
+/** A facade with one call that asks the container's engine. */
+interface FakeFacade {
+  inspect(): Promise<ContainerInspection>;
+}
+
+const bindings: PooledBinding<PooledResource<FakeFacade, { signal: AbortSignal }>>[] = [];
+
+function binding(
+  engines: Record<string, FakeDriver>,
+  {
+    prepared = [],
+    made = [],
+    hibernateAfterMs,
+  }: { prepared?: string[]; made?: number[]; hibernateAfterMs?: number } = {},
+) {
+  const pooled = createPooledBinding<number, FakeFacade, { signal: AbortSignal }>({
+    name: "sandbox",
+    engines: Object.entries(engines).map(([id, driver]) => ({ id, driver })),
+    poolId: "pai-sandbox-unit",
+    pool: {
+      min: 0,
+      max: 4,
+      acquireTimeoutMs: 2_000,
+      ...(hibernateAfterMs !== undefined ? { hibernateAfterMs } : {}),
+    },
+    tuning: { engineChecks: { intervalMs: 20, timeoutMs: 200, backoff: { initialMs: 20, maxMs: 40 } } },
+    closedError: () => new Error("closed"),
+    // The state counts the container's set-ups: a wake sets it up again.
+    preparePool: async () => {
+      let setups = 0;
+      return { image: spec.image, spec, setup: () => ++setups };
+    },
+    prepareEngine: async ({ engineId, image }) => {
+      prepared.push(`${engineId}:${image}`);
+    },
+    facadeOf: (lease) => {
+      made.push(lease.state);
+      const facade = { inspect: () => lease.driver.inspect(lease.containerId) };
+      return { facade, bind: () => ({ inspect: () => facade.inspect() }) };
+    },
+  });
+  bindings.push(pooled);
+  return pooled;
+}
+
+const signal = new AbortController().signal;
+
+afterEach(async () => {
+  await Promise.all(bindings.splice(0).map((pooled) => pooled.close()));
+});
+
+describe("createPooledBinding on several engines", () => {
+  it("records the engine on the lease's meta and reattaches on that engine after a restart", async () => {
+    const a = createFakeDriver();
+    const b = createFakeDriver();
+    const prepared: string[] = [];
+    const first = binding({ a, b }, { prepared });
+    const onA = await first.provision({ leaseKey: "thread:1", signal });
+    const onB = await first.provision({ leaseKey: "thread:2", signal });
+    expect(onA.meta).toEqual({ poolId: "pai-sandbox-unit", image: spec.image, engine: "a" });
+    expect(onB.meta).toEqual({ poolId: "pai-sandbox-unit", image: spec.image, engine: "b" });
+    expect(prepared.sort()).toEqual(["a:fake/sandbox:1", "b:fake/sandbox:1"]);
+    await first.close(); // a restart: the leased containers stay
+
+    const second = binding({ a, b });
+    const record = { resourceId: onB.resourceId, lifetime: "thread", key: "2", meta: onB.meta };
+    const again = await second.reattach(record, signal);
+    expect(again?.resourceId).toBe(onB.resourceId);
+    expect(again?.meta.engine).toBe("b");
+    // The same container recorded on the other engine is not found there.
+    expect(await second.reattach({ ...record, meta: { ...onB.meta, engine: "a" } }, signal)).toBeUndefined();
+    // A lease recorded before engines had names is looked for on the first engine.
+    const old = await second.reattach(
+      { resourceId: onA.resourceId, lifetime: "thread", key: "1", meta: {} },
+      signal,
+    );
+    expect(old?.meta.engine).toBe("a");
+  });
+
+  it("fails facade calls on a sandbox whose engine stopped answering with CONTAINER_LOST naming it", async () => {
+    const a = createFakeDriver();
+    const b = createFakeDriver();
+    const pooled = binding({ a, b });
+    const lost: string[] = [];
+    pooled.events.on("lost", (event) => lost.push(`${event.engineId}:${event.containerId}`));
+    const onA = await pooled.provision({ leaseKey: "thread:1", signal });
+    const onB = await pooled.provision({ leaseKey: "thread:2", signal });
+    a.setUnavailable(true);
+
+    await expect(onA.facade.inspect()).rejects.toMatchObject({
+      code: "CONTAINER_LOST",
+      message: expect.stringContaining("engine a stopped answering"),
+    });
+    await expect(onA.bind({ signal }).inspect()).rejects.toMatchObject({ code: "CONTAINER_LOST" });
+    expect(lost).toEqual([`a:${onA.resourceId}`]);
+    await expect(onB.facade.inspect()).resolves.toBeDefined();
+
+    const next = await pooled.provision({ leaseKey: "thread:3", signal });
+    expect(next.meta.engine).toBe("b");
+    expect(pooled.metrics()?.engines.map((engine) => [engine.id, engine.status, engine.lost])).toEqual([
+      ["a", "unreachable", 1],
+      ["b", "reachable", 0],
+    ]);
+  });
+
+  it("hibernates an idle resource and wakes it on its own engine with a new facade; a lost engine loses it", async () => {
+    const a = createFakeDriver();
+    const b = createFakeDriver();
+    const made: number[] = [];
+    const pooled = binding({ a, b }, { made, hibernateAfterMs: 0 });
+    const seen: string[] = [];
+    pooled.events.on("hibernate", (event) => seen.push(`hibernate:${event.engineId}`));
+    pooled.events.on("wake", (event) => seen.push(`wake:${event.engineId}`));
+    const onA = await pooled.provision({ leaseKey: "thread:1", signal });
+    const onB = await pooled.provision({ leaseKey: "thread:2", signal });
+    const before = onA.facade;
+    expect(made).toHaveLength(1);
+
+    onA.hibernation.idle();
+    await vi.waitFor(() => expect(pooled.metrics()?.hibernated).toBe(1), { timeout: 5_000 });
+    expect(a.containers.get(onA.resourceId)?.status).toBe("exited");
+    expect(() => onA.facade).toThrow(/hibernated: wake it first/);
+    expect(pooled.metrics()).toMatchObject({ borrowed: 2, hibernated: 1 });
+    expect(await onA.hibernation.wake(signal)).toBe("woken");
+    expect(a.containers.get(onA.resourceId)?.status).toBe("running");
+    expect(b.containers.has(onA.resourceId)).toBe(false);
+    // Set up again on wake: a new facade over the new state.
+    expect(onA.facade).not.toBe(before);
+    expect(made).toHaveLength(2);
+    expect(made[1]).not.toBe(made[0]);
+    await expect(onA.facade.inspect()).resolves.toMatchObject({ running: true });
+    expect(await onA.hibernation.wake(signal)).toBe("running");
+    expect(seen).toEqual(["hibernate:a", "wake:a"]);
+
+    // A hibernated resource of an engine that stops answering is lost: its wake says so.
+    onB.hibernation.idle();
+    await vi.waitFor(() => expect(b.containers.get(onB.resourceId)?.status).toBe("exited"), {
+      timeout: 5_000,
+    });
+    b.setUnavailable(true);
+    await vi.waitFor(() => expect(pooled.metrics()?.engines[1]?.lost).toBe(1));
+    await expect(onB.hibernation.wake(signal)).rejects.toMatchObject({
+      code: "CONTAINER_LOST",
+      message: expect.stringContaining("engine b stopped answering"),
+    });
+    expect(() => onB.facade).toThrow(expect.objectContaining({ code: "CONTAINER_LOST" }));
+  });
+});
