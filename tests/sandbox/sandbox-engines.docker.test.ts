@@ -35,7 +35,7 @@ afterAll(async () => {
 /** A binding on both engines: engine-1 through its socket, engine-2 through its socket or over TCP + TLS. */
 function engineSandbox(
   poolId: string,
-  options: { min?: number; tls?: boolean; image?: string } = {},
+  options: { min?: number; tls?: boolean; image?: string; hibernateAfterMs?: number } = {},
 ): DockerSandboxBinding {
   if (!poolIds.includes(poolId)) poolIds.push(poolId);
   const [one, two] = engines;
@@ -44,7 +44,12 @@ function engineSandbox(
     image: options.image ?? engineSandboxImage(),
     engines: [one.engine, options.tls ? two.tlsEngine() : two.engine],
     poolId,
-    pool: { min: options.min ?? 1, max: 3, acquireTimeoutMs: 60_000 },
+    pool: {
+      min: options.min ?? 1,
+      max: 3,
+      acquireTimeoutMs: 60_000,
+      ...(options.hibernateAfterMs !== undefined ? { hibernateAfterMs: options.hibernateAfterMs } : {}),
+    },
     poolTuning: {
       engineChecks: { intervalMs: 1000, backoff: { initialMs: 250, maxMs: 1000 } },
       createBackoff: { initialMs: 250, maxMs: 1000 },
@@ -274,6 +279,61 @@ describe("dockerSandbox on several engines", () => {
       await expect(onTwo.facade.runCommand({ command: "true" })).rejects.toMatchObject({
         code: "CONTAINER_LOST",
       });
+    } finally {
+      if (stopped) ensureTestEngines(2);
+      await Promise.allSettled(leased.map((sandbox) => sandbox.release()));
+      await binding.close();
+    }
+  });
+
+  it("hibernates idle sandboxes on each engine and wakes each on its own engine with its files; a stopped engine's hibernated sandbox is lost", async () => {
+    const poolId = uniquePoolId("engines-hibernate");
+    const binding = engineSandbox(poolId, { min: 0, hibernateAfterMs: 0 });
+    const leased: ProvisionedSandbox[] = [];
+    let stopped = false;
+    const stateOn = async (sandbox: ProvisionedSandbox) =>
+      (await engine(String(engineOf(sandbox))).driver.inspect(sandbox.resourceId)).running;
+    try {
+      await binding.start?.();
+      for (const key of ["1", "2"]) leased.push(await binding.provision(request(`thread:${key}`)));
+      expect(new Set(leased.map(engineOf))).toEqual(new Set(["engine-1", "engine-2"]));
+      for (const sandbox of leased) {
+        await sandbox.facade.writeFiles([{ path: "where.txt", content: String(engineOf(sandbox)) }]);
+        sandbox.hibernation?.idle(); // no run uses it: idle past hibernateAfterMs (0), it hibernates
+      }
+      await waitFor(() => binding.metrics()?.hibernated === 2, "both sandboxes to hibernate", 30_000);
+      for (const sandbox of leased) expect(await stateOn(sandbox)).toBe(false);
+      expect(
+        binding.metrics()?.engines.map((each) => [each.id, each.pool?.size, each.pool?.hibernated]),
+      ).toEqual([
+        ["engine-1", 0, 1],
+        ["engine-2", 0, 1],
+      ]);
+
+      for (const sandbox of leased) {
+        expect(await sandbox.hibernation?.wake(request("").signal)).toBe("woken");
+        expect(await stateOn(sandbox)).toBe(true);
+        expect(await sandbox.facade.readTextFile("where.txt")).toBe(engineOf(sandbox));
+      }
+
+      const onTwo = leased.find((sandbox) => engineOf(sandbox) === "engine-2");
+      if (!onTwo) throw new Error("no sandbox on engine-2");
+      onTwo.hibernation?.idle();
+      await waitFor(() => binding.metrics()?.hibernated === 1, "the engine-2 sandbox to hibernate", 30_000);
+      await stopTestEngine(2);
+      stopped = true;
+      await waitFor(
+        () => binding.metrics()?.engines.find((each) => each.id === "engine-2")?.lost === 1,
+        "the hibernated sandbox to be lost",
+        30_000,
+      );
+      const failure = await within(
+        (onTwo.hibernation?.wake(request("").signal) ?? Promise.resolve()).catch((error: unknown) => error),
+        5_000,
+        "a wake on the stopped engine",
+      );
+      expect(PoolError.hasCode(failure, "CONTAINER_LOST")).toBe(true);
+      expect((failure as Error).message).toContain("engine engine-2");
     } finally {
       if (stopped) ensureTestEngines(2);
       await Promise.allSettled(leased.map((sandbox) => sandbox.release()));
