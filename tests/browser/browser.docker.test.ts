@@ -341,7 +341,7 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
         promise.then(
           () => "resolved",
           (error: unknown) => {
-            expect(PaiError.isInstance(error)).toBe(true);
+            expect(PaiError.isInstance(error)).toBe(false);
             expect(BrowserError.isInstance(error)).toBe(true);
             return (error as BrowserError).code;
           },

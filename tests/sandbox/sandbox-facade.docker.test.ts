@@ -8,8 +8,7 @@ import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import type { ProvisionedResource } from "@pai/core";
-import { PaiError } from "@pai/core";
-import { type DockerSandboxBinding, dockerSandbox, type SandboxFacade } from "@pai/sandbox";
+import { type DockerSandboxBinding, dockerSandbox, SandboxError, type SandboxFacade } from "@pai/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   docker,
@@ -35,7 +34,7 @@ async function ps(): Promise<string> {
 async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
   return promise.then(
     () => undefined,
-    (error: unknown) => (PaiError.isInstance(error) ? error.code : String(error)),
+    (error: unknown) => (SandboxError.isInstance(error) ? error.code : String(error)),
   );
 }
 

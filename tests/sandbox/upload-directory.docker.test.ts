@@ -5,10 +5,10 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { ProvisionedResource } from "@pai/core";
-import { PaiError } from "@pai/core";
 import {
   type DockerSandboxBinding,
   dockerSandbox,
+  SandboxError,
   type SandboxFacade,
   type UploadResult,
 } from "@pai/sandbox";
@@ -92,7 +92,7 @@ describe.skipIf(dockerOptedOut)("uploadDirectory from a host path", () => {
     });
     expect(modes.stdout).toBe("1000:1000 755\n1000:1000 755\n/etc/passwd\n");
     const outside = await box.readFile("tree/passwd-link").catch((error: unknown) => error);
-    expect(PaiError.hasCode(outside, "PATH_OUTSIDE_WORKSPACE")).toBe(true);
+    expect(SandboxError.hasCode(outside, "PATH_OUTSIDE_WORKSPACE")).toBe(true);
     expect((await box.runCommand({ command: "./bin/tool", cwd: "tree" })).stdout).toBe("tool\n");
   });
 });

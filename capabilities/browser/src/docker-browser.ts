@@ -19,7 +19,6 @@ import type {
   ProvisionedResource,
   ProvisionRequest,
 } from "@pai/core";
-import { PaiError } from "@pai/core";
 import {
   asCapabilityBinding,
   type ContainerDriver,
@@ -32,6 +31,7 @@ import {
   type PooledBindingTuning,
 } from "@pai/pool";
 import { bindBrowserFacade } from "./bind-browser-facade.ts";
+import { BrowserError } from "./browser-error.ts";
 import type { BrowserFacade } from "./browser-facade.ts";
 import { chromiumCommand } from "./chromium-command.ts";
 import { type ChromiumConnection, connectChromium } from "./connect-chromium.ts";
@@ -162,7 +162,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
   const timeoutMs = options.timeoutMs ?? 30_000;
   const network = options.network ?? { allow: ["*:*"] };
   if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
-    throw new PaiError(
+    throw new BrowserError(
       "INVALID_ARGUMENT",
       'dockerBrowser: network is "none", "unsafe-host" or { allow: [...] }',
     );
@@ -214,7 +214,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
-    closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
+    closedError: () => new BrowserError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultBrowserImage());
       const agentVolume = await prepareAgentVolume({ driver, image });

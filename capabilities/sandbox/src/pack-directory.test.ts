@@ -4,10 +4,10 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { PaiError } from "@pai/core";
 import tar, { type Header } from "tar-stream";
 import { describe, expect, it } from "vitest";
 import { packDirectory } from "./pack-directory.ts";
+import { SandboxError } from "./sandbox-error.ts";
 import { createUploadHeaderSanitizer } from "./upload-header-sanitizer.ts";
 
 async function entriesOf(stream: Readable): Promise<Array<{ header: Header; body: Buffer }>> {
@@ -130,7 +130,7 @@ describe("packDirectory", () => {
         ]);
         expect(await kept.done).toEqual({ entries: 1, bytes: 4 });
 
-        const refusal = new PaiError("PATH_OUTSIDE_WORKSPACE", "no");
+        const refusal = new SandboxError("PATH_OUTSIDE_WORKSPACE", "no");
         const refused = packDirectory(root, {
           map: (header) => {
             if (header.name === "skip.log") throw refusal;
@@ -149,7 +149,7 @@ describe("packDirectory", () => {
       async (root) => {
         const { stream, done } = packDirectory(join(root, "file"));
         const error = await entriesOf(stream).catch((caught: unknown) => caught);
-        expect(PaiError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
+        expect(SandboxError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
         await expect(done).rejects.toBe(error);
       },
     );
