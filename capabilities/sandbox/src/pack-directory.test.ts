@@ -1,9 +1,9 @@
-import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
+import { execaSync } from "execa";
 import tar, { type Header } from "tar-stream";
 import { describe, expect, it } from "vitest";
 import { packDirectory } from "./pack-directory.ts";
@@ -48,7 +48,7 @@ describe("packDirectory", () => {
         writeFileSync(join(root, "a.txt"), "alpha");
         writeFileSync(join(root, "empty"), "");
         symlinkSync("/etc/passwd", join(root, "c-link"));
-        execFileSync("mkfifo", [join(root, "fifo")]);
+        execaSync("mkfifo", [join(root, "fifo")]);
       },
       async (root) => {
         const { stream, done } = packDirectory(root);
@@ -104,8 +104,8 @@ describe("packDirectory", () => {
         try {
           const chunks: Buffer[] = [];
           for await (const chunk of packDirectory(join(root, "src")).stream) chunks.push(chunk as Buffer);
-          execFileSync("tar", ["-x", "-C", out, "-f", "-"], { input: Buffer.concat(chunks) });
-          execFileSync("diff", ["-r", "--no-dereference", join(root, "src"), out]);
+          execaSync("tar", ["-x", "-C", out, "-f", "-"], { input: Buffer.concat(chunks) });
+          execaSync("diff", ["-r", "--no-dereference", join(root, "src"), out]);
         } finally {
           rmSync(out, { recursive: true, force: true });
         }
