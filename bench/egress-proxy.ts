@@ -1,21 +1,23 @@
-import { execFile, spawn } from "node:child_process";
-import { promisify } from "node:util";
 import { dockerSandbox } from "@pai/sandbox";
+import { execa } from "execa";
 import { benchDriver, benchImage, benchPoolId } from "./bench-containers.ts";
 import type { BenchRow } from "./bench-row.ts";
 import { summarize } from "./stats.ts";
 
-const run = promisify(execFile);
 const MIB = 1024 * 1024;
 
 /** Starts bench/byte-server.ts in its own process; resolves to its port and a stop function. */
 async function startByteServer(): Promise<{ port: number; stop: () => void }> {
-  const child = spawn(process.execPath, [new URL("./byte-server.ts", import.meta.url).pathname], {
+  const child = execa(process.execPath, [new URL("./byte-server.ts", import.meta.url).pathname], {
     stdio: ["pipe", "pipe", "inherit"],
   });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
-    child.once("exit", (code) => reject(new Error(`the byte server exited (${code})`)));
+    // settles the first time only: an exit before the port is a failure, stop()'s kill later is not
+    child.then(
+      () => reject(new Error("the byte server exited")),
+      (error: unknown) => reject(error),
+    );
   });
   return { port, stop: () => child.kill() };
 }
@@ -99,7 +101,8 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
       };
       const onHost = async (url: string, times: number) => {
         let out = "";
-        for (let i = 0; i < times; i++) out += (await run("curl", [...CURL_FORMAT, url])).stdout;
+        for (let i = 0; i < times; i++)
+          out += (await execa("curl", [...CURL_FORMAT, url], { stripFinalNewline: false })).stdout;
         return parse(out);
       };
       await inSandbox(big, 1);

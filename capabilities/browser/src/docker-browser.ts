@@ -20,7 +20,6 @@ import type {
   ProvisionedResource,
   ProvisionRequest,
 } from "@pai/core";
-import { PaiError } from "@pai/core";
 import {
   asCapabilityBinding,
   type ContainerDriver,
@@ -36,6 +35,7 @@ import {
   type PooledBindingTuning,
 } from "@pai/pool";
 import { bindBrowserFacade } from "./bind-browser-facade.ts";
+import { BrowserError } from "./browser-error.ts";
 import type { BrowserFacade } from "./browser-facade.ts";
 import { chromiumCommand } from "./chromium-command.ts";
 import { type ChromiumConnection, connectChromium } from "./connect-chromium.ts";
@@ -176,7 +176,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
   const timeoutMs = options.timeoutMs ?? 30_000;
   const network = options.network ?? { allow: ["*:*"] };
   if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
-    throw new PaiError(
+    throw new BrowserError(
       "INVALID_ARGUMENT",
       'dockerBrowser: network is "none", "unsafe-host" or { allow: [...] }',
     );
@@ -230,7 +230,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
-    closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
+    closedError: () => new BrowserError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultBrowserImage());
       // The agent's volume, filled on each engine by prepareEngine (it starts Chromium and relays its pipe).

@@ -21,7 +21,6 @@ import type {
   ProvisionedResource,
   ProvisionRequest,
 } from "@pai/core";
-import { PaiError } from "@pai/core";
 import {
   asCapabilityBinding,
   type ContainerDriver,
@@ -42,6 +41,7 @@ import type { CommandExecutor } from "./command-executor.ts";
 import { createSandboxFacade } from "./create-sandbox-facade.ts";
 import { resolveDefaultSandboxImage } from "./default-sandbox-image.ts";
 import { createDockerExecExecutor } from "./docker-exec-executor.ts";
+import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxFacade, SandboxProcess } from "./sandbox-facade.ts";
 
 /** Options of {@link dockerSandbox}. */
@@ -174,7 +174,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
   const useAgent = (options.executor ?? "agent") === "agent";
   const network = options.network ?? "none";
   if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
-    throw new PaiError(
+    throw new SandboxError(
       "INVALID_ARGUMENT",
       'dockerSandbox: network is "none", "unsafe-host" or { allow: [...] }',
     );
@@ -182,7 +182,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
   const egress = typeof network === "object" ? network : undefined;
   const policy = egress ? parseEgressPolicy(egress.allow) : undefined;
   if (policy && !useAgent) {
-    throw new PaiError("INVALID_ARGUMENT", "dockerSandbox: network.allow needs the agent executor");
+    throw new SandboxError("INVALID_ARGUMENT", "dockerSandbox: network.allow needs the agent executor");
   }
 
   async function setup(context: {
@@ -231,7 +231,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
-    closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
+    closedError: () => new SandboxError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultSandboxImage());
       // The agent lives on a read-only volume shared by every container of an engine (sandboxes and browsers),
