@@ -3,12 +3,14 @@ import {
   createConnectionAudience,
   createEgressProxy,
   EGRESS_PROXY_PORT,
+  type EgressChannel,
   type EgressConnectionEvent,
   type EgressNetworkOptions,
   type EgressProxy,
   egressEnvironment,
   parseEgressPolicy,
   prepareAgentVolume,
+  prepareEgressChannel,
   serveEgress,
 } from "@pai/container-agent";
 import type {
@@ -75,7 +77,8 @@ export interface DockerBrowserOptions {
   chromiumArgs?: readonly string[];
   /**
    * What pages may reach. The container never gets a network interface but `lo`; Chromium sends every request
-   * (loopback included) through PAI's egress proxy, tunnelled over the agent's connection to the host, where each
+   * (loopback included) through PAI's egress proxy, whose connections the agent relays to the host (see
+   * `EgressNetworkOptions.channel`), where each
    * connection is resolved and decided by address (see `EgressAllowEntry`). The default, `{ allow: ["*:*"] }`,
    * reaches public addresses on any port and nothing else: not the host's loopback services, not private ranges,
    * not the cloud metadata address (add an exact `host:port` entry for one of those).
@@ -175,6 +178,9 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
     ...(options.chromiumArgs ? { extraArgs: options.chromiumArgs } : {}),
   });
 
+  /** Set by `preparePool` when the engine shares this machine's filesystem (and `channel` is not `"tunnel"`). */
+  let channel: EgressChannel | undefined;
+
   async function setup(context: {
     containerId: string;
     signal: AbortSignal | undefined;
@@ -197,7 +203,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         command,
         adopted: context.adopted,
         onAgent: proxy
-          ? (client, agentSignal) => serveEgress({ client, proxy, audience, signal: agentSignal })
+          ? (client, agentSignal) => serveEgress({ client, proxy, audience, channel, signal: agentSignal })
           : undefined,
         ...(signal ? { signal } : {}),
         timeoutMs: 30_000,
@@ -218,6 +224,9 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
     async preparePool() {
       const image = options.image ?? (await resolveDefaultBrowserImage());
       const agentVolume = await prepareAgentVolume({ driver, image });
+      // The egress sockets' directory, read-only: connections bypass the agent's exec stream.
+      channel =
+        policy && egress?.channel !== "tunnel" ? await prepareEgressChannel({ driver, image }) : undefined;
       const spec: ContainerSpec = {
         image,
         // The main process only keeps the container up; the agent starts Chromium.
@@ -234,6 +243,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         readOnlyRootfs: true,
         writablePaths: ["/tmp"],
         sharedVolumes: [agentVolume],
+        ...(channel ? { hostDirectories: [channel.mount] } : {}),
         shmSizeBytes: Math.max(MIN_SHM_BYTES, options.shmSizeBytes ?? MIN_SHM_BYTES),
         limits: { ...DEFAULT_LIMITS, ...(options.limits ?? {}) },
       };

@@ -4,12 +4,14 @@ import {
   type ConnectionAudience,
   createConnectionAudience,
   createEgressProxy,
+  type EgressChannel,
   type EgressConnectionEvent,
   type EgressNetworkOptions,
   type EgressProxy,
   egressEnvironment,
   parseEgressPolicy,
   prepareAgentVolume,
+  prepareEgressChannel,
   serveEgress,
 } from "@pai/container-agent";
 import type {
@@ -58,8 +60,8 @@ export interface DockerSandboxOptions {
    * What the sandbox may reach. The container never gets a network interface but `lo`:
    *
    * - `"none"`: nothing at all.
-   * - `{ allow: [...] }`: an HTTP/HTTPS proxy on the container's `127.0.0.1:3128`, tunnelled over the agent's
-   *   connection to the host, where each connection is resolved and decided by address (see `EgressAllowEntry`:
+   * - `{ allow: [...] }`: an HTTP/HTTPS proxy on the container's `127.0.0.1:3128`, whose connections the agent
+   *   relays to the host (through a unix socket of this process, or over its own connection: `channel`), where each connection is resolved and decided by address (see `EgressAllowEntry`:
    *   host names with `*.` wildcards, `host:port`, CIDRs; loopback, private, link-local, metadata and the host's
    *   own addresses only when an entry names that exact `host:port`). `HTTP(S)_PROXY`, `ALL_PROXY`, `NO_PROXY`,
    *   pip's and npm's settings point programs at it. `maxConnections` (32) and `maxBytes` (1 GiB) cap it.
@@ -172,6 +174,9 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
     throw new PaiError("INVALID_ARGUMENT", "dockerSandbox: network.allow needs the agent executor");
   }
 
+  /** Set by `preparePool` when the engine shares this machine's filesystem (and `channel` is not `"tunnel"`). */
+  let channel: EgressChannel | undefined;
+
   async function setup(context: {
     containerId: string;
     signal: AbortSignal | undefined;
@@ -201,7 +206,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         requireAgent: !context.adopted,
         onConnect: proxy
           ? (client: AgentClient, connectSignal) =>
-              serveEgress({ client, proxy, audience, signal: connectSignal })
+              serveEgress({ client, proxy, audience, channel, signal: connectSignal })
           : undefined,
       });
       return { executor, proxy, audience };
@@ -222,12 +227,16 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       // The agent lives on a read-only volume shared by every container of this engine (sandboxes and
       // browsers), filled once through the archive API, so nothing is copied into each container.
       const agentVolume = useAgent ? await prepareAgentVolume({ driver, image }) : undefined;
+      // The egress sockets' directory, read-only: connections bypass the agent's exec stream.
+      channel =
+        policy && egress?.channel !== "tunnel" ? await prepareEgressChannel({ driver, image }) : undefined;
       const spec: ContainerSpec = {
         image,
         env: { HOME: WORKSPACE, ...(policy ? egressEnvironment(policy) : {}), ...(options.env ?? {}) },
         workingDir: WORKSPACE,
         network: network === "unsafe-host" ? "host" : "none",
         ...(agentVolume ? { sharedVolumes: [agentVolume] } : {}),
+        ...(channel ? { hostDirectories: [channel.mount] } : {}),
         ...(options.limits ? { limits: options.limits } : {}),
       };
       return {
