@@ -86,7 +86,7 @@
 #define MAX_STREAMS 1024u
 #define DRAIN_MAX (1024u * 1024u)               /* per stream, when a leader exits */
 #define STREAM_ID_BASE 0x80000000u              /* connection ids; host request ids stay below */
-#define RELAY_PIPE (256u * 1024u)               /* kernel pipe per direction of a host-socket relay */
+#define RELAY_PIPE (1024u * 1024u)              /* kernel pipe per direction of a host-socket relay */
 #define MAX_TOKEN 128u                          /* the host socket's token */
 
 /* host -> agent */

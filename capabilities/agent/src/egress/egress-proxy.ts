@@ -136,7 +136,7 @@ function parseHead(head: string): Request | { error: string } {
 }
 
 /** Bytes read from an upstream connection at once, into one buffer reused for its life. */
-const UPSTREAM_READ_BYTES = 256 * 1024;
+const UPSTREAM_READ_BYTES = 1024 * 1024;
 
 /** A connected upstream socket; its bytes go nowhere until {@link Upstream.forwardTo}. */
 interface Upstream {
