@@ -67,7 +67,7 @@ export async function createEgressSocket(options: { directory: string }): Promis
   const unidentified = new Set<Socket>();
   let refusedCount = 0;
 
-  const server = createServer({ pauseOnConnect: false }, (socket) => {
+  const server = createServer((socket) => {
     socket.on("error", () => {});
     if (unidentified.size >= MAX_UNIDENTIFIED) {
       refusedCount++;
