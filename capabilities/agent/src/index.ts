@@ -50,6 +50,7 @@ export {
   type EgressChannel,
   egressSocketHostDirectory,
   prepareEgressChannel,
+  wantsEgressChannel,
 } from "./egress/egress-channel.ts";
 export {
   type EgressAllowEntry,

@@ -12,6 +12,7 @@ import {
   prepareAgentVolume,
   prepareEgressChannel,
   serveEgress,
+  wantsEgressChannel,
 } from "@pai/container-agent";
 import type {
   CapabilityBinding,
@@ -172,6 +173,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
   }
   const egress = typeof network === "object" ? network : undefined;
   const policy = egress ? parseEgressPolicy(egress.allow) : undefined;
+  const fastEgress = egress ? wantsEgressChannel(egress) : false;
   const command = chromiumCommand({
     ...(options.windowSize ? { windowSize: options.windowSize } : {}),
     ...(policy ? { proxyServer: `http://127.0.0.1:${EGRESS_PROXY_PORT}` } : {}),
@@ -225,8 +227,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
       const image = options.image ?? (await resolveDefaultBrowserImage());
       const agentVolume = await prepareAgentVolume({ driver, image });
       // The egress sockets' directory, read-only: connections bypass the agent's exec stream.
-      channel =
-        policy && egress?.channel !== "tunnel" ? await prepareEgressChannel({ driver, image }) : undefined;
+      channel = fastEgress ? await prepareEgressChannel({ driver, image }) : undefined;
       const spec: ContainerSpec = {
         image,
         // The main process only keeps the container up; the agent starts Chromium.

@@ -13,6 +13,7 @@ import {
   prepareAgentVolume,
   prepareEgressChannel,
   serveEgress,
+  wantsEgressChannel,
 } from "@pai/container-agent";
 import type {
   CapabilityBinding,
@@ -61,7 +62,8 @@ export interface DockerSandboxOptions {
    *
    * - `"none"`: nothing at all.
    * - `{ allow: [...] }`: an HTTP/HTTPS proxy on the container's `127.0.0.1:3128`, whose connections the agent
-   *   relays to the host (through a unix socket of this process, or over its own connection: `channel`), where each connection is resolved and decided by address (see `EgressAllowEntry`:
+   *   relays to the host (through a unix socket of this process, or over its own connection: `channel`), where
+   *   each connection is resolved and decided by address (see `EgressAllowEntry`:
    *   host names with `*.` wildcards, `host:port`, CIDRs; loopback, private, link-local, metadata and the host's
    *   own addresses only when an entry names that exact `host:port`). `HTTP(S)_PROXY`, `ALL_PROXY`, `NO_PROXY`,
    *   pip's and npm's settings point programs at it. `maxConnections` (32) and `maxBytes` (1 GiB) cap it.
@@ -170,6 +172,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
   }
   const egress = typeof network === "object" ? network : undefined;
   const policy = egress ? parseEgressPolicy(egress.allow) : undefined;
+  const fastEgress = egress ? wantsEgressChannel(egress) : false;
   if (policy && !useAgent) {
     throw new PaiError("INVALID_ARGUMENT", "dockerSandbox: network.allow needs the agent executor");
   }
@@ -228,8 +231,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       // browsers), filled once through the archive API, so nothing is copied into each container.
       const agentVolume = useAgent ? await prepareAgentVolume({ driver, image }) : undefined;
       // The egress sockets' directory, read-only: connections bypass the agent's exec stream.
-      channel =
-        policy && egress?.channel !== "tunnel" ? await prepareEgressChannel({ driver, image }) : undefined;
+      channel = fastEgress ? await prepareEgressChannel({ driver, image }) : undefined;
       const spec: ContainerSpec = {
         image,
         env: { HOME: WORKSPACE, ...(policy ? egressEnvironment(policy) : {}), ...(options.env ?? {}) },

@@ -2,8 +2,10 @@ import { randomUUID } from "node:crypto";
 import { lstat, mkdir, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PaiError } from "@pai/core";
 import { type ContainerDriver, PoolError, poolLabels } from "@pai/pool";
 import { createEgressSocket, type EgressSocket } from "./egress-socket.ts";
+import type { EgressNetworkOptions } from "./serve-egress.ts";
 
 /** Where containers mount the host's egress socket directory (read-only). */
 export const EGRESS_SOCKET_DIRECTORY = "/run/pai-egress";
@@ -20,6 +22,21 @@ export interface EgressChannel {
   readonly socket: EgressSocket;
   /** The socket's path inside a container. */
   readonly containerPath: string;
+}
+
+/**
+ * Whether a binding's `network` asks for the fast channel where there is one (`channel` is `"auto"` or unset).
+ * @throws PaiError `INVALID_ARGUMENT` for another `channel`
+ */
+export function wantsEgressChannel(network: EgressNetworkOptions): boolean {
+  const channel = network.channel ?? "auto";
+  if (channel !== "auto" && channel !== "tunnel") {
+    throw new PaiError(
+      "INVALID_ARGUMENT",
+      `network.channel is "auto" or "tunnel", got ${JSON.stringify(channel)}`,
+    );
+  }
+  return channel === "auto";
 }
 
 /**
