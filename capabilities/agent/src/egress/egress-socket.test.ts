@@ -69,4 +69,26 @@ describe("createEgressSocket", () => {
     expect(handled).toEqual([]);
     expect(egress.refused()).toBe(5);
   });
+
+  it("closes the oldest silent connection past 64, so silent ones cannot crowd out an agent's", async () => {
+    const silent = await Promise.all(
+      Array.from(
+        { length: 64 },
+        () =>
+          new Promise<Socket>((resolve) => {
+            const socket = connect(join(directory, egress.fileName), () => resolve(socket));
+            socket.on("error", () => {});
+          }),
+      ),
+    );
+    const firstClosed = new Promise<void>((resolve) => silent[0]!.once("close", () => resolve()));
+    const admission = egress.admit((socket: Socket) => socket.end("admitted"));
+    try {
+      expect(await exchange(`PAI-EGRESS/1 ${admission.token}\n`)).toBe("admitted");
+      await firstClosed;
+      expect(silent.slice(1).every((socket) => !socket.destroyed)).toBe(true);
+    } finally {
+      for (const socket of silent) socket.destroy();
+    }
+  });
 });

@@ -9,7 +9,10 @@ const HEADER = /^PAI-EGRESS\/1 ([\x21-\x7e]{1,128})$/;
 const MAX_HEADER_BYTES = 160;
 /** How long a connection may take to say its header. */
 const HEADER_TIMEOUT_MS = 5_000;
-/** Connections that have not said their header yet; more are closed at once. */
+/**
+ * Connections that have not said their header yet; past it the oldest is closed (an agent sends its header as it
+ * connects, so only connections holding back theirs grow old: a program cannot crowd the agents out).
+ */
 const MAX_UNIDENTIFIED = 64;
 
 /** A token admitted by {@link EgressSocket.admit}. */
@@ -70,9 +73,10 @@ export async function createEgressSocket(options: { directory: string }): Promis
   const server = createServer((socket) => {
     socket.on("error", () => {});
     if (unidentified.size >= MAX_UNIDENTIFIED) {
+      const oldest = unidentified.values().next().value as Socket;
       refusedCount++;
-      socket.destroy();
-      return;
+      oldest.destroy(); // its "close" forgets it
+      unidentified.delete(oldest);
     }
     unidentified.add(socket);
     let head: Buffer = Buffer.alloc(0);
