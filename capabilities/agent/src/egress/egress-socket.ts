@@ -33,8 +33,10 @@ export interface EgressSocket {
    * no handler.
    */
   admit(handle: (socket: Socket) => void): EgressAdmission;
-  /** Connections refused for a wrong or missing token so far. */
+  /** Connections refused for a wrong or missing token so far (or closed as the oldest without one). */
   refused(): number;
+  /** Connections open now that have not said their header yet. */
+  pending(): number;
   /** Stops listening, removes the socket file and closes the connections not yet handed over. */
   close(): Promise<void>;
 }
@@ -139,6 +141,7 @@ export async function createEgressSocket(options: { directory: string }): Promis
       return { token, revoke: () => void handlers.delete(token) };
     },
     refused: () => refusedCount,
+    pending: () => unidentified.size,
     async close() {
       process.off("exit", removeFile);
       handlers.clear();
