@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dockerSandbox } from "@pai/sandbox";
+import { execa } from "execa";
 import { benchImage, benchPoolId } from "./bench-containers.ts";
 import { type BenchRow, ratioRow } from "./bench-row.ts";
 import { createSourceTree } from "./source-tree.ts";
@@ -11,26 +11,20 @@ import { summarize, time } from "./stats.ts";
 const MIB = 1024 * 1024;
 
 /** `tar -c <directory> | docker cp - <container>:<target>`, owned by the sandbox user like an upload. */
-function tarDockerCp(directory: string, containerId: string, target: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
+async function tarDockerCp(directory: string, containerId: string, target: string): Promise<void> {
+  await execa(
+    "bash",
+    [
+      "-o",
+      "pipefail",
+      "-c",
+      'tar -c --owner=1000 --group=1000 -C "$1" . | docker cp -q - "$2"',
       "bash",
-      [
-        "-o",
-        "pipefail",
-        "-c",
-        'tar -c --owner=1000 --group=1000 -C "$1" . | docker cp -q - "$2"',
-        "bash",
-        directory,
-        `${containerId}:${target}`,
-      ],
-      { stdio: ["ignore", "ignore", "inherit"] },
-    );
-    child.on("error", reject);
-    child.on("exit", (code) =>
-      code === 0 ? resolve() : reject(new Error(`tar | docker cp exited ${code}`)),
-    );
-  });
+      directory,
+      `${containerId}:${target}`,
+    ],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
 }
 
 /**

@@ -1,21 +1,23 @@
-import { execFile, spawn } from "node:child_process";
-import { promisify } from "node:util";
 import { dockerSandbox } from "@pai/sandbox";
+import { execa } from "execa";
 import { benchDriver, benchImage, benchPoolId } from "./bench-containers.ts";
 import type { BenchRow } from "./bench-row.ts";
 import { summarize } from "./stats.ts";
 
-const run = promisify(execFile);
 const MIB = 1024 * 1024;
 
 /** Starts bench/byte-server.ts in its own process; resolves to its port and a stop function. */
 async function startByteServer(): Promise<{ port: number; stop: () => void }> {
-  const child = spawn(process.execPath, [new URL("./byte-server.ts", import.meta.url).pathname], {
+  const child = execa(process.execPath, [new URL("./byte-server.ts", import.meta.url).pathname], {
     stdio: ["pipe", "pipe", "inherit"],
   });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
-    child.once("exit", (code) => reject(new Error(`the byte server exited (${code})`)));
+    // settles the first time only: an exit before the port is a failure, stop()'s kill later is not
+    child.then(
+      () => reject(new Error("the byte server exited")),
+      (error: unknown) => reject(error),
+    );
   });
   return { port, stop: () => child.kill() };
 }
@@ -61,18 +63,21 @@ function parse(lines: string): Array<{ bytesPerSecond: number; firstByteMs: numb
 
 /**
  * The egress proxy, side by side with the host in one run, against one loopback server (its own process): a
- * `megabytes` download by curl in a sandbox (through the proxy: agent listener → the agent's exec stream → the
- * host's policy and socket) against the same curl download made directly by the host; and the time to the first
+ * `megabytes` download by curl in a sandbox (through the proxy: agent listener → this process's egress socket,
+ * or the agent's exec stream when the engine is remote → the host's policy and socket) against the same curl download made directly by the host; and the time to the first
  * byte of a 1-byte answer on a fresh connection each time, the proxy's set-up cost.
  */
 export async function benchEgressProxy(options: { rounds: number; megabytes: number }): Promise<BenchRow[]> {
   const server = await startByteServer();
   const target = `127.0.0.1:${server.port}`;
+  /** Which way the connections came (the fast channel with an engine on this machine). */
+  const channels = new Set<string>();
   const binding = dockerSandbox({
     image: await benchImage(),
     poolId: benchPoolId("egress"),
     pool: { min: 1, max: 1 },
     network: { allow: [target], maxBytes: Number.MAX_SAFE_INTEGER, maxConnections: 64 },
+    onConnection: (event) => channels.add(event.channel),
   });
   const viaProxy: number[] = [];
   const execCeiling: number[] = [];
@@ -99,7 +104,8 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
       };
       const onHost = async (url: string, times: number) => {
         let out = "";
-        for (let i = 0; i < times; i++) out += (await run("curl", [...CURL_FORMAT, url])).stdout;
+        for (let i = 0; i < times; i++)
+          out += (await execa("curl", [...CURL_FORMAT, url], { stripFinalNewline: false })).stdout;
         return parse(out);
       };
       await inSandbox(big, 1);
@@ -137,7 +143,7 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
       ratio: share,
       target: "≥ 50% of direct and ≥ 200 MiB/s",
       met: share >= 0.5 && proxyRate >= 200,
-      note: `through the proxy ${proxyRate.toFixed(0)} MiB/s, direct ${directRate.toFixed(0)} MiB/s (p50 of ${viaProxy.length} each); ratio = proxy / direct; the engine's bare docker exec stream (its ceiling) ${summarize(execCeiling).p50.toFixed(0)} MiB/s`,
+      note: `through the proxy ${proxyRate.toFixed(0)} MiB/s, direct ${directRate.toFixed(0)} MiB/s (p50 of ${viaProxy.length} each) over the ${[...channels].join(" and ")} channel; ratio = proxy / direct; the engine's bare docker exec stream (its ceiling) ${summarize(execCeiling).p50.toFixed(0)} MiB/s`,
     },
     {
       name: "egress proxy: time to first byte on a new connection, via proxy vs direct",

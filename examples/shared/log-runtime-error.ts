@@ -2,7 +2,7 @@ import type { RuntimeErrorInfo } from "@pai/core";
 
 /**
  * An `onRuntimeError` for the examples: one line on stderr naming where the error happened (agent, thread, run,
- * tool call, phase), its code when it is a `PaiError`, and its message, then the stack. The client only sees
+ * tool call, phase), its code when it has one (any PAI error), and its message, then the stack. The client only sees
  * "reported to the operators"; this is that report.
  * @example
  * defineAgent({ tools, onRuntimeError: logRuntimeError("[pai chat]") });

@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process";
 import {
   mkdir,
   readdir,
@@ -13,9 +12,10 @@ import {
 } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { join } from "node:path";
-import { promisify } from "node:util";
+import { execa } from "execa";
 
-const run = promisify(execFile);
+/** Runs a host tool (mkfs, cp, mount); rejects with its stderr when it fails. */
+const run = (file: string, args: readonly string[]) => execa(file, args);
 
 /** Options of {@link createDiskVolumePlugin}. */
 export interface DiskVolumePluginOptions {

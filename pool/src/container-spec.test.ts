@@ -72,3 +72,23 @@ describe("network none", () => {
     expect(toCreateBody({ image: "x" }, {}, disk).NetworkDisabled).toBeUndefined();
   });
 });
+
+describe("hostDirectories", () => {
+  it("bind-mounts each read-only, leaves specs without any hashed as before and refuses relative paths", () => {
+    const body = toCreateBody(
+      { image: "x", limits: { diskBytes: null }, hostDirectories: [{ source: "/run/s", target: "/run/t" }] },
+      {},
+      disk,
+    );
+    expect(body.HostConfig?.Mounts).toContainEqual({
+      Type: "bind",
+      Source: "/run/s",
+      Target: "/run/t",
+      ReadOnly: true,
+    });
+    expect(resolveContainerSpec({ image: "x", hostDirectories: [] })).not.toHaveProperty("hostDirectories");
+    expect(() =>
+      resolveContainerSpec({ image: "x", hostDirectories: [{ source: "run/s", target: "/t" }] }),
+    ).toThrow(TypeError);
+  });
+});

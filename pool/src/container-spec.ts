@@ -83,6 +83,11 @@ export interface ContainerSpec {
    * They outlive the containers; whoever fills them owns them.
    */
   sharedVolumes?: readonly { name: string; target: string; readOnly?: boolean }[];
+  /**
+   * Directories of the engine's host, bind-mounted read-only (e.g. a directory of unix sockets the host process
+   * serves, for an engine on this machine). A source that does not exist on the engine's host fails the create.
+   */
+  hostDirectories?: readonly { source: string; target: string }[];
   /** Extra labels. Keys starting with `pai.` are reserved for the pool. */
   labels?: Readonly<Record<string, string>>;
 }
@@ -103,6 +108,8 @@ export interface ResolvedContainerSpec {
   /** `null`: the driver's choice. */
   runtime: string | null;
   sharedVolumes: readonly { name: string; target: string; readOnly: boolean }[];
+  /** Absent when there are none (so the hashes of specs without any stay as they were). */
+  hostDirectories?: readonly { source: string; target: string }[];
   labels: Readonly<Record<string, string>>;
 }
 
@@ -207,6 +214,18 @@ export function resolveContainerSpec(spec: ContainerSpec | ResolvedContainerSpec
       }
       return { name: volume.name, target: volume.target, readOnly: volume.readOnly ?? true };
     }),
+    ...(spec.hostDirectories?.length
+      ? {
+          hostDirectories: spec.hostDirectories.map((directory) => {
+            for (const path of [directory.source, directory.target]) {
+              if (!path.startsWith("/") || path.split("/").includes("..")) {
+                throw new TypeError(`ContainerSpec: host directory paths must be absolute, got ${path}`);
+              }
+            }
+            return { source: directory.source, target: directory.target };
+          }),
+        }
+      : {}),
     labels,
   };
 }

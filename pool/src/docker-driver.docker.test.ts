@@ -1,11 +1,11 @@
 // Docker-backed tests of the driver and the pool against the real engine and the real `pai/sandbox` image.
 // They fail (never skip) when the engine or the image is missing; set PAI_DOCKER_TESTS=0 to opt out on a
 // machine without Docker (ignored under CI=true, where scripts/docker-engine brings the engine up).
-import { execFile } from "node:child_process";
+
 import { randomBytes } from "node:crypto";
 import { statfs } from "node:fs/promises";
 import { dirname } from "node:path";
-import { promisify } from "node:util";
+import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ExecResult, LabelFilter } from "./container-driver.ts";
 import { type ContainerPool, createContainerPool } from "./container-pool.ts";
@@ -13,14 +13,13 @@ import { createDockerDriver } from "./docker-driver.ts";
 import { poolLabels } from "./labels.ts";
 import { PoolError } from "./pool-error.ts";
 
-const run = promisify(execFile);
 const image = process.env.PAI_SANDBOX_IMAGE ?? "pai/sandbox:latest";
 const optedOut = process.env.PAI_DOCKER_TESTS === "0" && process.env.CI !== "true";
 const testRun = randomBytes(3).toString("hex");
 const GiB = 1024 ** 3;
 
 async function docker(...args: string[]): Promise<string> {
-  const { stdout } = await run("docker", args, { timeout: 60_000 });
+  const { stdout } = await execa("docker", args, { timeout: 60_000 });
   return stdout.trim();
 }
 

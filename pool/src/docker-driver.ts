@@ -206,6 +206,12 @@ export function toCreateBody(
           Target: volume.target,
           ReadOnly: volume.readOnly,
         })),
+        ...(resolved.hostDirectories ?? []).map((directory) => ({
+          Type: "bind",
+          Source: directory.source,
+          Target: directory.target,
+          ReadOnly: true,
+        })),
         ...(skipNetworkSetup
           ? [{ Type: "bind", Source: placement.hostsFile, Target: "/etc/hosts", ReadOnly: true }]
           : []),

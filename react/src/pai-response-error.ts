@@ -1,8 +1,9 @@
-const marker = Symbol.for("pai.error");
+const marker = Symbol.for("pai.error.PaiResponseError");
 
 /**
- * A PAI HTTP route answered with an error (`{ error: { code, message } }`). Carries the same cross-copy marker
- * as `@pai/core`'s `PaiError`, so `PaiError.isInstance(error)` holds for it too.
+ * A PAI HTTP route answered with an error (`{ error: { code, message } }`). A member of PAI's error family with its
+ * own `Symbol.for('pai.error.PaiResponseError')` marker: `PaiResponseError.isInstance(e)` recognizes it from any copy
+ * of this package; it is not a `PaiError` (its `code` is whatever the server sent).
  */
 export class PaiResponseError extends Error {
   readonly [marker] = true;
@@ -32,7 +33,8 @@ export class PaiResponseError extends Error {
     return new PaiResponseError({ code, message, status: response.status });
   }
 
+  /** True for a `PaiResponseError` (or a subclass of it) from any copy of this package. */
   static isInstance(error: unknown): error is PaiResponseError {
-    return error instanceof Error && (error as unknown as Record<symbol, unknown>)[marker] === true;
+    return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[marker] === true;
   }
 }

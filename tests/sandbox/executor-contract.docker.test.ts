@@ -2,13 +2,13 @@
 // `docker exec` give the same results and the same errors — exit codes as a shell reports them, files resolved
 // inside the container (symlinks followed, escapes refused with the path they resolve to), a batch checked
 // before anything is written, files larger than an agent frame.
-import { PaiError } from "@pai/core";
 import {
   createDockerExecExecutor,
   createSandboxFacade,
   type DockerSandboxBinding,
   dockerSandbox,
   type ProvisionedSandbox,
+  SandboxError,
   type SandboxFacade,
 } from "@pai/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -39,7 +39,7 @@ async function outcome(call: () => Promise<unknown>): Promise<unknown> {
     }
     return { value };
   } catch (error) {
-    if (!PaiError.isInstance(error)) throw error;
+    if (!SandboxError.isInstance(error)) throw error;
     return { code: error.code, message: error.message, details: error.details };
   }
 }

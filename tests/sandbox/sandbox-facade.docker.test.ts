@@ -1,15 +1,14 @@
 // The sandbox facade against a real container from `dockerSandbox()`: commands, process groups, output caps,
 // background processes, files, directory transfer and path escapes.
-import { execFile } from "node:child_process";
+
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import type { ProvisionedResource } from "@pai/core";
-import { PaiError } from "@pai/core";
-import { type DockerSandboxBinding, dockerSandbox, type SandboxFacade } from "@pai/sandbox";
+import { type DockerSandboxBinding, dockerSandbox, SandboxError, type SandboxFacade } from "@pai/sandbox";
+import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   docker,
@@ -35,7 +34,7 @@ async function ps(): Promise<string> {
 async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
   return promise.then(
     () => undefined,
-    (error: unknown) => (PaiError.isInstance(error) ? error.code : String(error)),
+    (error: unknown) => (SandboxError.isInstance(error) ? error.code : String(error)),
   );
 }
 
@@ -314,7 +313,7 @@ describe.skipIf(dockerOptedOut)("sandbox facade (through the in-container agent)
     try {
       await defaults.start?.();
       const build = fileURLToPath(new URL("../../images/build", import.meta.url));
-      const { stdout } = await promisify(execFile)(build, ["--print-tag", "sandbox"]);
+      const { stdout } = await execa(build, ["--print-tag", "sandbox"]);
       const tag = stdout.trim().split("\n").at(-1);
       // the hashed tag when that image is built, else the latest one
       expect(defaults.image).toBe((await docker("images", "-q", tag!)) ? tag : "pai/sandbox:latest");

@@ -1,15 +1,9 @@
 // Hibernation end to end on the real engine: `max` bounds running sandboxes, not conversations. Idle thread
 // sandboxes are stopped (files kept, processes gone) to make room and woken by the next call.
 import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
-import {
-  createAgentRuntime,
-  createMemoryThreadStore,
-  createPai,
-  defineAgent,
-  defineTool,
-  PaiError,
-} from "@pai/core";
+import { createAgentRuntime, createMemoryThreadStore, createPai, defineAgent, defineTool } from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
+import { PoolError } from "@pai/pool";
 import { dockerSandbox, sandbox } from "@pai/sandbox";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -258,7 +252,7 @@ describe.skipIf(dockerOptedOut)("sandbox hibernation through createAgentRuntime"
       await waitFor(async () => binding.metrics()?.hibernated === 1, "hibernation");
       const busy = await binding.provision({ leaseKey: "thread:b", lifetime: "thread", signal });
       const failure = await sleeper.hibernation?.wake(signal).catch((error: unknown) => error);
-      expect(PaiError.hasCode(failure, "POOL_EXHAUSTED")).toBe(true);
+      expect(PoolError.hasCode(failure, "POOL_EXHAUSTED")).toBe(true);
       expect(binding.metrics()).toMatchObject({ hibernated: 1, size: 1 });
       await busy.release();
       expect(await sleeper.hibernation?.wake(signal)).toBe("woken");

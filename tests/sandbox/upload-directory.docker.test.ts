@@ -1,17 +1,18 @@
 // uploadDirectory(hostPath) against a real container: the packed tree arrives byte for byte, sanitized.
-import { execFileSync } from "node:child_process";
+
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { ProvisionedResource } from "@pai/core";
-import { PaiError } from "@pai/core";
 import {
   type DockerSandboxBinding,
   dockerSandbox,
+  SandboxError,
   type SandboxFacade,
   type UploadResult,
 } from "@pai/sandbox";
+import { execaSync } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   dockerOptedOut,
@@ -46,7 +47,7 @@ describe.skipIf(dockerOptedOut)("uploadDirectory from a host path", () => {
     put("bin/tool", Buffer.from("#!/bin/sh\necho tool\n"));
     chmodSync(join(host, "bin/tool"), 0o4755);
     symlinkSync("/etc/passwd", join(host, "passwd-link"));
-    execFileSync("mkfifo", [join(host, "pipe")]);
+    execaSync("mkfifo", [join(host, "pipe")]);
 
     binding = dockerSandbox({ image: sandboxImage, poolId, pool: { min: 0, max: 1 } });
     resource = await binding.provision({
@@ -92,7 +93,7 @@ describe.skipIf(dockerOptedOut)("uploadDirectory from a host path", () => {
     });
     expect(modes.stdout).toBe("1000:1000 755\n1000:1000 755\n/etc/passwd\n");
     const outside = await box.readFile("tree/passwd-link").catch((error: unknown) => error);
-    expect(PaiError.hasCode(outside, "PATH_OUTSIDE_WORKSPACE")).toBe(true);
+    expect(SandboxError.hasCode(outside, "PATH_OUTSIDE_WORKSPACE")).toBe(true);
     expect((await box.runCommand({ command: "./bin/tool", cwd: "tree" })).stdout).toBe("tool\n");
   });
 });

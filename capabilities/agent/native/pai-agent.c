@@ -63,6 +63,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +86,8 @@
 #define MAX_STREAMS 1024u
 #define DRAIN_MAX (1024u * 1024u)               /* per stream, when a leader exits */
 #define STREAM_ID_BASE 0x80000000u              /* connection ids; host request ids stay below */
+#define RELAY_PIPE (1024u * 1024u)              /* kernel pipe per direction of a host-socket relay */
+#define MAX_TOKEN 128u                          /* the host socket's token */
 
 /* host -> agent */
 enum {
@@ -194,6 +197,18 @@ typedef struct {
   uint32_t unacked;  /* STREAM_DATA bytes the host has not acknowledged */
 } stream_t;
 
+/*
+ * A connection accepted on the listener and relayed to the host's egress socket (the fast channel): bytes go
+ * from fd[i] to fd[1 - i] through a kernel pipe (splice), never through the frames.
+ */
+typedef struct {
+  int fd[2];       /* 0: the program's connection, 1: the host's socket; -1 once closed */
+  int pipe[2][2];  /* pipe[i]: bytes read from fd[i], not yet written to fd[1 - i] */
+  size_t held[2];  /* bytes in pipe[i] */
+  int rd[2];       /* still reading fd[i] */
+  int shut[2];     /* fd[1 - i] shut down for writing (direction i is over) */
+} relay_t;
+
 static buf_t out;             /* frames waiting for the host */
 static unsigned char *inbuf;  /* frames from the host */
 static size_t in_len, in_cap;
@@ -204,6 +219,13 @@ static stream_t **streams;
 static size_t nstreams, streams_cap;
 static uint32_t next_stream_id = STREAM_ID_BASE;
 static int listen_fd = -1;
+static relay_t **relays;
+static size_t nrelays, relays_cap;
+/* The host's egress socket and its token (LISTEN with a socket path); host_sock.sun_path[0] == 0 when none. */
+static struct sockaddr_un host_sock;
+static char host_header[MAX_TOKEN + 32];
+static size_t host_header_len;
+static int host_sock_warned;
 static uid_t self_uid, default_uid;
 static gid_t self_gid, default_gid;
 static int is_root;
@@ -497,6 +519,110 @@ static void stream_read(stream_t *s) {
   }
 }
 
+/* ------------------------------------------------------------------ relays (the fast channel) */
+
+static void relay_close(relay_t *r) {
+  for (int i = 0; i < 2; i++) {
+    close_fd(&r->fd[i]);
+    close_fd(&r->pipe[i][0]);
+    close_fd(&r->pipe[i][1]);
+    r->held[i] = 0;
+  }
+}
+
+/*
+ * Moves what direction i can move now: drains its pipe into fd[1 - i], and only with the pipe empty reads more
+ * from fd[i] (so EAGAIN there means no data, not a full pipe). The write side of fd[1 - i] is shut down once
+ * fd[i] has ended and the pipe is empty. -1 when the relay must close (a reset, a peer gone).
+ */
+static int relay_pump(relay_t *r, int i) {
+  int src = r->fd[i], dst = r->fd[1 - i];
+  for (;;) {
+    if (r->held[i] > 0) {
+      ssize_t n = splice(r->pipe[i][0], NULL, dst, NULL, r->held[i], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        r->held[i] -= (size_t)n;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return 0; /* wait until dst takes more */
+      return -1;
+    }
+    if (!r->rd[i]) break;
+    ssize_t n = splice(src, NULL, r->pipe[i][1], NULL, RELAY_PIPE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n > 0) {
+      r->held[i] = (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return 0;
+    if (n < 0) return -1;
+    r->rd[i] = 0; /* EOF */
+  }
+  if (!r->shut[i]) {
+    shutdown(dst, SHUT_WR);
+    r->shut[i] = 1;
+  }
+  return r->shut[0] && r->shut[1] ? -1 : 0; /* both directions over: done */
+}
+
+static void relay_event(relay_t *r) {
+  if (r->fd[0] < 0) return;
+  if (relay_pump(r, 0) || relay_pump(r, 1)) relay_close(r);
+}
+
+/*
+ * Relays a connection the listener accepted to the host's egress socket: connects, sends the header line
+ * (`PAI-EGRESS/1 <token>`) and then moves bytes both ways. 0 when relayed (fd is taken); -1 when the host
+ * socket cannot be reached (the caller tunnels the connection over the frames instead).
+ */
+static int relay_open(int fd) {
+  int hs = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (hs < 0) return -1;
+  if (connect(hs, (struct sockaddr *)&host_sock, sizeof host_sock) ||
+      write(hs, host_header, host_header_len) != (ssize_t)host_header_len) {
+    if (!host_sock_warned++)
+      fprintf(stderr, "pai-agent: egress socket %s: %s; tunnelling over the host stream\n", host_sock.sun_path,
+              strerror(errno));
+    close(hs);
+    return -1;
+  }
+  relay_t *r = calloc(1, sizeof *r);
+  if (!r) die("out of memory");
+  r->fd[0] = fd;
+  r->fd[1] = hs;
+  for (int i = 0; i < 2; i++) {
+    r->rd[i] = 1;
+    if (pipe2(r->pipe[i], O_NONBLOCK | O_CLOEXEC)) {
+      r->pipe[i][0] = r->pipe[i][1] = -1;
+      relay_close(r);
+      free(r);
+      close(hs);
+      return -1;
+    }
+    fcntl(r->pipe[i][1], F_SETPIPE_SZ, RELAY_PIPE);
+  }
+  if (nrelays == relays_cap) {
+    relays_cap = relays_cap ? relays_cap * 2 : 16;
+    relays = realloc(relays, relays_cap * sizeof *relays);
+    if (!relays) die("out of memory");
+  }
+  relays[nrelays++] = r;
+  relay_event(r); /* the program may have written already */
+  return 0;
+}
+
+static void remove_closed_relays(void) {
+  for (size_t i = 0; i < nrelays;) {
+    if (relays[i]->fd[0] < 0) {
+      free(relays[i]);
+      relays[i] = relays[--nrelays];
+    } else {
+      i++;
+    }
+  }
+}
+
 static void accept_streams(void) {
   for (int rounds = 0; rounds < 16; rounds++) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -504,13 +630,14 @@ static void accept_streams(void) {
       if (errno == EINTR) continue;
       return; /* EAGAIN, or out of fds: try again later */
     }
-    if (nstreams >= MAX_STREAMS) {
+    if (nstreams + nrelays >= MAX_STREAMS) {
       close(fd);
       continue;
     }
-    while (find_stream(next_stream_id)) next_stream_id = next_stream_id == UINT32_MAX ? STREAM_ID_BASE : next_stream_id + 1;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* relayed bytes go out as they come */
+    if (host_sock.sun_path[0] && relay_open(fd) == 0) continue;
+    while (find_stream(next_stream_id)) next_stream_id = next_stream_id == UINT32_MAX ? STREAM_ID_BASE : next_stream_id + 1;
     stream_t *s = calloc(1, sizeof *s);
     if (!s) die("out of memory");
     s->id = next_stream_id;
@@ -540,11 +667,32 @@ static void remove_closed_streams(void) {
   }
 }
 
-/* LISTEN payload: u16 port (0: any). One listener per agent, on 127.0.0.1. */
+/*
+ * LISTEN payload: u16 port (0: any) [| socket path\0 | token]. One listener per agent, on 127.0.0.1. With a
+ * socket path (the host's egress socket, through a read-only mount) each connection is relayed there, after a
+ * header line carrying the token; without one, or when that socket cannot be reached, it is tunnelled in frames.
+ */
 static void do_listen(uint32_t id, const unsigned char *p, size_t len) {
-  if (len != 2) {
+  if (len < 2) {
     send_error(id, EINVAL, "malformed LISTEN payload");
     return;
+  }
+  struct sockaddr_un sock;
+  memset(&sock, 0, sizeof sock);
+  sock.sun_family = AF_UNIX;
+  size_t header_len = 0;
+  char header[sizeof host_header];
+  if (len > 2) {
+    const unsigned char *path = p + 2, *z = memchr(path, 0, len - 2);
+    size_t path_len = z ? (size_t)(z - path) : 0, token_len = z ? len - 2 - path_len - 1 : 0;
+    int token_ok = token_len > 0 && token_len <= MAX_TOKEN;
+    for (size_t k = 0; token_ok && k < token_len; k++) token_ok = z[1 + k] > 0x20 && z[1 + k] < 0x7f;
+    if (!z || path_len == 0 || path_len >= sizeof sock.sun_path || !token_ok) {
+      send_error(id, EINVAL, "malformed LISTEN payload");
+      return;
+    }
+    memcpy(sock.sun_path, path, path_len);
+    header_len = (size_t)snprintf(header, sizeof header, "PAI-EGRESS/1 %.*s\n", (int)token_len, (const char *)z + 1);
   }
   if (listen_fd >= 0) {
     send_error(id, EEXIST, "the agent is already listening");
@@ -567,6 +715,9 @@ static void do_listen(uint32_t id, const unsigned char *p, size_t len) {
     return;
   }
   listen_fd = fd;
+  host_sock = sock;
+  memcpy(host_header, header, header_len);
+  host_header_len = header_len;
   unsigned char port[2] = {(unsigned char)(ntohs(addr.sin_port) >> 8), (unsigned char)ntohs(addr.sin_port)};
   send_frame(T_LISTENING, id, port, 2);
 }
@@ -1355,14 +1506,14 @@ int main(int argc, char **argv) {
 
   struct pollfd *pfds = NULL;
   /* pollfd index -> what it is: the kind (below) and the command's or connection's index */
-  enum { P_STDIN, P_STDOUT, P_STDERR, P_PIPE_IN, P_PIPE_OUT, P_STREAM_IN, P_STREAM_OUT, P_LISTEN };
+  enum { P_STDIN, P_STDOUT, P_STDERR, P_PIPE_IN, P_PIPE_OUT, P_STREAM_IN, P_STREAM_OUT, P_LISTEN, P_RELAY };
   struct { unsigned kind; size_t index; } *pmap = NULL;
   size_t pcap = 0;
   int stopping = 0;
 
   while (!stopping) {
     if (flush_out()) break;
-    size_t need = 4 + ncmds * 5 + nstreams * 2;
+    size_t need = 4 + ncmds * 5 + nstreams * 2 + nrelays * 2;
     if (need > pcap) {
       pcap = need * 2;
       pfds = realloc(pfds, pcap * sizeof *pfds);
@@ -1395,6 +1546,13 @@ int main(int argc, char **argv) {
       if (s->rd_open && !paused && s->unacked < STREAM_WINDOW) WATCH(s->in.fd, POLLIN, P_STREAM_OUT, i);
       if (s->in.q.len > 0) WATCH(s->in.fd, POLLOUT, P_STREAM_IN, i);
     }
+    for (size_t i = 0; i < nrelays; i++) {
+      relay_t *r = relays[i];
+      for (int j = 0; r->fd[0] >= 0 && j < 2; j++) {
+        short ev = (short)((r->rd[j] && r->held[j] == 0 ? POLLIN : 0) | (r->held[1 - j] > 0 ? POLLOUT : 0));
+        if (ev) WATCH(r->fd[j], ev, P_RELAY, i);
+      }
+    }
 #undef WATCH
     if (host_eof && ncmds == 0 && out.len == 0) break;
     int r = poll(pfds, np, -1);
@@ -1415,6 +1573,7 @@ int main(int argc, char **argv) {
       case P_STREAM_IN: stream_pump(streams[i]); break;
       case P_STREAM_OUT: if (streams[i]->in.fd >= 0 && streams[i]->rd_open) stream_read(streams[i]); break;
       case P_LISTEN: accept_streams(); break;
+      case P_RELAY: relay_event(relays[i]); break;
       }
     }
     /* 2. signals: reap, or stop */
@@ -1438,6 +1597,7 @@ int main(int argc, char **argv) {
     }
     remove_finished();
     remove_closed_streams();
+    remove_closed_relays();
   }
 
   /*
@@ -1446,6 +1606,7 @@ int main(int argc, char **argv) {
    */
   kill_all();
   for (size_t i = 0; i < nstreams; i++) close_fd(&streams[i]->in.fd);
+  for (size_t i = 0; i < nrelays; i++) relay_close(relays[i]);
   close_fd(&listen_fd);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -1,6 +1,6 @@
-import { execFile } from "node:child_process";
 import { access, constants } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { ExecaError, execa } from "execa";
 
 const agentDirectory = fileURLToPath(new URL("../native/", import.meta.url));
 
@@ -18,20 +18,16 @@ export const agentBuildScriptPath = `${agentDirectory}build.sh`;
  * install `musl-tools` with apt-get) and resolves to the binary's path.
  */
 export async function buildAgentBinary(options: { signal?: AbortSignal | undefined } = {}): Promise<string> {
-  await new Promise<void>((resolve, reject) => {
-    execFile(
-      "bash",
-      [agentBuildScriptPath],
-      { signal: options.signal, maxBuffer: 16 * 1024 * 1024 },
-      (error, _stdout, stderr) => {
-        if (error)
-          reject(
-            new Error(`building the container agent failed: ${error.message}\n${stderr}`, { cause: error }),
-          );
-        else resolve();
-      },
-    );
-  });
+  try {
+    await execa("bash", [agentBuildScriptPath], {
+      cancelSignal: options.signal,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+  } catch (error) {
+    const why =
+      error instanceof ExecaError ? `${error.shortMessage}\n${String(error.stderr)}` : String(error);
+    throw new Error(`building the container agent failed: ${why}`, { cause: error });
+  }
   await access(agentBinaryPath, constants.X_OK);
   return agentBinaryPath;
 }

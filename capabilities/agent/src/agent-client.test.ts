@@ -10,6 +10,7 @@ import { buildAgentBinary } from "./agent-binary.ts";
 import { type AgentClient, createAgentClient } from "./agent-client.ts";
 import { AGENT_PROTOCOL_VERSION, FrameType, MAX_FRAME_PAYLOAD_BYTES } from "./agent-protocol.ts";
 import { ContainerAgentError } from "./container-agent-error.ts";
+import { createEgressSocket } from "./egress/egress-socket.ts";
 import { encodeFrame } from "./frame-codec.ts";
 
 const isRoot = process.getuid?.() === 0;
@@ -492,6 +493,61 @@ describe("createAgentClient with the real agent", () => {
     socket.on("connect", () => socket.resetAndDestroy());
     await closedOnHost;
     expect(accepted).toHaveLength(2);
+  });
+
+  it("relays connections to the host socket with its token, spliced both ways; tunnels them when it is unreachable", async ({
+    agent,
+  }) => {
+    const { connect } = await import("node:net");
+    const { createHash } = await import("node:crypto");
+    const directory = await mkdtemp(join(tmpdir(), "pai-egress-test-"));
+    const hostSocket = await createEgressSocket({ directory });
+    const other = startAgent();
+    try {
+      const relayed: string[] = [];
+      const admission = hostSocket.admit((socket) => {
+        relayed.push("socket");
+        socket.pipe(socket); // echo, ending when the program ends its side
+      });
+      const tunnelled: number[] = [];
+      const port = await agent.client.listen({
+        port: 0,
+        onConnection: (stream) => tunnelled.push(stream.id),
+        hostSocket: { path: join(directory, hostSocket.fileName), token: admission.token },
+      });
+      const sha = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
+      const roundTrip = (toPort: number, payload: Buffer) =>
+        new Promise<Buffer>((resolve, reject) => {
+          const socket = connect({ host: "127.0.0.1", port: toPort });
+          const chunks: Buffer[] = [];
+          socket.on("data", (chunk) => chunks.push(chunk));
+          socket.on("end", () => resolve(Buffer.concat(chunks)));
+          socket.on("error", reject);
+          socket.end(payload);
+        });
+      const payload = randomBytes(24 * 1024 * 1024);
+      expect(sha(await roundTrip(port, payload))).toBe(sha(payload));
+      expect(relayed).toEqual(["socket"]);
+      expect(tunnelled).toEqual([]);
+
+      // The same agent protocol with a socket that is not there: the connection goes over the frames.
+      const echoedInFrames: number[] = [];
+      const otherPort = await other.client.listen({
+        port: 0,
+        onConnection: (stream) => {
+          echoedInFrames.push(stream.id);
+          stream.pipe(stream);
+        },
+        hostSocket: { path: join(directory, "missing.sock"), token: admission.token },
+      });
+      expect((await roundTrip(otherPort, Buffer.from("hello"))).toString()).toBe("hello");
+      expect(echoedInFrames).toHaveLength(1);
+      expect(relayed).toEqual(["socket"]);
+    } finally {
+      await stopAgent(other);
+      await hostSocket.close();
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 
   it("rejects everything in flight when the agent dies", async ({ agent }) => {

@@ -196,6 +196,8 @@ export interface AgentClient {
   readonly hello: Promise<AgentHello>;
   /** True once the connection has ended, by `close()` or by failure. */
   readonly closed: boolean;
+  /** Resolves once the connection has ended, by `close()` or by failure. */
+  readonly whenClosed: Promise<void>;
   /** Starts a command. Throws `INVALID_ARGUMENT` synchronously when the request cannot be encoded. */
   spawn(options: AgentSpawnOptions): AgentProcess;
   /** A small file's bytes, or null when it (or a parent directory) does not exist. */
@@ -207,11 +209,14 @@ export interface AgentClient {
   /**
    * Makes the agent listen on the container's `127.0.0.1:port` (0: a port the kernel picks; one listener per
    * agent) and hands every connection a program makes there to `onConnection` as an {@link AgentStream}.
-   * Resolves to the port.
+   * With `hostSocket` (a unix socket of this host the container mounts; see `prepareEgressChannel`) the agent
+   * relays each connection there instead, after the line `PAI-EGRESS/1 <token>`, and tunnels it to
+   * `onConnection` only when that socket cannot be reached. Resolves to the port.
    */
   listen(options: {
     port: number;
     onConnection: (stream: AgentStream) => void;
+    hostSocket?: { path: string; token: string } | undefined;
     signal?: AbortSignal | undefined;
   }): Promise<number>;
   /**
@@ -336,6 +341,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
   const hello = deferred<AgentHello>();
   let helloReceived = false;
   let closed = false;
+  const ended = deferred<void>();
   let closing: Promise<void> | undefined;
   let closedByClient = false;
   let lastRequestId = 0;
@@ -423,6 +429,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
       readable.destroy();
       writable.destroy();
     }
+    ended.resolve();
     options.onClose?.(closedByClient ? undefined : error);
   }
 
@@ -550,11 +557,12 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
   function listen(listenOptions: {
     port: number;
     onConnection: (stream: AgentStream) => void;
+    hostSocket?: { path: string; token: string } | undefined;
     signal?: AbortSignal | undefined;
   }): Promise<number> {
     let payload: Uint8Array;
     try {
-      payload = encodeListenPayload(listenOptions.port);
+      payload = encodeListenPayload(listenOptions.port, listenOptions.hostSocket);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -954,6 +962,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     get closed() {
       return closed;
     },
+    whenClosed: ended.promise,
     spawn,
     readFile,
     writeFile,

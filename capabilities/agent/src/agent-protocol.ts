@@ -39,7 +39,10 @@ export const FrameType = {
   ReadFile: 0x07,
   /** host → agent: bytes for the command's fd 3 (SPAWN flag 0x20); acknowledged with PIPE_ACK. */
   PipeIn: 0x08,
-  /** host → agent: u16 port; listen on the container's 127.0.0.1 (0: any port). LISTENING or ERROR. */
+  /**
+   * host → agent: u16 port [| socket path\0 | token]; listen on the container's 127.0.0.1 (0: any port), relaying
+   * connections to the host's socket when one is given. LISTENING or ERROR.
+   */
   Listen: 0x09,
   /** host → agent (connection id): bytes to write to the connection; acknowledged with STREAM_ACK. */
   StreamData: 0x0a,
@@ -240,10 +243,27 @@ export function encodeSignalPayload(signal: number): Uint8Array {
   return out;
 }
 
-/** LISTEN payload: `u16 port` (0: any). */
-export function encodeListenPayload(port: number): Uint8Array {
+/** The longest unix socket path the agent can connect to (`sun_path` holds 108 bytes with its NUL). */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+/**
+ * LISTEN payload: `u16 port` (0: any), and with `hostSocket` `| path\0 | token`: each connection is relayed to
+ * that unix socket (after the line `PAI-EGRESS/1 <token>\n`) instead of tunnelled in frames, when the agent can
+ * reach it. The token is 1–128 printable ASCII bytes without spaces.
+ */
+export function encodeListenPayload(
+  port: number,
+  hostSocket?: { path: string; token: string } | undefined,
+): Uint8Array {
   if (!Number.isInteger(port) || port < 0 || port > 0xffff) throw invalid(`invalid port ${port}`);
-  return new Uint8Array([port >> 8, port & 0xff]);
+  const head = new Uint8Array([port >> 8, port & 0xff]);
+  if (!hostSocket) return head;
+  const path = cString(hostSocket.path, "host socket path");
+  if (path.length - 1 > MAX_SOCKET_PATH_BYTES || !hostSocket.path.startsWith("/"))
+    throw invalid(`invalid host socket path ${JSON.stringify(hostSocket.path)}`);
+  if (!/^[\x21-\x7e]{1,128}$/.test(hostSocket.token)) throw invalid("invalid host socket token");
+  const token = encoder.encode(hostSocket.token);
+  return concat([head, path, token], head.length + path.length + token.length);
 }
 
 /** LISTENING payload: `u16 port`. */

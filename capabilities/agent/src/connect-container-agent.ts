@@ -1,9 +1,8 @@
-import { PaiError } from "@pai/core";
 import type { ContainerDriver } from "@pai/pool";
 import { type AgentClient, createAgentClient } from "./agent-client.ts";
 import type { AgentHello } from "./agent-protocol.ts";
 import { AGENT_PATH } from "./agent-volume.ts";
-import type { ContainerAgentError } from "./container-agent-error.ts";
+import { ContainerAgentError } from "./container-agent-error.ts";
 
 /** Options of {@link connectContainerAgent}. */
 export interface ConnectContainerAgentOptions {
@@ -40,7 +39,13 @@ const CLOSE_WAIT_MS = 250;
 function withDeadline<T>(promise: Promise<T>, ms: number, signal: AbortSignal | undefined): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new PaiError("SANDBOX_PROTOCOL", `the container agent did not say HELLO within ${ms} ms`)),
+      () =>
+        reject(
+          new ContainerAgentError(
+            "SANDBOX_PROTOCOL",
+            `the container agent did not say HELLO within ${ms} ms`,
+          ),
+        ),
       ms,
     );
     const onAbort = () => reject(signal?.reason);
@@ -96,9 +101,9 @@ export async function connectContainerAgent(
   } catch (error) {
     await close();
     if (signal?.aborted) throw signal.reason;
-    throw PaiError.isInstance(error)
+    throw ContainerAgentError.isInstance(error)
       ? error
-      : new PaiError("SANDBOX_PROTOCOL", `the container agent did not start in ${containerId}`, {
+      : new ContainerAgentError("SANDBOX_PROTOCOL", `the container agent did not start in ${containerId}`, {
           cause: error,
         });
   }

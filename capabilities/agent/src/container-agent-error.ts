@@ -1,4 +1,4 @@
-const marker = Symbol.for("pai.error");
+const marker = Symbol.for("pai.error.ContainerAgentError");
 
 /**
  * Every code a {@link ContainerAgentError} can carry.
@@ -17,17 +17,10 @@ export type ContainerAgentErrorCode =
   | "SANDBOX_FILE_FAILED"
   | "INVALID_ARGUMENT";
 
-const codes: ReadonlySet<string> = new Set<ContainerAgentErrorCode>([
-  "SANDBOX_PROTOCOL",
-  "SANDBOX_SPAWN_FAILED",
-  "SANDBOX_FILE_FAILED",
-  "INVALID_ARGUMENT",
-]);
-
 /**
- * The error the container agent client throws on purpose. It carries the `Symbol.for('pai.error')` marker of
- * `@pai/core`'s `PaiError`, so `PaiError.isInstance(e)` and `PaiError.hasCode(e, 'SANDBOX_PROTOCOL')` recognize
- * it without this module depending on core.
+ * The error `@pai/container-agent` throws on purpose. A member of PAI's error family (the shape of `@pai/core`'s
+ * `PaiError`) with its own `Symbol.for('pai.error.ContainerAgentError')` marker: `ContainerAgentError.isInstance(e)`
+ * recognizes it from any copy of this package and nothing else; it is not a `PaiError`.
  */
 export class ContainerAgentError extends Error {
   readonly [marker] = true;
@@ -47,11 +40,9 @@ export class ContainerAgentError extends Error {
     this.details = options.details;
   }
 
-  /** True for any error carrying the PAI marker and one of this class's codes, from any copy of the package. */
+  /** True for a `ContainerAgentError` (or a subclass of it) from any copy of this package. */
   static isInstance(error: unknown): error is ContainerAgentError {
-    if (typeof error !== "object" || error === null) return false;
-    const record = error as Record<string | symbol, unknown>;
-    return record[marker] === true && typeof record.code === "string" && codes.has(record.code);
+    return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[marker] === true;
   }
 
   /** True when `error` is a container agent error with the given code. */

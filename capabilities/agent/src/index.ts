@@ -52,6 +52,13 @@ export {
   createConnectionAudience,
 } from "./egress/connection-audience.ts";
 export {
+  EGRESS_SOCKET_DIRECTORY,
+  type EgressChannel,
+  egressSocketHostDirectory,
+  prepareEgressChannel,
+  wantsEgressChannel,
+} from "./egress/egress-channel.ts";
+export {
   type EgressAllowEntry,
   type EgressDecision,
   type EgressPolicy,
@@ -61,10 +68,13 @@ export {
 } from "./egress/egress-policy.ts";
 export {
   createEgressProxy,
+  type EgressChannelKind,
   type EgressConnectionEvent,
+  type EgressHandleOptions,
   type EgressProxy,
   type EgressProxyOptions,
 } from "./egress/egress-proxy.ts";
+export { createEgressSocket, type EgressAdmission, type EgressSocket } from "./egress/egress-socket.ts";
 export {
   EGRESS_PROXY_PORT,
   type EgressNetworkOptions,

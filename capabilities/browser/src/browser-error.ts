@@ -1,6 +1,6 @@
-const marker = Symbol.for("pai.error");
+const marker = Symbol.for("pai.error.BrowserError");
 
-/** Every code a {@link BrowserError} carries. */
+/** Every code a {@link BrowserError} carries: the codes `@pai/browser` throws. */
 export type BrowserErrorCode =
   | "INVALID_ARGUMENT"
   | "NOT_FOUND"
@@ -10,8 +10,9 @@ export type BrowserErrorCode =
   | "BROWSER_EVALUATION_FAILED";
 
 /**
- * The error the browser facade throws. It carries the `Symbol.for('pai.error')` marker, so `PaiError.isInstance(e)`
- * holds and `e.code` reads as a PaiError's would; the browser-only codes (`BROWSER_*`) live here, not in core.
+ * The error `@pai/browser` throws on purpose. A member of PAI's error family (the shape of `@pai/core`'s `PaiError`)
+ * with its own `Symbol.for('pai.error.BrowserError')` marker: `BrowserError.isInstance(e)` recognizes it from any
+ * copy of this package and nothing else; it is not a `PaiError`.
  */
 export class BrowserError extends Error {
   readonly [marker] = true;
@@ -30,14 +31,14 @@ export class BrowserError extends Error {
     this.details = options.details;
   }
 
-  /** True for a BrowserError from any copy of this package. */
+  /** True for a `BrowserError` (or a subclass of it) from any copy of this package. */
   static isInstance(error: unknown): error is BrowserError {
-    return (
-      typeof error === "object" &&
-      error !== null &&
-      (error as Record<symbol, unknown>)[marker] === true &&
-      (error as { name?: unknown }).name === "BrowserError"
-    );
+    return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[marker] === true;
+  }
+
+  /** True when `error` is a browser error with the given code. */
+  static hasCode(error: unknown, code: BrowserErrorCode): error is BrowserError {
+    return BrowserError.isInstance(error) && error.code === code;
   }
 
   toJSON(): { code: BrowserErrorCode; message: string; details?: Readonly<Record<string, unknown>> } {

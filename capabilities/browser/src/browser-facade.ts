@@ -74,7 +74,7 @@ export interface BrowserInfo {
 /**
  * What tools see at `ctx.capabilities.browser`: one headless Chromium (one page) per user. Operations run one at
  * a time in call order; each honours its `signal` and has a deadline (`timeoutMs`). Failures are `BrowserError`s
- * (`PaiError.isInstance(e)` holds) with a `code`: `INVALID_ARGUMENT` (bad URL or selector), `NOT_FOUND` (no element
+ * (`BrowserError.isInstance(e)` holds) with a `code`: `INVALID_ARGUMENT` (bad URL or selector), `NOT_FOUND` (no element
  * matched the selector in time), `BROWSER_TIMEOUT`, `BROWSER_NAVIGATION_FAILED` (DNS, refused connection...),
  * `BROWSER_EVALUATION_FAILED` (the page script threw) or `CAPABILITY_UNAVAILABLE` (the browser is gone).
  */

@@ -1,18 +1,16 @@
-import { execFile } from "node:child_process";
 import { access, constants } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { execa } from "execa";
 
 /** The tag every `images/build browser` run moves to the newest build. */
 export const LATEST_BROWSER_IMAGE = "pai/browser:latest";
 
 const buildScript = fileURLToPath(new URL("../../../images/build", import.meta.url));
 
-function run(file: string, args: readonly string[], signal?: AbortSignal): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    execFile(file, args, { timeout: 20_000, ...(signal ? { signal } : {}) }, (error, stdout) =>
-      resolve(error ? undefined : stdout.trim()),
-    );
-  });
+/** The command's output, or `undefined` when it failed, took over 20 s or `signal` aborted it. */
+async function run(file: string, args: readonly string[], signal?: AbortSignal): Promise<string | undefined> {
+  const result = await execa(file, args, { timeout: 20_000, cancelSignal: signal, reject: false });
+  return result.failed ? undefined : result.stdout.trim();
 }
 
 /**

@@ -4,13 +4,16 @@ import {
   createConnectionAudience,
   createEgressProxy,
   EGRESS_PROXY_PORT,
+  type EgressChannel,
   type EgressConnectionEvent,
   type EgressNetworkOptions,
   type EgressProxy,
   egressEnvironment,
   parseEgressPolicy,
   prepareAgentVolume,
+  prepareEgressChannel,
   serveEgress,
+  wantsEgressChannel,
 } from "@pai/container-agent";
 import type {
   CapabilityBinding,
@@ -20,7 +23,6 @@ import type {
   ProvisionedResource,
   ProvisionRequest,
 } from "@pai/core";
-import { PaiError } from "@pai/core";
 import {
   asCapabilityBinding,
   type ContainerDriver,
@@ -36,6 +38,7 @@ import {
   type PooledBindingTuning,
 } from "@pai/pool";
 import { bindBrowserFacade } from "./bind-browser-facade.ts";
+import { BrowserError } from "./browser-error.ts";
 import type { BrowserFacade } from "./browser-facade.ts";
 import { chromiumCommand } from "./chromium-command.ts";
 import { type ChromiumConnection, connectChromium } from "./connect-chromium.ts";
@@ -87,7 +90,8 @@ export interface DockerBrowserOptions {
   chromiumArgs?: readonly string[];
   /**
    * What pages may reach. The container never gets a network interface but `lo`; Chromium sends every request
-   * (loopback included) through PAI's egress proxy, tunnelled over the agent's connection to the host, where each
+   * (loopback included) through PAI's egress proxy, whose connections the agent relays to the host (see
+   * `EgressNetworkOptions.channel`), where each
    * connection is resolved and decided by address (see `EgressAllowEntry`). The default, `{ allow: ["*:*"] }`,
    * reaches public addresses on any port and nothing else: not the host's loopback services, not private ranges,
    * not the cloud metadata address (add an exact `host:port` entry for one of those).
@@ -176,18 +180,22 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
   const timeoutMs = options.timeoutMs ?? 30_000;
   const network = options.network ?? { allow: ["*:*"] };
   if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
-    throw new PaiError(
+    throw new BrowserError(
       "INVALID_ARGUMENT",
       'dockerBrowser: network is "none", "unsafe-host" or { allow: [...] }',
     );
   }
   const egress = typeof network === "object" ? network : undefined;
   const policy = egress ? parseEgressPolicy(egress.allow) : undefined;
+  const fastEgress = egress ? wantsEgressChannel(egress) : false;
   const command = chromiumCommand({
     ...(options.windowSize ? { windowSize: options.windowSize } : {}),
     ...(policy ? { proxyServer: `http://127.0.0.1:${EGRESS_PROXY_PORT}` } : {}),
     ...(options.chromiumArgs ? { extraArgs: options.chromiumArgs } : {}),
   });
+
+  /** Set by `preparePool` when the binding has one engine that shares this machine's filesystem (and `channel` is not `"tunnel"`). */
+  let channel: EgressChannel | undefined;
 
   async function setup(context: {
     driver: ContainerDriver;
@@ -212,7 +220,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         command,
         adopted: context.adopted,
         onAgent: proxy
-          ? (client, agentSignal) => serveEgress({ client, proxy, audience, signal: agentSignal })
+          ? (client, agentSignal) => serveEgress({ client, proxy, audience, channel, signal: agentSignal })
           : undefined,
         ...(signal ? { signal } : {}),
         timeoutMs: 30_000,
@@ -230,11 +238,18 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
-    closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
+    closedError: () => new BrowserError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultBrowserImage());
       // The agent's volume, filled on each engine by prepareEngine (it starts Chromium and relays its pipe).
       const agentVolume = await agentVolumeMount();
+      // The egress sockets' directory, read-only, so connections bypass the agent's exec stream: only on a single
+      // engine that shares this machine's filesystem (the mount is part of the spec every engine's containers share).
+      const [engine] = engines;
+      channel =
+        fastEgress && engine && engines.length === 1
+          ? await prepareEgressChannel({ driver: engine.driver, image })
+          : undefined;
       const spec: ContainerSpec = {
         image,
         // The main process only keeps the container up; the agent starts Chromium.
@@ -251,6 +266,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         readOnlyRootfs: true,
         writablePaths: ["/tmp"],
         sharedVolumes: [agentVolume],
+        ...(channel ? { hostDirectories: [channel.mount] } : {}),
         shmSizeBytes: Math.max(MIN_SHM_BYTES, options.shmSizeBytes ?? MIN_SHM_BYTES),
         limits: { ...DEFAULT_LIMITS, ...(options.limits ?? {}) },
       };

@@ -8,7 +8,6 @@ import {
   connectContainerAgent,
   MAX_FRAME_PAYLOAD_BYTES,
 } from "@pai/container-agent";
-import { PaiError } from "@pai/core";
 import type { ContainerDriver } from "@pai/pool";
 import type {
   CommandExecutor,
@@ -25,6 +24,7 @@ import {
   readFileByScript,
   writeFilesByScript,
 } from "./run-file-script.ts";
+import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxSignal } from "./sandbox-facade.ts";
 
 /** Options of {@link createAgentExecutor}. */
@@ -84,10 +84,14 @@ function fileError(error: unknown, path: string, workspace: string): unknown {
     case "EFBIG":
       return overLimit(path);
     default:
-      return new PaiError("CONTAINER_FAILED", `sandbox file operation on ${path} failed: ${error.message}`, {
-        cause: error,
-        details: { path, errnoName: error.details?.errnoName },
-      });
+      return new SandboxError(
+        "CONTAINER_FAILED",
+        `sandbox file operation on ${path} failed: ${error.message}`,
+        {
+          cause: error,
+          details: { path, errnoName: error.details?.errnoName },
+        },
+      );
   }
 }
 
@@ -129,7 +133,7 @@ function fromAgentProcess(
       if (ContainerAgentError.hasCode(error, "SANDBOX_SPAWN_FAILED")) {
         const refused = refusedSpawn(error, startedAt);
         if (refused) return refused;
-        throw new PaiError("SANDBOX_SPAWN_FAILED", error.message, {
+        throw new SandboxError("SANDBOX_SPAWN_FAILED", error.message, {
           cause: error,
           details: error.details ?? {},
         });
@@ -206,7 +210,7 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
 
   function restart(restartOptions: { signal?: AbortSignal | undefined } = {}): Promise<void> {
     if (closed)
-      return Promise.reject(new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox executor is closed"));
+      return Promise.reject(new SandboxError("CAPABILITY_UNAVAILABLE", "the sandbox executor is closed"));
     if (connection && !connection.client.closed) return Promise.resolve();
     connecting ??= (async () => {
       lastAttemptAt = performance.now();
@@ -343,7 +347,7 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     ping(pingOptions = {}) {
       const client = agent();
       if (!client)
-        return Promise.reject(new PaiError("SANDBOX_PROTOCOL", "the sandbox agent is not connected"));
+        return Promise.reject(new SandboxError("SANDBOX_PROTOCOL", "the sandbox agent is not connected"));
       return client.ping(pingOptions);
     },
     async close() {

@@ -1,10 +1,10 @@
 import { posix } from "node:path";
 import type { Readable } from "node:stream";
-import { PaiError } from "@pai/core";
 import type { ContainerDriver } from "@pai/pool";
 import type { CommandExecutor, ExecutorProcessResult } from "./command-executor.ts";
 import { packDirectory } from "./pack-directory.ts";
 import { runFileScript } from "./run-file-script.ts";
+import { SandboxError } from "./sandbox-error.ts";
 import type {
   CommandResult,
   RunCommandOptions,
@@ -175,7 +175,7 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
 
   function startCommand(commandOptions: SpawnCommandOptions, defaultLimit: "kill" | "truncate") {
     if (typeof commandOptions?.command !== "string" || commandOptions.command === "") {
-      throw new PaiError("INVALID_ARGUMENT", "runCommand needs a non-empty `command` string");
+      throw new SandboxError("INVALID_ARGUMENT", "runCommand needs a non-empty `command` string");
     }
     const argv = commandOptions.args
       ? [commandOptions.command, ...commandOptions.args]
@@ -283,21 +283,22 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
     },
 
     async writeFiles(files, fileOptions = {}) {
-      if (!Array.isArray(files)) throw new PaiError("INVALID_ARGUMENT", "writeFiles needs an array of files");
+      if (!Array.isArray(files))
+        throw new SandboxError("INVALID_ARGUMENT", "writeFiles needs an array of files");
       if (files.length === 0) return;
       if (files.some((file) => typeof file.path === "string" && file.path.includes("\n"))) {
-        throw new PaiError("INVALID_ARGUMENT", "a file path cannot contain a newline");
+        throw new SandboxError("INVALID_ARGUMENT", "a file path cannot contain a newline");
       }
       const targets = files.map((file) => within(file.path));
       for (const target of targets) {
         if (target === workspace) {
-          throw new PaiError("INVALID_ARGUMENT", "cannot write a file over the workspace directory");
+          throw new SandboxError("INVALID_ARGUMENT", "cannot write a file over the workspace directory");
         }
       }
       const entries = files.map((file, index) => {
         const content = typeof file.content === "string" ? Buffer.from(file.content) : file.content;
         if (!(content instanceof Uint8Array)) {
-          throw new PaiError("INVALID_ARGUMENT", `content of ${file.path} must be a string or bytes`);
+          throw new SandboxError("INVALID_ARGUMENT", `content of ${file.path} must be a string or bytes`);
         }
         return { path: targets[index]!, content, mode: file.mode ?? 0o644 };
       });
@@ -364,7 +365,8 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
 
     async removeFile(path, removeOptions = {}) {
       const target = within(path);
-      if (target === workspace) throw new PaiError("INVALID_ARGUMENT", "cannot remove the workspace itself");
+      if (target === workspace)
+        throw new SandboxError("INVALID_ARGUMENT", "cannot remove the workspace itself");
       const result = await script(removeScript, [target, removeOptions.recursive ? "r" : ""], {
         signal: removeOptions.signal,
       });
@@ -407,7 +409,7 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
       const target = within(directory);
       const result = await script(directoryScript, [target], { signal: downloadOptions.signal });
       if (result.exitCode === scriptExit.missing) {
-        throw new PaiError("NOT_FOUND", `no directory ${directory} in the sandbox`, {
+        throw new SandboxError("NOT_FOUND", `no directory ${directory} in the sandbox`, {
           details: { path: directory },
         });
       }

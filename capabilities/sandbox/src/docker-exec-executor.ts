@@ -1,5 +1,4 @@
 import { createOutputCollector } from "@pai/container-agent";
-import { PaiError } from "@pai/core";
 import type { ContainerDriver, ExecSession } from "@pai/pool";
 import type {
   CommandExecutor,
@@ -8,6 +7,7 @@ import type {
   ExecutorSpawnOptions,
 } from "./command-executor.ts";
 import { readFileByScript, writeFilesByScript } from "./run-file-script.ts";
+import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxSignal, TerminationReason } from "./sandbox-facade.ts";
 
 /** Options of {@link createDockerExecExecutor}. */
@@ -197,7 +197,7 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
     const entry = { pid: pid.promise };
 
     if (closed) {
-      const error = new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox executor is closed");
+      const error = new SandboxError("CAPABILITY_UNAVAILABLE", "the sandbox executor is closed");
       pid.reject(error);
       result.reject(error);
       started.reject(error);
@@ -294,7 +294,7 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
         headerDone = true;
         const parsed = Number(header.subarray(0, PID_HEADER_BYTES).toString("latin1"));
         if (Number.isSafeInteger(parsed) && parsed > 0) pid.resolve(parsed);
-        else pid.reject(new PaiError("SANDBOX_PROTOCOL", "the command wrapper reported no pid"));
+        else pid.reject(new SandboxError("SANDBOX_PROTOCOL", "the command wrapper reported no pid"));
         deliver(stdout, spawnOptions.onStdout, header.subarray(PID_HEADER_BYTES));
       });
       session.stderr.on("data", (chunk: Buffer) => deliver(stderr, spawnOptions.onStderr, chunk));
@@ -319,7 +319,7 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
       streamsEnded = true;
       if (!headerDone) {
         // The wrapper never ran (e.g. the engine could not start the exec): what came is ordinary output.
-        pid.reject(new PaiError("CONTAINER_FAILED", "the command did not start"));
+        pid.reject(new SandboxError("CONTAINER_FAILED", "the command did not start"));
         deliver(stdout, spawnOptions.onStdout, header);
       }
       let state: { running: boolean; exitCode: number | null } = { running: true, exitCode: null };
@@ -333,7 +333,7 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
         session.close();
         cleanup();
         result.reject(
-          new PaiError("CONTAINER_FAILED", "lost the sandbox container while a command ran", {
+          new SandboxError("CONTAINER_FAILED", "lost the sandbox container while a command ran", {
             cause: error,
           }),
         );
@@ -346,7 +346,7 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
       }
       cleanup();
       if (state.running || state.exitCode === null) {
-        result.reject(new PaiError("CONTAINER_FAILED", "the command's exit status could not be read"));
+        result.reject(new SandboxError("CONTAINER_FAILED", "the command's exit status could not be read"));
         return;
       }
       result.resolve({
@@ -374,7 +374,7 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
         },
         async writeStdin(data) {
           if (spawnOptions.stdin !== "pipe") {
-            throw new PaiError("INVALID_ARGUMENT", "writeStdin needs spawn({ stdin: 'pipe' })");
+            throw new SandboxError("INVALID_ARGUMENT", "writeStdin needs spawn({ stdin: 'pipe' })");
           }
           const session = await started.promise;
           await writeAll(session, toBytes(data));

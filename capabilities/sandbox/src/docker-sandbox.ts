@@ -5,13 +5,16 @@ import {
   type ConnectionAudience,
   createConnectionAudience,
   createEgressProxy,
+  type EgressChannel,
   type EgressConnectionEvent,
   type EgressNetworkOptions,
   type EgressProxy,
   egressEnvironment,
   parseEgressPolicy,
   prepareAgentVolume,
+  prepareEgressChannel,
   serveEgress,
+  wantsEgressChannel,
 } from "@pai/container-agent";
 import type {
   CapabilityBinding,
@@ -21,7 +24,6 @@ import type {
   ProvisionedResource,
   ProvisionRequest,
 } from "@pai/core";
-import { PaiError } from "@pai/core";
 import {
   asCapabilityBinding,
   type ContainerDriver,
@@ -42,6 +44,7 @@ import type { CommandExecutor } from "./command-executor.ts";
 import { createSandboxFacade } from "./create-sandbox-facade.ts";
 import { resolveDefaultSandboxImage } from "./default-sandbox-image.ts";
 import { createDockerExecExecutor } from "./docker-exec-executor.ts";
+import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxFacade, SandboxProcess } from "./sandbox-facade.ts";
 
 /** Options of {@link dockerSandbox}. */
@@ -62,8 +65,9 @@ export interface DockerSandboxOptions {
    * What the sandbox may reach. The container never gets a network interface but `lo`:
    *
    * - `"none"`: nothing at all.
-   * - `{ allow: [...] }`: an HTTP/HTTPS proxy on the container's `127.0.0.1:3128`, tunnelled over the agent's
-   *   connection to the host, where each connection is resolved and decided by address (see `EgressAllowEntry`:
+   * - `{ allow: [...] }`: an HTTP/HTTPS proxy on the container's `127.0.0.1:3128`, whose connections the agent
+   *   relays to the host (through a unix socket of this process, or over its own connection: `channel`), where
+   *   each connection is resolved and decided by address (see `EgressAllowEntry`:
    *   host names with `*.` wildcards, `host:port`, CIDRs; loopback, private, link-local, metadata and the host's
    *   own addresses only when an entry names that exact `host:port`). `HTTP(S)_PROXY`, `ALL_PROXY`, `NO_PROXY`,
    *   pip's and npm's settings point programs at it. `maxConnections` (32) and `maxBytes` (1 GiB) cap it.
@@ -174,16 +178,20 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
   const useAgent = (options.executor ?? "agent") === "agent";
   const network = options.network ?? "none";
   if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
-    throw new PaiError(
+    throw new SandboxError(
       "INVALID_ARGUMENT",
       'dockerSandbox: network is "none", "unsafe-host" or { allow: [...] }',
     );
   }
   const egress = typeof network === "object" ? network : undefined;
   const policy = egress ? parseEgressPolicy(egress.allow) : undefined;
+  const fastEgress = egress ? wantsEgressChannel(egress) : false;
   if (policy && !useAgent) {
-    throw new PaiError("INVALID_ARGUMENT", "dockerSandbox: network.allow needs the agent executor");
+    throw new SandboxError("INVALID_ARGUMENT", "dockerSandbox: network.allow needs the agent executor");
   }
+
+  /** Set by `preparePool` when the binding has one engine that shares this machine's filesystem (and `channel` is not `"tunnel"`). */
+  let channel: EgressChannel | undefined;
 
   async function setup(context: {
     driver: ContainerDriver;
@@ -215,7 +223,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         requireAgent: !context.adopted,
         onConnect: proxy
           ? (client: AgentClient, connectSignal) =>
-              serveEgress({ client, proxy, audience, signal: connectSignal })
+              serveEgress({ client, proxy, audience, channel, signal: connectSignal })
           : undefined,
       });
       return { executor, proxy, audience };
@@ -231,18 +239,26 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
-    closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
+    closedError: () => new SandboxError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultSandboxImage());
       // The agent lives on a read-only volume shared by every container of an engine (sandboxes and browsers),
       // filled once per engine (prepareEngine) through the archive API, so nothing is copied into each container.
       const agentVolume = useAgent ? await agentVolumeMount() : undefined;
+      // The egress sockets' directory, read-only, so connections bypass the agent's exec stream: only on a single
+      // engine that shares this machine's filesystem (the mount is part of the spec every engine's containers share).
+      const [engine] = engines;
+      channel =
+        fastEgress && engine && engines.length === 1
+          ? await prepareEgressChannel({ driver: engine.driver, image })
+          : undefined;
       const spec: ContainerSpec = {
         image,
         env: { HOME: WORKSPACE, ...(policy ? egressEnvironment(policy) : {}), ...(options.env ?? {}) },
         workingDir: WORKSPACE,
         network: network === "unsafe-host" ? "host" : "none",
         ...(agentVolume ? { sharedVolumes: [agentVolume] } : {}),
+        ...(channel ? { hostDirectories: [channel.mount] } : {}),
         ...(options.limits ? { limits: options.limits } : {}),
       };
       return {

@@ -1,5 +1,5 @@
-import { execFileSync } from "node:child_process";
 import { Readable } from "node:stream";
+import { execaSync } from "execa";
 import tar, { type Header } from "tar-stream";
 import { describe, expect, it } from "vitest";
 import { type EncodableTarHeader, encodeTarHeader, tarPadding } from "./encode-tar-header.ts";
@@ -69,7 +69,7 @@ describe("encodeTarHeader", () => {
     ]);
     expect(entries[1]?.body).toBe("print(42)\n");
     expect(entries[1]?.header.mtime).toEqual(mtime);
-    const listing = execFileSync("tar", ["-tv", "--numeric-owner", "-f", "-"], { input: archive }).toString();
+    const listing = execaSync("tar", ["-tv", "--numeric-owner", "-f", "-"], { input: archive }).stdout;
     expect(listing).toMatch(/^-rw-r--r-- 1000\/1000 +10 2024-05-06 \d\d:\d\d src\/main\.py$/m);
     expect(listing).toMatch(/ src\/link\.py -> main\.py$/m);
   });
@@ -97,10 +97,11 @@ describe("encodeTarHeader", () => {
       [long, target],
       [unicode, null],
     ]);
-    const listing = execFileSync("tar", ["-t", "-f", "-"], {
+    const listing = execaSync("tar", ["-t", "-f", "-"], {
       input: archiveOf([{ name: unicode, type: "file" }]),
+      stripFinalNewline: false,
     });
-    expect(listing.toString()).toBe(`${unicode}\n`);
+    expect(listing.stdout).toBe(`${unicode}\n`);
   });
 
   it("counts every PAX record's own length, also where it gains a digit", () => {

@@ -26,6 +26,7 @@ export {
   type SandboxConnectionEvent,
 } from "./docker-sandbox.ts";
 export { sandbox } from "./sandbox.ts";
+export { SandboxError, type SandboxErrorCode } from "./sandbox-error.ts";
 export type {
   CommandResult,
   ReadFileOptions,

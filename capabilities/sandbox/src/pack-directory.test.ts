@@ -1,13 +1,13 @@
-import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { PaiError } from "@pai/core";
+import { execaSync } from "execa";
 import tar, { type Header } from "tar-stream";
 import { describe, expect, it } from "vitest";
 import { packDirectory } from "./pack-directory.ts";
+import { SandboxError } from "./sandbox-error.ts";
 import { createUploadHeaderSanitizer } from "./upload-header-sanitizer.ts";
 
 async function entriesOf(stream: Readable): Promise<Array<{ header: Header; body: Buffer }>> {
@@ -48,7 +48,7 @@ describe("packDirectory", () => {
         writeFileSync(join(root, "a.txt"), "alpha");
         writeFileSync(join(root, "empty"), "");
         symlinkSync("/etc/passwd", join(root, "c-link"));
-        execFileSync("mkfifo", [join(root, "fifo")]);
+        execaSync("mkfifo", [join(root, "fifo")]);
       },
       async (root) => {
         const { stream, done } = packDirectory(root);
@@ -104,8 +104,8 @@ describe("packDirectory", () => {
         try {
           const chunks: Buffer[] = [];
           for await (const chunk of packDirectory(join(root, "src")).stream) chunks.push(chunk as Buffer);
-          execFileSync("tar", ["-x", "-C", out, "-f", "-"], { input: Buffer.concat(chunks) });
-          execFileSync("diff", ["-r", "--no-dereference", join(root, "src"), out]);
+          execaSync("tar", ["-x", "-C", out, "-f", "-"], { input: Buffer.concat(chunks) });
+          execaSync("diff", ["-r", "--no-dereference", join(root, "src"), out]);
         } finally {
           rmSync(out, { recursive: true, force: true });
         }
@@ -130,7 +130,7 @@ describe("packDirectory", () => {
         ]);
         expect(await kept.done).toEqual({ entries: 1, bytes: 4 });
 
-        const refusal = new PaiError("PATH_OUTSIDE_WORKSPACE", "no");
+        const refusal = new SandboxError("PATH_OUTSIDE_WORKSPACE", "no");
         const refused = packDirectory(root, {
           map: (header) => {
             if (header.name === "skip.log") throw refusal;
@@ -149,7 +149,7 @@ describe("packDirectory", () => {
       async (root) => {
         const { stream, done } = packDirectory(join(root, "file"));
         const error = await entriesOf(stream).catch((caught: unknown) => caught);
-        expect(PaiError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
+        expect(SandboxError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
         await expect(done).rejects.toBe(error);
       },
     );

@@ -2,9 +2,9 @@ import { close, constants, open, read, type Stats } from "node:fs";
 import { lstat, readdir, readlink } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { PaiError } from "@pai/core";
 import type { Header } from "tar-stream";
 import { type EncodableTarHeader, encodeTarHeader, tarPadding } from "./encode-tar-header.ts";
+import { SandboxError } from "./sandbox-error.ts";
 import type { TarHeaderInput, TransformedTar, TransformTarStats } from "./transform-tar.ts";
 
 /** Options of {@link packDirectory}. */
@@ -205,7 +205,9 @@ export function packDirectory(directory: string, options: PackDirectoryOptions =
     try {
       const root = await lstat(directory);
       if (!root.isDirectory()) {
-        throw new PaiError("INVALID_ARGUMENT", `${directory} is not a directory`, { details: { directory } });
+        throw new SandboxError("INVALID_ARGUMENT", `${directory} is not a directory`, {
+          details: { directory },
+        });
       }
       const found = walk(directory, "", signal);
       let listed = false;

@@ -1,7 +1,7 @@
 import { posix } from "node:path";
-import { PaiError } from "@pai/core";
 import tar from "tar-stream";
 import type { ExecutorFile, ExecutorProcessResult, ExecutorSpawnOptions } from "./command-executor.ts";
+import { SandboxError } from "./sandbox-error.ts";
 import { readScript, scriptExit, writeScript } from "./sandbox-scripts.ts";
 
 /** How a script is started: an executor's `spawn`. */
@@ -32,7 +32,7 @@ export async function runFileScript(
   }).wait();
   if (extra.signal?.aborted) throw extra.signal.reason;
   if (result.terminationReason === "abort")
-    throw new PaiError("CONTAINER_FAILED", "the operation was stopped");
+    throw new SandboxError("CONTAINER_FAILED", "the operation was stopped");
   // The write script names the target it refused after the path it resolved to; the others take one path.
   const [resolved = "", named] = textDecoder.decode(result.stderr).split("\n");
   const path = named || args[0];
@@ -42,7 +42,7 @@ export async function runFileScript(
   if (result.exitCode === scriptExit.notAFile) throw invalidTarget(path, "is not a regular file");
   if (result.terminationReason === "output-limit") throw overLimit(path ?? "");
   if (result.exitCode !== scriptExit.ok && result.exitCode !== scriptExit.missing) {
-    throw new PaiError(
+    throw new SandboxError(
       "CONTAINER_FAILED",
       `sandbox file operation on ${path} failed (exit ${result.exitCode}): ${textDecoder.decode(result.stderr).trim()}`,
       { details: { path, exitCode: result.exitCode } },
@@ -52,20 +52,20 @@ export async function runFileScript(
 }
 
 /** `PATH_OUTSIDE_WORKSPACE`: `path` resolved to `resolved`. */
-export function outsideWorkspace(path: string, resolved: string, workspace: string): PaiError {
-  return new PaiError("PATH_OUTSIDE_WORKSPACE", `${path} resolves to ${resolved}, outside ${workspace}`, {
+export function outsideWorkspace(path: string, resolved: string, workspace: string): SandboxError {
+  return new SandboxError("PATH_OUTSIDE_WORKSPACE", `${path} resolves to ${resolved}, outside ${workspace}`, {
     details: { path, resolved, workspace },
   });
 }
 
 /** `INVALID_ARGUMENT`: `path` is the wrong kind of thing. */
-export function invalidTarget(path: string | undefined, what: string): PaiError {
-  return new PaiError("INVALID_ARGUMENT", `${path} ${what}`, { details: { path } });
+export function invalidTarget(path: string | undefined, what: string): SandboxError {
+  return new SandboxError("INVALID_ARGUMENT", `${path} ${what}`, { details: { path } });
 }
 
 /** `INVALID_ARGUMENT`: `path` is larger than the caller's limit. */
-export function overLimit(path: string): PaiError {
-  return new PaiError("INVALID_ARGUMENT", `the answer for ${path} is larger than the limit`, {
+export function overLimit(path: string): SandboxError {
+  return new SandboxError("INVALID_ARGUMENT", `the answer for ${path} is larger than the limit`, {
     details: { path },
   });
 }

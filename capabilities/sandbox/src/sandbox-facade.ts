@@ -194,7 +194,7 @@ export interface SandboxInfo {
  * on the first call).
  *
  * Paths: relative paths resolve against the workspace; a path that leaves it — `..`, an absolute path
- * elsewhere, or a symlink in the workspace pointing out — is refused with `PaiError('PATH_OUTSIDE_WORKSPACE')`.
+ * elsewhere, or a symlink in the workspace pointing out — is refused with `SandboxError('PATH_OUTSIDE_WORKSPACE')`.
  * Symlinks are resolved inside the container.
  *
  * Present it to AI SDK tools with `toSandboxSession(facade)`.

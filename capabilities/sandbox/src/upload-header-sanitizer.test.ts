@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
-import { PaiError } from "@pai/core";
 import tar, { type Header } from "tar-stream";
 import { describe, expect, it } from "vitest";
+import { SandboxError } from "./sandbox-error.ts";
 import { type TarHeaderInput, transformTar } from "./transform-tar.ts";
 import { createUploadHeaderSanitizer } from "./upload-header-sanitizer.ts";
 
@@ -63,7 +63,7 @@ describe("createUploadHeaderSanitizer", () => {
   it("refuses absolute names and names with .. as outside the workspace", async () => {
     for (const name of ["/etc/passwd", "../x", "a/../../x"]) {
       const error = await failure([{ name, type: "file", body: "x" }]);
-      expect(PaiError.hasCode(error, "PATH_OUTSIDE_WORKSPACE"), name).toBe(true);
+      expect(SandboxError.hasCode(error, "PATH_OUTSIDE_WORKSPACE"), name).toBe(true);
     }
   });
 
@@ -72,11 +72,11 @@ describe("createUploadHeaderSanitizer", () => {
       { name: "out", type: "symlink", linkname: "/tmp" },
       { name: "out/evil", type: "file", body: "x" },
     ]);
-    expect(PaiError.hasCode(error, "PATH_OUTSIDE_WORKSPACE")).toBe(true);
+    expect(SandboxError.hasCode(error, "PATH_OUTSIDE_WORKSPACE")).toBe(true);
   });
 
   it("refuses devices and fifos", async () => {
     const error = await failure([{ name: "dev", type: "character-device", devmajor: 1, devminor: 3 }]);
-    expect(PaiError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
+    expect(SandboxError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
   });
 });

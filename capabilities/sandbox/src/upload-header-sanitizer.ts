@@ -1,6 +1,6 @@
 import { posix } from "node:path";
-import { PaiError } from "@pai/core";
 import type { Header } from "tar-stream";
+import { SandboxError } from "./sandbox-error.ts";
 import type { TarHeaderInput } from "./transform-tar.ts";
 
 /** Options of {@link createUploadHeaderSanitizer}. */
@@ -25,13 +25,15 @@ export function createUploadHeaderSanitizer(
   const symlinks = new Set<string>();
 
   const clean = (raw: string, what: string): string => {
-    if (raw.includes("\0")) throw new PaiError("INVALID_ARGUMENT", `${what} contains a NUL byte`);
+    if (raw.includes("\0")) throw new SandboxError("INVALID_ARGUMENT", `${what} contains a NUL byte`);
     if (raw.startsWith("/")) {
-      throw new PaiError("PATH_OUTSIDE_WORKSPACE", `${what} ${raw} is absolute`, { details: { name: raw } });
+      throw new SandboxError("PATH_OUTSIDE_WORKSPACE", `${what} ${raw} is absolute`, {
+        details: { name: raw },
+      });
     }
     const parts = raw.split("/").filter((part) => part !== "" && part !== ".");
     if (parts.includes("..")) {
-      throw new PaiError("PATH_OUTSIDE_WORKSPACE", `${what} ${raw} leaves the target directory`, {
+      throw new SandboxError("PATH_OUTSIDE_WORKSPACE", `${what} ${raw} leaves the target directory`, {
         details: { name: raw },
       });
     }
@@ -51,7 +53,7 @@ export function createUploadHeaderSanitizer(
     const name = clean(header.name, "tar entry");
     if (name === "") return undefined; // the archive's root directory itself
     if (throughSymlink(name)) {
-      throw new PaiError("PATH_OUTSIDE_WORKSPACE", `tar entry ${name} is written through a symlink`, {
+      throw new SandboxError("PATH_OUTSIDE_WORKSPACE", `tar entry ${name} is written through a symlink`, {
         details: { name },
       });
     }
@@ -76,14 +78,14 @@ export function createUploadHeaderSanitizer(
       case "link": {
         const target = clean(header.linkname ?? "", "hard link target");
         if (target === "" || throughSymlink(`${target}/x`)) {
-          throw new PaiError("INVALID_ARGUMENT", `hard link ${name} has an invalid target`, {
+          throw new SandboxError("INVALID_ARGUMENT", `hard link ${name} has an invalid target`, {
             details: { name, linkname: header.linkname },
           });
         }
         return { ...base, name, type, linkname: target, mode: (header.mode ?? 0o644) & 0o777 };
       }
       default:
-        throw new PaiError("INVALID_ARGUMENT", `tar entry ${name} has unsupported type ${String(type)}`, {
+        throw new SandboxError("INVALID_ARGUMENT", `tar entry ${name} has unsupported type ${String(type)}`, {
           details: { name, type },
         });
     }

@@ -1,12 +1,12 @@
-import { PaiError } from "@pai/core";
 import { describe, expect, it } from "vitest";
+import { SandboxError } from "./sandbox-error.ts";
 import { resolveWorkingDirectory, resolveWorkspacePath } from "./workspace-path.ts";
 
 const outside = (path: string) => {
   try {
     resolveWorkspacePath(path, "/workspace");
   } catch (error) {
-    return PaiError.hasCode(error, "PATH_OUTSIDE_WORKSPACE");
+    return SandboxError.hasCode(error, "PATH_OUTSIDE_WORKSPACE");
   }
   return false;
 };

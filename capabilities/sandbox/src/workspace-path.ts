@@ -1,9 +1,9 @@
 import { posix } from "node:path";
-import { PaiError } from "@pai/core";
+import { SandboxError } from "./sandbox-error.ts";
 
 /**
  * Resolves `path` lexically against `workspace` (relative paths are inside it) and refuses one that leaves
- * it with `PaiError('PATH_OUTSIDE_WORKSPACE')`. Symlinks are not looked at here: the container checks the
+ * it with `SandboxError('PATH_OUTSIDE_WORKSPACE')`. Symlinks are not looked at here: the container checks the
  * result with `realpath` before using it.
  *
  * @example
@@ -12,15 +12,15 @@ import { PaiError } from "@pai/core";
  */
 export function resolveWorkspacePath(path: string, workspace: string): string {
   if (typeof path !== "string") {
-    throw new PaiError("INVALID_ARGUMENT", `a path must be a string, got ${typeof path}`);
+    throw new SandboxError("INVALID_ARGUMENT", `a path must be a string, got ${typeof path}`);
   }
   if (path.includes("\0")) {
-    throw new PaiError("INVALID_ARGUMENT", "a path must not contain NUL bytes", { details: { path } });
+    throw new SandboxError("INVALID_ARGUMENT", "a path must not contain NUL bytes", { details: { path } });
   }
   const absolute = posix.normalize(path.startsWith("/") ? path : posix.join(workspace, path || "."));
   const resolved = absolute.length > 1 && absolute.endsWith("/") ? absolute.slice(0, -1) : absolute;
   if (resolved !== workspace && !resolved.startsWith(`${workspace}/`)) {
-    throw new PaiError("PATH_OUTSIDE_WORKSPACE", `${path} is outside the workspace ${workspace}`, {
+    throw new SandboxError("PATH_OUTSIDE_WORKSPACE", `${path} is outside the workspace ${workspace}`, {
       details: { path, workspace },
     });
   }
@@ -30,7 +30,7 @@ export function resolveWorkspacePath(path: string, workspace: string): string {
 /** Resolves a working directory: relative to `workspace`, absolute ones as they are (commands may `cd` anywhere). */
 export function resolveWorkingDirectory(cwd: string, workspace: string): string {
   if (cwd.includes("\0")) {
-    throw new PaiError("INVALID_ARGUMENT", "a path must not contain NUL bytes", { details: { cwd } });
+    throw new SandboxError("INVALID_ARGUMENT", "a path must not contain NUL bytes", { details: { cwd } });
   }
   return posix.normalize(cwd.startsWith("/") ? cwd : posix.join(workspace, cwd || "."));
 }

@@ -578,7 +578,9 @@ describe("several processes on one store and one engine", () => {
 
 describe("capacity", () => {
   it("tells the model and the user a POOL_EXHAUSTED with the pool's numbers, and reports it", async () => {
-    const exhausted = new PaiError("POOL_EXHAUSTED", "No container within 30000 ms (4 leased, max 4)", {
+    // What `@pai/pool` throws (a PoolError): core reads a provisioning error's code and details, not its class.
+    const exhausted = Object.assign(new Error("No container within 30000 ms (4 leased, max 4)"), {
+      code: "POOL_EXHAUSTED",
       details: { poolId: "internal-pool", max: 4, borrowed: 4, pending: 2, waitedMs: 30000 },
     });
     const errors: unknown[] = [];

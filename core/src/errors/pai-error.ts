@@ -1,6 +1,10 @@
-const marker = Symbol.for("pai.error");
+const marker = Symbol.for("pai.error.PaiError");
 
-/** Every code a {@link PaiError} can carry. */
+/**
+ * Every code a {@link PaiError} carries: the codes `@pai/core` throws. The other packages own theirs
+ * (`PoolError` in `@pai/pool`, `SandboxError` in `@pai/sandbox`, `BrowserError` in `@pai/browser`,
+ * `ContainerAgentError` in `@pai/container-agent`).
+ */
 export type PaiErrorCode =
   | "INVALID_IDENTITY"
   | "INVALID_CONTEXT"
@@ -8,14 +12,10 @@ export type PaiErrorCode =
   | "INVALID_OUTPUT"
   | "INVALID_ARGUMENT"
   | "UNKNOWN_AGENT"
-  | "UNKNOWN_TOOL"
-  | "UNKNOWN_THREAD"
   | "UNKNOWN_RUN"
   | "UNKNOWN_ACTION"
   | "TOOL_DISABLED"
-  | "TOOL_FAILED"
   | "RUN_FAILED"
-  | "RUN_CANCELLED"
   | "STALE_ANSWER"
   | "JOURNAL_DIVERGED"
   | "THREAD_BUSY"
@@ -25,17 +25,7 @@ export type PaiErrorCode =
   | "MISSING_CAPABILITY"
   | "CAPABILITY_UNAVAILABLE"
   | "CAPABILITY_BUSY"
-  | "POOL_EXHAUSTED"
-  | "POOL_CLOSED"
-  | "DOCKER_UNAVAILABLE"
-  | "CONTAINER_FAILED"
-  | "CONTAINER_LOST"
-  | "PATH_OUTSIDE_WORKSPACE"
-  | "SANDBOX_PROTOCOL"
-  | "SANDBOX_SPAWN_FAILED"
-  | "SANDBOX_FILE_FAILED"
   | "NOT_FOUND"
-  | "FORBIDDEN"
   | "BAD_REQUEST"
   | "BODY_TOO_LARGE"
   | "MESSAGE_TOO_LARGE"
@@ -44,8 +34,13 @@ export type PaiErrorCode =
   | "CLIENT_DATA_TOO_LARGE";
 
 /**
- * The one error type PAI throws on purpose. `code` says what went wrong; `cause` holds the original error.
- * `PaiError.isInstance(e)` works across duplicated copies of the package.
+ * The error `@pai/core` throws on purpose. `code` says what went wrong; `cause` holds the original error.
+ *
+ * PAI's error family follows the AI SDK's pattern: each class carries its own `Symbol.for('pai.error.<Name>')`
+ * marker, so `isInstance` works across duplicated copies of a package and never confuses two classes.
+ * `PaiError.isInstance(e)` holds for a `PaiError` (and a subclass of it), not for the other packages' errors
+ * (`PoolError`, `SandboxError`, `BrowserError`, `ContainerAgentError`, `PaiResponseError`): check those with their
+ * own class. Every member has the same shape (`name`, `code`, `message`, `details`, `cause`, `toJSON()`).
  */
 export class PaiError extends Error {
   readonly [marker] = true;
@@ -64,6 +59,7 @@ export class PaiError extends Error {
     this.details = options.details;
   }
 
+  /** True for a `PaiError` (or a subclass of it) from any copy of `@pai/core`. */
   static isInstance(error: unknown): error is PaiError {
     return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[marker] === true;
   }

@@ -25,5 +25,5 @@ export function redactedMessage(error: unknown): string {
 }
 
 function isClientFacing(code: PaiError["code"]): boolean {
-  return code === "TOOL_DISABLED" || code === "RUN_CANCELLED" || code === "THREAD_BUSY";
+  return code === "TOOL_DISABLED" || code === "THREAD_BUSY";
 }

@@ -1,5 +1,5 @@
-import { PaiError } from "@pai/core";
 import { describe, expect, it } from "vitest";
+import { ContainerAgentError } from "../container-agent-error.ts";
 import { canonicalAddress, restrictedAddressClass } from "./address-class.ts";
 import { parseEgressPolicy } from "./egress-policy.ts";
 
@@ -122,7 +122,7 @@ describe("parseEgressPolicy", () => {
       } catch (error) {
         caught = error;
       }
-      expect(PaiError.hasCode(caught, "INVALID_ARGUMENT"), entry).toBe(true);
+      expect(ContainerAgentError.hasCode(caught, "INVALID_ARGUMENT"), entry).toBe(true);
       expect((caught as Error).message).toContain(JSON.stringify(entry));
     }
   });

@@ -1,6 +1,6 @@
 import { lookup as dnsLookup, Resolver } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
-import { PaiError } from "@pai/core";
+import { ContainerAgentError } from "../container-agent-error.ts";
 import { canonicalAddress, type RestrictedAddressClass, restrictedAddressClass } from "./address-class.ts";
 
 /**
@@ -68,8 +68,8 @@ interface Rule {
 const NAME =
   /^(?=.{1,253}$)(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
 
-function bad(entry: string, why: string): PaiError {
-  return new PaiError("INVALID_ARGUMENT", `network.allow entry ${JSON.stringify(entry)}: ${why}`, {
+function bad(entry: string, why: string): ContainerAgentError {
+  return new ContainerAgentError("INVALID_ARGUMENT", `network.allow entry ${JSON.stringify(entry)}: ${why}`, {
     details: { entry },
   });
 }
@@ -179,7 +179,7 @@ export function formatTarget(target: EgressTarget): string {
 }
 
 /**
- * Parses an allow list (see {@link EgressAllowEntry}); a malformed entry is a `PaiError` `INVALID_ARGUMENT`
+ * Parses an allow list (see {@link EgressAllowEntry}); a malformed entry is a `ContainerAgentError` `INVALID_ARGUMENT`
  * naming it. The policy's `decide` resolves names with the host's resolver (`dns.lookup`, so `/etc/hosts`
  * counts) and answers with the addresses to connect to — the proxy connects to exactly those.
  *
@@ -199,7 +199,7 @@ export function parseEgressPolicy(
   } = {},
 ): EgressPolicy {
   if (!Array.isArray(allow))
-    throw new PaiError("INVALID_ARGUMENT", "network.allow must be an array of strings");
+    throw new ContainerAgentError("INVALID_ARGUMENT", "network.allow must be an array of strings");
   const rules = allow.map(parseRule);
   const exactNames = new Set(
     rules.flatMap((rule) =>

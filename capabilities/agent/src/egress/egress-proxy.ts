@@ -16,6 +16,22 @@ export interface EgressConnectionEvent extends CapabilityConnectionEvent {
   status: number;
   /** Epoch milliseconds. */
   startedAt: number;
+  /**
+   * How the connection reached the host: `socket`, relayed by the agent to this process's egress socket (an
+   * engine on this machine), or `tunnel`, in frames over the agent's exec stream.
+   */
+  channel: EgressChannelKind;
+}
+
+/** See {@link EgressConnectionEvent.channel}. */
+export type EgressChannelKind = "socket" | "tunnel";
+
+/** Options of {@link EgressProxy.handle}. */
+export interface EgressHandleOptions {
+  /** Also gets the connection's event (the runs in flight when it opened). */
+  report?: ((event: EgressConnectionEvent) => void) | undefined;
+  /** How the connection reached the host. @default "tunnel" */
+  channel?: EgressChannelKind | undefined;
 }
 
 /** Options of {@link createEgressProxy}. */
@@ -36,11 +52,8 @@ export interface EgressProxyOptions {
 
 /** An HTTP/HTTPS proxy for one container; see {@link createEgressProxy}. */
 export interface EgressProxy {
-  /**
-   * Serves one client connection (from the agent's listener); its event also goes to `report` (the runs in
-   * flight when it opened).
-   */
-  handle(client: Duplex, report?: (event: EgressConnectionEvent) => void): void;
+  /** Serves one client connection (from the agent's listener, relayed or tunnelled). */
+  handle(client: Duplex, options?: EgressHandleOptions): void;
   /** The reason of the latest refusal of `target` (`host:port`), if any: for a program that shows none. */
   refusalFor(target: string): string | undefined;
   /** Connections open now, connections seen, and bytes both ways so far. */
@@ -122,16 +135,46 @@ function parseHead(head: string): Request | { error: string } {
   return { method, target: { host, port }, upstreamHead };
 }
 
+/** Bytes read from an upstream connection at once, into one buffer reused for its life. */
+const UPSTREAM_READ_BYTES = 1024 * 1024;
+
+/** A connected upstream socket; its bytes go nowhere until {@link Upstream.forwardTo}. */
+interface Upstream {
+  socket: Socket;
+  address: string;
+  /**
+   * Writes what the upstream sends to `client` from now on (what came before first), each chunk seen by
+   * `onChunk` first. Bytes are read into one reused buffer and the next read waits until `client` took the
+   * chunk: no allocation per chunk, a quarter of the CPU of `pipe` on a bulk download.
+   */
+  forwardTo(client: Duplex, onChunk: (chunk: Buffer) => void): void;
+}
+
 /** Connects to the first of `addresses` that answers within the deadline. */
 async function connectFirst(
   addresses: readonly string[],
   port: number,
   timeoutMs: number,
-): Promise<{ socket: Socket; address: string } | { error: string }> {
+): Promise<Upstream | { error: string }> {
   let lastError = "no address";
   for (const address of addresses) {
+    let deliver: ((chunk: Buffer) => boolean) | undefined;
+    const early: Buffer[] = [];
+    const socket = connect({
+      host: address,
+      port,
+      noDelay: true,
+      onread: {
+        buffer: Buffer.allocUnsafe(UPSTREAM_READ_BYTES), // a function would be called for every read
+        callback: (length: number, buffer: Uint8Array) => {
+          const chunk = Buffer.from(buffer.buffer, buffer.byteOffset, length);
+          if (deliver) return deliver(chunk);
+          early.push(Buffer.from(chunk)); // the buffer is reused: keep a copy until there is a client
+          return false;
+        },
+      },
+    });
     const outcome = await new Promise<Socket | string>((resolve) => {
-      const socket = connect({ host: address, port, noDelay: true });
       const timer = setTimeout(() => {
         socket.destroy();
         resolve("ETIMEDOUT");
@@ -146,8 +189,28 @@ async function connectFirst(
         resolve(error.code ?? error.message);
       });
     });
-    if (typeof outcome !== "string") return { socket: outcome, address };
-    lastError = outcome;
+    if (typeof outcome === "string") {
+      lastError = outcome;
+      continue;
+    }
+    return {
+      socket,
+      address,
+      forwardTo(client, onChunk) {
+        const resume = () => socket.resume();
+        deliver = (chunk) => {
+          onChunk(chunk);
+          // Read again once the client has taken this chunk (the buffer is then free to reuse).
+          client.write(chunk, resume);
+          return false;
+        };
+        for (const chunk of early.splice(0)) {
+          onChunk(chunk);
+          client.write(chunk);
+        }
+        socket.resume();
+      },
+    };
   }
   return { error: lastError };
 }
@@ -193,7 +256,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     }
   }
 
-  function handle(client: Duplex, report?: (event: EgressConnectionEvent) => void): void {
+  function handle(client: Duplex, handleOptions: EgressHandleOptions = {}): void {
+    const { report, channel = "tunnel" } = handleOptions;
     const startedAt = Date.now();
     const started = performance.now();
     const id = ++connections;
@@ -241,6 +305,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         reason,
         status,
         startedAt,
+        channel,
         ...(request.address !== undefined ? { address: request.address } : {}),
       };
       client.end(refusal(status, reason, error));
@@ -318,6 +383,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         decision: "allowed",
         status: 200,
         startedAt,
+        channel,
       };
       const count = (direction: "up" | "down") => (chunk: Buffer) => {
         if (direction === "up") up += chunk.length;
@@ -332,29 +398,32 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         client.resume();
       });
       client.on("data", count("up"));
-      upstream.on("data", count("down"));
+      const countDown = count("down");
+      let onChunk = countDown;
       if (parsed.upstreamHead !== undefined) {
         const forwarded = Buffer.from(parsed.upstreamHead, "latin1");
         up += forwarded.length;
         bytes += forwarded.length;
         upstream.write(forwarded);
-        // The upstream's status is what the program gets.
-        upstream.once("data", (chunk: Buffer) => {
+        // The upstream's status (in its first chunk) is what the program gets.
+        onChunk = (chunk) => {
           const status = /^HTTP\/1\.[01] (\d{3})/.exec(chunk.subarray(0, 16).toString("latin1"));
           if (status && event) event.status = Number(status[1]);
-        });
+          onChunk = countDown;
+          countDown(chunk);
+        };
       } else {
         const established = "HTTP/1.1 200 Connection established\r\n\r\n";
         down += established.length;
         client.write(established);
       }
+      connected.forwardTo(client, (chunk) => onChunk(chunk));
       if (rest.length > 0) {
         up += rest.length;
         bytes += rest.length;
         upstream.write(rest);
       }
       client.pipe(upstream);
-      upstream.pipe(client);
     };
   }
 

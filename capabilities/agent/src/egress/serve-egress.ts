@@ -1,7 +1,9 @@
+import type { Duplex } from "node:stream";
 import type { AgentClient } from "../agent-client.ts";
 import type { ConnectionAudience } from "./connection-audience.ts";
+import type { EgressChannel } from "./egress-channel.ts";
 import type { EgressAllowEntry, EgressPolicy } from "./egress-policy.ts";
-import type { EgressProxy } from "./egress-proxy.ts";
+import type { EgressChannelKind, EgressProxy } from "./egress-proxy.ts";
 
 /** The port the egress proxy listens on inside a container (its own loopback). */
 export const EGRESS_PROXY_PORT = 3128;
@@ -14,6 +16,14 @@ export interface EgressNetworkOptions {
   maxConnections?: number;
   /** Bytes both ways over the container's life; when spent, its connections close. @default 1073741824 */
   maxBytes?: number;
+  /**
+   * How connections reach the host. `"auto"`: through a unix socket of this process in a host directory the
+   * container mounts read-only, when the engine shares this machine's filesystem (each connection presents a
+   * per-container token), else `"tunnel"`. `"tunnel"`: in frames over the agent's `docker exec` stream (slower;
+   * no host directory is mounted).
+   * @default "auto"
+   */
+  channel?: "auto" | "tunnel";
 }
 
 const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "::1"];
@@ -47,17 +57,36 @@ export function egressEnvironment(policy: EgressPolicy): Record<string, string> 
 /**
  * Makes the container's agent listen on `127.0.0.1:EGRESS_PROXY_PORT` and serves every connection there with
  * `proxy`, reporting it to the runs in flight when it opened. Call it on every (re)connection of the agent.
+ *
+ * With a `channel` (an engine on this machine; see `prepareEgressChannel`) the agent relays each connection to
+ * this process's egress socket, presenting a token issued here and handed to it over its own connection (never
+ * in the environment or a file), admitted until the agent's connection ends; the bytes then bypass the agent's
+ * exec stream. Without one, or when the agent cannot reach the socket, connections are tunnelled in frames over
+ * that stream. Either way they reach the same `proxy.handle`: the same policy, limits, events and closing.
  */
-export function serveEgress(options: {
+export async function serveEgress(options: {
   client: AgentClient;
   proxy: EgressProxy;
   audience: ConnectionAudience;
+  channel?: EgressChannel | undefined;
   signal?: AbortSignal | undefined;
 }): Promise<number> {
-  const { client, proxy, audience } = options;
-  return client.listen({
-    port: EGRESS_PROXY_PORT,
-    onConnection: (stream) => proxy.handle(stream, audience.snapshot()),
-    signal: options.signal,
-  });
+  const { client, proxy, audience, channel } = options;
+  const serve = (kind: EgressChannelKind) => (connection: Duplex) =>
+    proxy.handle(connection, { report: audience.snapshot(), channel: kind });
+  const admission = channel?.socket.admit(serve("socket"));
+  if (admission) void client.whenClosed.then(admission.revoke);
+  try {
+    return await client.listen({
+      port: EGRESS_PROXY_PORT,
+      onConnection: serve("tunnel"),
+      ...(admission && channel
+        ? { hostSocket: { path: channel.containerPath, token: admission.token } }
+        : {}),
+      signal: options.signal,
+    });
+  } catch (error) {
+    admission?.revoke();
+    throw error;
+  }
 }

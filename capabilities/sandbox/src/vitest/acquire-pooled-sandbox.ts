@@ -1,10 +1,10 @@
 import { connect, type Socket } from "node:net";
 import { Readable } from "node:stream";
 import { AGENT_PATH } from "@pai/container-agent";
-import { PaiError } from "@pai/core";
 import { type ContainerDriver, createDockerDriver, type ExecSession } from "@pai/pool";
 import { createAgentExecutor } from "../agent-executor.ts";
 import { createSandboxFacade } from "../create-sandbox-facade.ts";
+import { SandboxError } from "../sandbox-error.ts";
 import type { SandboxFacade } from "../sandbox-facade.ts";
 import { type PaiSandboxFixtureOptions, poolOptionsOf } from "./fixture-options.ts";
 import { type PoolReply, parseMessage, readLine, replyError, writeMessage } from "./pool-wire.ts";
@@ -35,8 +35,8 @@ function sharedDriver(): ContainerDriver {
   return workerDriver;
 }
 
-function gone(): PaiError {
-  return new PaiError("CAPABILITY_UNAVAILABLE", "the test run's sandbox pool closed the connection");
+function gone(): SandboxError {
+  return new SandboxError("CAPABILITY_UNAVAILABLE", "the test run's sandbox pool closed the connection");
 }
 
 async function open(address: SandboxPoolAddress, signal: AbortSignal | undefined): Promise<Socket> {
@@ -54,7 +54,7 @@ async function open(address: SandboxPoolAddress, signal: AbortSignal | undefined
       reject(
         signal?.aborted
           ? signal.reason
-          : new PaiError("CAPABILITY_UNAVAILABLE", "cannot reach the test run's sandbox pool", {
+          : new SandboxError("CAPABILITY_UNAVAILABLE", "cannot reach the test run's sandbox pool", {
               cause: error,
               details: { path: address.path },
             }),
@@ -75,7 +75,7 @@ async function nextReply(socket: Socket, signal: AbortSignal | undefined): Promi
     return reply;
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
-    throw PaiError.isInstance(error) ? error : gone();
+    throw SandboxError.isInstance(error) ? error : gone();
   } finally {
     signal?.removeEventListener("abort", onAbort);
   }

@@ -1,6 +1,6 @@
-import { PaiError } from "@pai/core";
 import { inject, type TestContext } from "vitest";
 import { bindSandboxFacade } from "../bind-sandbox-facade.ts";
+import { SandboxError } from "../sandbox-error.ts";
 import type { SandboxFacade } from "../sandbox-facade.ts";
 import { acquirePooledSandbox } from "./acquire-pooled-sandbox.ts";
 import type { PaiSandboxFixtureOptions } from "./fixture-options.ts";
@@ -32,7 +32,7 @@ export function paiSandboxFixture(
   return async ({ signal }, use) => {
     const address = inject(SANDBOX_POOL_KEY);
     if (!address) {
-      throw new PaiError(
+      throw new SandboxError(
         "CAPABILITY_UNAVAILABLE",
         'paiSandboxFixture needs the run\'s sandbox pool: add globalSetup: ["@pai/sandbox/vitest/setup"] to the Vitest config',
       );

@@ -1,7 +1,8 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Socket } from "node:net";
-import type { PaiErrorCode } from "@pai/core";
-import { PaiError } from "@pai/core";
+import { ContainerAgentError, type ContainerAgentErrorCode } from "@pai/container-agent";
+import { PoolError, type PoolErrorCode } from "@pai/pool";
+import { SandboxError, type SandboxErrorCode } from "../sandbox-error.ts";
 import type { PaiSandboxPoolOptions } from "./fixture-options.ts";
 
 /**
@@ -22,7 +23,17 @@ export type PoolRequest =
 export type PoolReply =
   | { type: "acquired"; containerId: string; image: string; token: string }
   | { type: "released" }
-  | { type: "error"; code: PaiErrorCode; message: string; details?: Record<string, unknown> };
+  | {
+      type: "error";
+      /** The error's class, so the worker rebuilds the same one. */
+      error: WireErrorName;
+      code: string;
+      message: string;
+      details?: Record<string, unknown>;
+    };
+
+/** The error classes a reply carries. */
+export type WireErrorName = "SandboxError" | "PoolError" | "ContainerAgentError";
 
 /** The longest line either side sends. */
 export const MAX_LINE_BYTES = 64 * 1024;
@@ -104,30 +115,49 @@ export function secretMatches(presented: unknown, secret: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/** The error a pool reply stands for, as a `PaiError` in the worker. */
+/** The error a pool reply stands for, rebuilt in the worker as the class it was in the pool process. */
 export function replyError(reply: {
-  code: PaiErrorCode;
+  error: WireErrorName;
+  code: string;
   message: string;
   details?: Record<string, unknown>;
-}) {
-  return new PaiError(reply.code, reply.message, reply.details ? { details: reply.details } : {});
+}): SandboxError | PoolError | ContainerAgentError {
+  const options = reply.details ? { details: reply.details } : {};
+  switch (reply.error) {
+    case "PoolError":
+      return new PoolError(reply.code as PoolErrorCode, reply.message, options);
+    case "ContainerAgentError":
+      return new ContainerAgentError(reply.code as ContainerAgentErrorCode, reply.message, options);
+    default:
+      return new SandboxError(reply.code as SandboxErrorCode, reply.message, options);
+  }
 }
 
-/** An error as an `error` reply: its PAI code when it has one. */
+/** An error as an `error` reply: its class and code when it is one of PAI's, else a `SandboxError` code. */
 export function errorReply(error: unknown): PoolReply {
-  if (PaiError.isInstance(error)) {
+  if (
+    SandboxError.isInstance(error) ||
+    PoolError.isInstance(error) ||
+    ContainerAgentError.isInstance(error)
+  ) {
     return {
       type: "error",
+      error: SandboxError.isInstance(error)
+        ? "SandboxError"
+        : PoolError.isInstance(error)
+          ? "PoolError"
+          : "ContainerAgentError",
       code: error.code,
       message: error.message,
       ...(error.details ? { details: { ...error.details } } : {}),
     };
   }
   if (error instanceof TypeError || error instanceof RangeError) {
-    return { type: "error", code: "INVALID_ARGUMENT", message: error.message };
+    return { type: "error", error: "SandboxError", code: "INVALID_ARGUMENT", message: error.message };
   }
   return {
     type: "error",
+    error: "SandboxError",
     code: "CAPABILITY_UNAVAILABLE",
     message: error instanceof Error ? error.message : String(error),
   };

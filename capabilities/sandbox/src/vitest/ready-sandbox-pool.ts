@@ -1,5 +1,5 @@
-import { PaiError } from "@pai/core";
 import type { ContainerDriver } from "@pai/pool";
+import { PoolError } from "@pai/pool";
 import { dockerSandbox } from "../docker-sandbox.ts";
 import type { PaiSandboxPoolOptions } from "./fixture-options.ts";
 import { openWaitingAgentSession, type WaitingAgentSession } from "./waiting-agent-session.ts";
@@ -35,7 +35,7 @@ export interface ReadySandboxPoolMetrics {
 export interface ReadySandboxPool {
   /**
    * A ready sandbox, at once when one is ready, else the next one prepared.
-   * @throws PaiError `POOL_EXHAUSTED` past `pool.acquireTimeoutMs`, or the error that preparing it met.
+   * @throws PoolError `POOL_EXHAUSTED` past `pool.acquireTimeoutMs`, or the error that preparing it met.
    */
   acquire(signal?: AbortSignal): Promise<ReadySandbox>;
   /** Starts preparing up to `pool.min` sandboxes and resolves when they are ready. */
@@ -163,7 +163,7 @@ export function createReadySandboxPool(options: ReadySandboxPoolOptions): ReadyS
 
   return {
     async acquire(signal) {
-      if (closed) throw new PaiError("POOL_CLOSED", "the test run's sandbox pool is closed");
+      if (closed) throw new PoolError("POOL_CLOSED", "the test run's sandbox pool is closed");
       signal?.throwIfAborted();
       const sandbox = takeReady();
       if (sandbox) {
@@ -175,7 +175,7 @@ export function createReadySandboxPool(options: ReadySandboxPoolOptions): ReadyS
         const timer = setTimeout(() => {
           settle();
           reject(
-            new PaiError(
+            new PoolError(
               "POOL_EXHAUSTED",
               `No sandbox within ${acquireTimeoutMs} ms (${leased} handed out, ${preparations.size} being prepared, max ${max})`,
               { details: { leased, preparing: preparations.size, max, acquireTimeoutMs } },
@@ -218,9 +218,9 @@ export function createReadySandboxPool(options: ReadySandboxPoolOptions): ReadyS
     async close() {
       if (closed) return;
       closed = true;
-      closing.abort(new PaiError("POOL_CLOSED", "the test run's sandbox pool is closed"));
+      closing.abort(new PoolError("POOL_CLOSED", "the test run's sandbox pool is closed"));
       for (const waiter of [...waiters]) {
-        waiter.reject(new PaiError("POOL_CLOSED", "the test run's sandbox pool is closed"));
+        waiter.reject(new PoolError("POOL_CLOSED", "the test run's sandbox pool is closed"));
       }
       await Promise.allSettled([...preparations]);
       await Promise.allSettled(ready.splice(0).map((sandbox) => sandbox.release()));

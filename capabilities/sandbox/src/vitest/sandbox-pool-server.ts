@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { PaiError } from "@pai/core";
-import { type ContainerDriver, createDockerDriver } from "@pai/pool";
+import { type ContainerDriver, createDockerDriver, PoolError } from "@pai/pool";
+import { SandboxError } from "../sandbox-error.ts";
 import { type PaiSandboxPoolOptions, poolKeyOf, poolOptionsOf } from "./fixture-options.ts";
 import {
   endWithMessage,
@@ -95,7 +95,7 @@ export async function createSandboxPoolServer(
       await pruneRunnerRecords(stateDirectory, probe);
     } catch (error) {
       // Without an engine there is nothing to sweep; a test that needs a sandbox says so itself.
-      if (!closing.signal.aborted && !PaiError.hasCode(error, "DOCKER_UNAVAILABLE")) {
+      if (!closing.signal.aborted && !PoolError.hasCode(error, "DOCKER_UNAVAILABLE")) {
         warn("could not sweep the containers of dead test runs", error);
       }
     }
@@ -105,7 +105,7 @@ export async function createSandboxPoolServer(
   sweeper.unref();
 
   function pool(poolOptions: PaiSandboxPoolOptions): ReadySandboxPool {
-    if (closed) throw new PaiError("POOL_CLOSED", "the test run's sandbox pool is closed");
+    if (closed) throw new PoolError("POOL_CLOSED", "the test run's sandbox pool is closed");
     const key = poolKeyOf(poolOptions);
     let existing = pools.get(key);
     if (!existing) {
@@ -172,7 +172,7 @@ export async function createSandboxPoolServer(
     if (!sandbox) {
       endWithMessage(
         socket,
-        errorReply(new PaiError("INVALID_ARGUMENT", "no sandbox waits for this agent token")),
+        errorReply(new SandboxError("INVALID_ARGUMENT", "no sandbox waits for this agent token")),
       );
       return;
     }

@@ -1,7 +1,7 @@
 import type { Duplex } from "node:stream";
 import { AGENT_FRAME_TYPES, AGENT_PATH, createFrameDecoder, FrameType } from "@pai/container-agent";
-import { PaiError } from "@pai/core";
 import type { ContainerDriver } from "@pai/pool";
+import { SandboxError } from "../sandbox-error.ts";
 
 /**
  * An in-container agent started ahead of time: its HELLO has arrived and is held, with everything after it, until
@@ -49,7 +49,9 @@ export async function openWaitingAgentSession(
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () =>
-          finish(new PaiError("SANDBOX_PROTOCOL", `the sandbox agent did not say HELLO in ${containerId}`)),
+          finish(
+            new SandboxError("SANDBOX_PROTOCOL", `the sandbox agent did not say HELLO in ${containerId}`),
+          ),
         options.helloTimeoutMs ?? 5000,
       );
       const decoder = createFrameDecoder({
@@ -58,7 +60,7 @@ export async function openWaitingAgentSession(
           finish(
             frame.type === FrameType.Hello && frame.requestId === 0
               ? undefined
-              : new PaiError(
+              : new SandboxError(
                   "SANDBOX_PROTOCOL",
                   `the sandbox agent in ${containerId} did not start with HELLO`,
                 ),
@@ -74,7 +76,9 @@ export async function openWaitingAgentSession(
         }
       };
       const onEnd = () =>
-        finish(new PaiError("SANDBOX_PROTOCOL", `the sandbox agent in ${containerId} exited before HELLO`));
+        finish(
+          new SandboxError("SANDBOX_PROTOCOL", `the sandbox agent in ${containerId} exited before HELLO`),
+        );
       const onAbort = () => finish(signal?.reason);
       function finish(error: unknown) {
         clearTimeout(timer);

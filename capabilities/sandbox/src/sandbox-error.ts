@@ -1,0 +1,62 @@
+const marker = Symbol.for("pai.error.SandboxError");
+
+/**
+ * Every code a {@link SandboxError} carries: the codes `@pai/sandbox` throws.
+ *
+ * - `INVALID_ARGUMENT`: a bad argument (a NUL in a path, a file over a limit, a target of the wrong kind).
+ * - `PATH_OUTSIDE_WORKSPACE`: a path (or an uploaded archive entry, or a symlink) leads out of the workspace.
+ * - `NOT_FOUND`: a directory to download does not exist.
+ * - `SANDBOX_SPAWN_FAILED`: the command could not start (no such program, bad `cwd`, unknown user).
+ * - `SANDBOX_PROTOCOL`: the in-container agent or the command wrapper stopped speaking its protocol.
+ * - `CONTAINER_FAILED`: the container failed under an operation (lost, stopped, a file script failed).
+ * - `CAPABILITY_UNAVAILABLE`: the sandbox, its binding or the test run's sandbox pool is closed or unreachable.
+ */
+export type SandboxErrorCode =
+  | "INVALID_ARGUMENT"
+  | "PATH_OUTSIDE_WORKSPACE"
+  | "NOT_FOUND"
+  | "SANDBOX_SPAWN_FAILED"
+  | "SANDBOX_PROTOCOL"
+  | "CONTAINER_FAILED"
+  | "CAPABILITY_UNAVAILABLE";
+
+/**
+ * The error `@pai/sandbox` throws on purpose. A member of PAI's error family (the shape of `@pai/core`'s `PaiError`)
+ * with its own `Symbol.for('pai.error.SandboxError')` marker: `SandboxError.isInstance(e)` recognizes it from any
+ * copy of this package and nothing else; it is not a `PaiError`. Errors of the packages below pass through as they
+ * are (`PoolError` from the container pool, `ContainerAgentError` from the agent).
+ */
+export class SandboxError extends Error {
+  readonly [marker] = true;
+  /** What went wrong. */
+  readonly code: SandboxErrorCode;
+  /** Extra facts for logs (path, exit code, errno); never secrets. */
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(
+    code: SandboxErrorCode,
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = "SandboxError";
+    this.code = code;
+    this.details = options.details;
+  }
+
+  /** True for a `SandboxError` (or a subclass of it) from any copy of this package. */
+  static isInstance(error: unknown): error is SandboxError {
+    return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[marker] === true;
+  }
+
+  /** True when `error` is a sandbox error with the given code. */
+  static hasCode(error: unknown, code: SandboxErrorCode): error is SandboxError {
+    return SandboxError.isInstance(error) && error.code === code;
+  }
+
+  toJSON(): { code: SandboxErrorCode; message: string; details?: Readonly<Record<string, unknown>> } {
+    return this.details
+      ? { code: this.code, message: this.message, details: this.details }
+      : { code: this.code, message: this.message };
+  }
+}
