@@ -118,6 +118,12 @@ export interface Lease<STATE = undefined> {
    * Rejects (after the pool has forgotten the container) when the engine fails to remove it.
    */
   release(): Promise<void>;
+  /**
+   * Forgets the container without removing it: it keeps running for whoever takes it over (a lease handed over
+   * to another process, which `adopt`s it). `teardown` runs, and it no longer counts against `max`. Idempotent;
+   * after it (or `release`) the other is a no-op.
+   */
+  detach(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -408,6 +414,8 @@ export function createContainerPool<STATE = undefined>(
   const containers = new Map<string, Entry<STATE>>();
   /** Ids created by this pool and not yet removed (including ones whose removal failed). */
   const knownIds = new Set<string>();
+  /** Containers this pool let go of running (detached, or kept leased at close): no longer its own creations. */
+  const letGo = new Set<string>();
   const removals = new Set<Promise<unknown>>();
   const waiters = new Set<{ reject: (error: unknown) => void }>();
   let creating = 0;
@@ -452,6 +460,27 @@ export function createContainerPool<STATE = undefined>(
     removals.add(removal);
     void removal.finally(() => removals.delete(removal));
     return removal;
+  }
+
+  /** Lets go of a leased container without removing it (see `Lease.detach`). */
+  function forgetEntry(entry: Entry<STATE>): Promise<{ ok: boolean; error?: unknown }> {
+    if (entry.removal) return entry.removal;
+    entry.phase = "removing";
+    const forgetting = (async () => {
+      try {
+        if (!entry.tornDown) await runTeardown(entry.id, entry.state);
+        return { ok: true };
+      } finally {
+        containers.delete(entry.id);
+        knownIds.delete(entry.id);
+        letGo.add(entry.id);
+        capacity.release();
+      }
+    })();
+    entry.removal = forgetting;
+    removals.add(forgetting);
+    void forgetting.finally(() => removals.delete(forgetting));
+    return forgetting;
   }
 
   /** Runs the `teardown` hook; its failure is reported, never thrown. */
@@ -638,7 +667,7 @@ export function createContainerPool<STATE = undefined>(
         !isKept(row.id) &&
         !containers.has(row.id) &&
         !knownIds.has(row.id) &&
-        row.labels[poolLabels.instance] !== instanceId,
+        (row.labels[poolLabels.instance] !== instanceId || letGo.has(row.id)),
     );
     const removed: string[] = [];
     const failed: string[] = [];
@@ -674,13 +703,14 @@ export function createContainerPool<STATE = undefined>(
 
   function makeLease(entry: Entry<STATE>, leaseKey: string, adopted: boolean): Lease<STATE> {
     const acquiredAt = new Date();
-    let releasing: Promise<void> | undefined;
-    const release = () => {
-      releasing ??= removeEntry(entry, closed ? "close" : "release").then((result) => {
+    let ending: Promise<void> | undefined;
+    const end = (how: () => Promise<{ ok: boolean; error?: unknown }>) => {
+      ending ??= how().then((result) => {
         if (!result.ok) throw result.error;
       });
-      return releasing;
+      return ending;
     };
+    const release = () => end(() => removeEntry(entry, closed ? "close" : "release"));
     const lease: Lease<STATE> = {
       containerId: entry.id,
       leaseKey,
@@ -688,6 +718,7 @@ export function createContainerPool<STATE = undefined>(
       adopted,
       acquiredAt,
       release,
+      detach: () => end(() => forgetEntry(entry)),
       [Symbol.asyncDispose]: release,
     };
     entry.phase = "leased";
@@ -844,6 +875,7 @@ export function createContainerPool<STATE = undefined>(
     };
     containers.set(containerId, entry);
     knownIds.add(containerId);
+    letGo.delete(containerId);
     try {
       if (options.setup) {
         const setupSignal = signal
@@ -929,12 +961,11 @@ export function createContainerPool<STATE = undefined>(
       for (const waiter of [...waiters]) waiter.reject(closedError());
       await drained.catch(() => {});
       await generic.clear().catch(() => {});
-      /** Leased containers left running for whoever recorded them. */
-      const kept = new Set<string>();
       const teardowns: Promise<void>[] = [];
       for (const entry of [...containers.values()]) {
         if (closeOptions.keepLeased && entry.phase === "leased") {
-          kept.add(entry.id);
+          // Left running for whoever recorded it.
+          letGo.add(entry.id);
           containers.delete(entry.id);
           knownIds.delete(entry.id);
           entry.tornDown = true;
@@ -948,7 +979,7 @@ export function createContainerPool<STATE = undefined>(
       const leftovers = new Set(knownIds);
       try {
         for (const row of await driver.list({ labels: { [poolLabels.instance]: instanceId } }))
-          if (!kept.has(row.id)) leftovers.add(row.id);
+          if (!letGo.has(row.id)) leftovers.add(row.id);
       } catch (error) {
         events.emit("error", { operation: "destroy", error });
       }

@@ -105,6 +105,46 @@ describe("container ownership", () => {
     expect(driver.containers.size).toBe(0);
     expect(teardowns.filter((id) => id === lease.containerId)).toHaveLength(1);
   });
+
+  it("detach() lets a leased container go running: it frees its place under max and survives close", async () => {
+    const driver = createFakeDriver();
+    const teardowns: string[] = [];
+    const pool = makePool(driver, {
+      min: 0,
+      max: 1,
+      acquireTimeoutMs: 200,
+      ownerId: "me",
+      teardown: ({ containerId }) => {
+        teardowns.push(containerId);
+      },
+    });
+    const first = await pool.acquire({ leaseKey: "thread:1" });
+    await expect(pool.acquire({ leaseKey: "thread:2" })).rejects.toMatchObject({ code: "POOL_EXHAUSTED" });
+    await first.detach();
+    await first.release(); // a no-op once detached
+    expect(teardowns).toEqual([first.containerId]);
+    expect(pool.metrics().borrowed).toBe(0);
+    const second = await pool.acquire({ leaseKey: "thread:2" });
+    await pool.close();
+    expect([...driver.containers.keys()]).toEqual([first.containerId]);
+    expect(driver.containers.get(first.containerId)?.status).toBe("running");
+    expect(driver.containers.has(second.containerId)).toBe(false);
+  });
+
+  it("reaps a container it let go of once no one keeps it, and can adopt it back", async () => {
+    const driver = createFakeDriver();
+    const pool = makePool(driver, { poolId: "sandbox", min: 0, ownerId: "me" });
+    const handedOver = await pool.acquire({ leaseKey: "thread:1" });
+    await handedOver.detach();
+    // Another process holds it now (its lease record names it): kept.
+    expect((await pool.reapStrays({ keep: [handedOver.containerId] })).removed).toEqual([]);
+    // Handed back: this pool adopts it, and then holds it again.
+    const back = await pool.adopt(handedOver.containerId, { leaseKey: "thread:1" });
+    expect((await pool.reapStrays()).removed).toEqual([]);
+    await back.detach();
+    // No lease names it any more: it is this owner's stray.
+    expect((await pool.reapStrays()).removed).toEqual([handedOver.containerId]);
+  });
 });
 
 describe("createPooledBinding ownership", () => {

@@ -265,6 +265,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         resourceId: lease.containerId,
         meta: { poolId: pool.poolId, image: pool.image },
         release: () => lease.release(),
+        detach: () => lease.detach(),
         bind: ({ signal, report }) => {
           const bound = bindBrowserFacade(facade, signal);
           return report ? audience.during(bound, report) : bound;

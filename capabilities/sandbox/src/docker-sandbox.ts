@@ -260,6 +260,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         resourceId: lease.containerId,
         meta: { poolId: pool.poolId, image: pool.image },
         release: () => lease.release(),
+        detach: () => lease.detach(),
         bind: ({ signal, report }) => {
           const bound = bindSandboxFacade(facade, signal);
           // A spawned process reports its connections until it ends.
