@@ -5,6 +5,7 @@ import {
   type ContainerPoolOptions,
   createContainerPool,
 } from "./container-pool.ts";
+import { PoolError } from "./pool-error.ts";
 import { specHash } from "./spec-hash.ts";
 
 /** How a capability binding sizes and tunes its pool (the user-facing part of `createContainerPool`'s options). */
@@ -86,6 +87,7 @@ export interface PooledBinding<RESOURCE> {
   /**
    * Removes the managed containers of this binding's engine that no kept lease names and whose owner is known
    * dead (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`).
+   * @throws PoolError `CONTAINER_FAILED` when some could not be removed (after trying them all)
    */
   reapUnowned(context: ReapContext): Promise<void>;
   /**
@@ -223,7 +225,20 @@ export function createPooledBinding<STATE, RESOURCE>(
     },
     async reapUnowned(context) {
       const current = await ready();
-      await current.reapStrays({ keep: context.keepResourceIds, deadOwners: context.deadOwnerIds });
+      const { failed } = await current.reapStrays({
+        keep: context.keepResourceIds,
+        deadOwners: context.deadOwnerIds,
+      });
+      // The runtime forgets dead owners only once they are reaped: a failure must reach it.
+      if (failed.length > 0) {
+        throw new PoolError(
+          "CONTAINER_FAILED",
+          `${options.name} binding: could not remove ${failed.length} stray containers`,
+          {
+            details: { containerIds: failed },
+          },
+        );
+      }
     },
     async close() {
       closed = true;

@@ -38,6 +38,8 @@ function fakeBinding(
     /** Prefixes resource ids, so the bindings of several runtimes on one engine never share one. */
     prefix?: string;
     provisionError?: unknown;
+    /** Runs before each reap: may wait (a slow engine) or throw (a failed removal). */
+    beforeReap?: () => Promise<void> | void;
   } = {},
 ) {
   const engine: FakeEngine = options.engine ?? new Map();
@@ -84,6 +86,7 @@ function fakeBinding(
       return engine.has(lease.resourceId) ? resourceOf(lease.resourceId) : undefined;
     },
     async reapUnowned({ keepResourceIds, deadOwnerIds }) {
+      await options.beforeReap?.();
       for (const [id, entry] of engine) {
         if (entry.owner === undefined || !deadOwnerIds.has(entry.owner) || keepResourceIds.includes(id))
           continue;
@@ -515,6 +518,58 @@ describe("several processes on one store and one engine", () => {
     await holding.done;
     await Promise.all([holder.close(), b.runtime.close()]);
     expect(engine.size).toBe(0);
+  });
+
+  it("frees a dead owner's resources when the next process starts after it went stale, though it held no lease", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([["dead-warm", { owner: "dead", value: 0 }]]);
+    await deadOwner(store, "dead");
+    const b = replica(store, engine, "b");
+    const owners = async () => (await store.listOwners()).map((owner) => owner.ownerId).sort();
+
+    // Maintenance before the binding has started: nothing reaped it yet, so the dead owner stays known.
+    await b.runtime.sweep();
+    expect(await owners()).toEqual(["dead", "owner-b"]);
+    await b.runtime.startCapabilities();
+    expect(b.reaped).toEqual(["dead-warm"]);
+    await b.runtime.sweep();
+    expect(await owners()).toEqual(["owner-b"]);
+    await b.runtime.close();
+  });
+
+  it("keeps a dead owner known while reaping its resources fails, and frees them on a later pass", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([["dead-warm", { owner: "dead", value: 0 }]]);
+    await deadOwner(store, "dead");
+    let failing = true;
+    const errors: unknown[] = [];
+    const fake = fakeBinding({
+      engine,
+      prefix: "b",
+      beforeReap: () => {
+        if (failing) throw new Error("the engine refused a removal");
+      },
+    });
+    const runtime = createAgentRuntime({
+      pai: createPai({ agents: { a: defineAgent({ tools: { count } }) } }),
+      store,
+      model: createScriptedModel({ steps: [] }),
+      capabilities: { counter: fake.binding },
+      ownerId: "owner-b",
+      onBackgroundError: (error) => errors.push(error),
+    });
+    // The binding starts although its first reap failed; the failure is reported.
+    await runtime.startCapabilities();
+    await runtime.sweep();
+    expect(errors.length).toBeGreaterThanOrEqual(2);
+    expect(engine.has("dead-warm")).toBe(true);
+    expect((await store.listOwners()).map((owner) => owner.ownerId)).toContain("dead");
+
+    failing = false;
+    await runtime.sweep();
+    expect(fake.reaped).toEqual(["dead-warm"]);
+    expect((await store.listOwners()).map((owner) => owner.ownerId)).toEqual(["owner-b"]);
+    await runtime.close();
   });
 
   it("lets go of a lease another process took over, and releases one whose thread was ended elsewhere", async () => {

@@ -78,6 +78,11 @@ export interface CapabilityManagerOptions {
   handoverTimeoutMs?: number;
   /** How often a waiting run looks whether the lease was handed over. @default 250 */
   handoverPollMs?: number;
+  /**
+   * Told when a binding's first reconcile (at its start) fails: the binding is used anyway, and the periodic
+   * reconcile tries again.
+   */
+  onError?: (error: unknown) => void;
 }
 
 /**
@@ -93,6 +98,7 @@ export class CapabilityManager {
   readonly #owners: OwnerLiveness;
   readonly #handoverTimeoutMs: number;
   readonly #handoverPollMs: number;
+  readonly #onError: (error: unknown) => void;
   readonly #leases = new Map<string, Lease>();
   readonly #started = new Map<string, Promise<void>>();
   /** Bindings whose start finished: the periodic reconcile covers these. */
@@ -106,6 +112,7 @@ export class CapabilityManager {
     this.#owners = options.owners;
     this.#handoverTimeoutMs = options.handoverTimeoutMs ?? 30_000;
     this.#handoverPollMs = options.handoverPollMs ?? 250;
+    this.#onError = options.onError ?? (() => {});
   }
 
   /** The lifetime a capability's leases have: the binding's override or the declaration's default. */
@@ -339,13 +346,20 @@ export class CapabilityManager {
     return resource;
   }
 
-  /** Starts a binding once: warms it (with this process's owner id), then reconciles its recorded leases. */
+  /**
+   * Starts a binding once: warms it (with this process's owner id), then reconciles its recorded leases (a failure
+   * there goes to `onError`: the periodic reconcile tries again).
+   */
   #start(binding: CapabilityBinding): Promise<void> {
     let started = this.#started.get(binding.capability);
     if (!started) {
       started = (async () => {
         await binding.start?.({ ownerId: this.#owners.ownerId });
-        await this.#reconcileBinding(binding, await this.#owners.liveOwners());
+        await this.#reconcileBinding(
+          binding,
+          await this.#owners.liveOwners(),
+          await this.#owners.deadOwners(),
+        ).catch(this.#onError);
         this.#ready.add(binding);
       })();
       this.#started.set(binding.capability, started);
@@ -356,13 +370,18 @@ export class CapabilityManager {
 
   /**
    * Takes over or frees the leases of owners that are not `live`, then has the binding reap what no live
-   * lease names. A dead owner's fresh `thread`/`user` lease is claimed (one process wins) and reattached, so
-   * the user's files survive; its other leases, and those that fail to reattach, are deleted.
+   * lease names of the `dead` owners (and of the owners of leases found dead). A dead owner's fresh
+   * `thread`/`user` lease is claimed (one process wins) and reattached, so the user's files survive; its other
+   * leases, and those that fail to reattach, are deleted.
    */
-  async #reconcileBinding(binding: CapabilityBinding, live: ReadonlySet<string>): Promise<void> {
+  async #reconcileBinding(
+    binding: CapabilityBinding,
+    live: ReadonlySet<string>,
+    deadOwners: ReadonlySet<string>,
+  ): Promise<void> {
     const self = this.#owners.ownerId;
     const keep = new Set<string>();
-    const dead = new Set(await this.#owners.deadOwners());
+    const dead = new Set(deadOwners);
     for (const record of await this.#store.listLeases({ capability: binding.capability })) {
       const id = leaseId(record.capability, record.lifetime, record.key);
       // A lease this process holds or is obtaining right now.
@@ -415,11 +434,21 @@ export class CapabilityManager {
 
   /**
    * The periodic pass over started bindings: takes over or frees dead owners' leases and reaps their
-   * resources (see {@link startAll}). `live`: the owners alive now.
+   * resources (see {@link startAll}). `live`: the owners alive now; `dead`: the owners known dead.
+   * @returns true when every binding of this process is started and has dealt with the `dead` owners, so their
+   * records may be forgotten; false while one is not started (it reaps them when it starts), and for a process
+   * without bindings (it cannot tell whether another process still has their resources to free).
+   * @throws AggregateError of the bindings that failed (the others were still reconciled)
    */
-  async reconcile(live: ReadonlySet<string>): Promise<void> {
-    if (this.#closed) return;
-    for (const binding of this.#ready) await this.#reconcileBinding(binding, live);
+  async reconcile(live: ReadonlySet<string>, dead: ReadonlySet<string>): Promise<boolean> {
+    if (this.#closed) return false;
+    const ready = [...this.#ready];
+    const errors: unknown[] = [];
+    for (const binding of ready) {
+      await this.#reconcileBinding(binding, live, dead).catch((error: unknown) => errors.push(error));
+    }
+    if (errors.length > 0) throw new AggregateError(errors, "reconciling capability bindings failed");
+    return ready.length > 0 && ready.length === this.#bindings.size;
   }
 
   /**

@@ -191,12 +191,15 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     ...(options.ownerId !== undefined ? { ownerId: options.ownerId } : {}),
     ...(options.ownerTtlMs !== undefined ? { ownerTtlMs: options.ownerTtlMs } : {}),
   });
+  const onBackgroundError =
+    options.onBackgroundError ?? ((error: unknown) => console.error("[pai] background maintenance:", error));
   const capabilities = new CapabilityManager({
     bindings,
     declarations,
     store,
     owners,
     ...(options.handoverTimeoutMs !== undefined ? { handoverTimeoutMs: options.handoverTimeoutMs } : {}),
+    onError: onBackgroundError,
   });
   const maintenance = createRuntimeMaintenance({
     store,
@@ -210,7 +213,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
         ? { reconcileIntervalMs: options.reconcileIntervalMs }
         : {}),
     },
-    onError: options.onBackgroundError ?? ((error) => console.error("[pai] background maintenance:", error)),
+    onError: onBackgroundError,
   });
   const identityKeyOf = options.identityKey ?? defaultIdentityKey;
   const limits = messageLimits(options.limits);

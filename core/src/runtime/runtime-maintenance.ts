@@ -29,7 +29,8 @@ export interface RuntimeMaintenance {
 /**
  * Starts the runtime's maintenance: every heartbeat it records this process as alive and follows its leases
  * in the store (handovers); every reconcile interval it interrupts dead owners' runs, takes over or frees their
- * leases and has the bindings reap, then forgets dead owners; every idle interval it releases idle leases. A
+ * leases and has the bindings reap, then forgets the dead owners every binding has dealt with; every idle
+ * interval it releases idle leases. A
  * pass never overlaps the previous one; errors go to `onError` and the next pass tries again.
  */
 export function createRuntimeMaintenance(options: {
@@ -63,8 +64,10 @@ export function createRuntimeMaintenance(options: {
     if (force || now - lastReconcile >= reconcileIntervalMs) {
       lastReconcile = now;
       await step(() => interruptDeadRuns(store, { live, self: owners }));
-      await step(() => capabilities.reconcile(live));
-      await step(() => owners.forgetDead(live));
+      await step(async () => {
+        const dead = await owners.deadOwners();
+        if (await capabilities.reconcile(live, dead)) await owners.forget(dead);
+      });
     }
     if (force || now - lastSweep >= sweepIdleIntervalMs) {
       lastSweep = now;
