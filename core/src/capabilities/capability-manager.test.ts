@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { toolEndOf } from "../actions/tool-end.ts";
 import { createPai } from "../agents/create-pai.ts";
@@ -570,6 +570,26 @@ describe("several processes on one store and one engine", () => {
     expect(fake.reaped).toEqual(["dead-warm"]);
     expect((await store.listOwners()).map((owner) => owner.ownerId)).toEqual(["owner-b"]);
     await runtime.close();
+  });
+
+  it("keeps heartbeating while a pass is slow (reaping on a busy engine), so it is never taken for dead", async () => {
+    const store = sharedStore();
+    let open!: () => void;
+    let slow = false;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const b = replica(store, new Map(), "b", { binding: { beforeReap: () => (slow ? gate : undefined) } });
+    await b.runtime.startCapabilities();
+    const heartbeat = async () =>
+      (await store.listOwners()).find((owner) => owner.ownerId === "owner-b")?.heartbeatAt ?? 0;
+    slow = true;
+    const stuck = b.runtime.sweep();
+    const before = await heartbeat();
+    await vi.waitFor(async () => expect(await heartbeat()).toBeGreaterThan(before + 100), { timeout: 5000 });
+    open();
+    await stuck;
+    await b.runtime.close();
   });
 
   it("lets go of a lease another process took over, and releases one whose thread was ended elsewhere", async () => {

@@ -27,11 +27,13 @@ export interface RuntimeMaintenance {
 }
 
 /**
- * Starts the runtime's maintenance: every heartbeat it records this process as alive and follows its leases
- * in the store (handovers); every reconcile interval it interrupts dead owners' runs, takes over or frees their
- * leases and has the bindings reap, then forgets the dead owners every binding has dealt with; every idle
- * interval it releases idle leases. A
- * pass never overlaps the previous one; errors go to `onError` and the next pass tries again.
+ * Starts the runtime's maintenance. Every heartbeat interval it records this process as alive, on its own: a
+ * heartbeat never waits behind the other work, which may take long (reattaching and reaping containers), so
+ * that work never makes a live process look dead. Every heartbeat it also follows its leases in the store
+ * (handovers); every reconcile interval it interrupts dead owners' runs, takes over or frees their leases and
+ * has the bindings reap, then forgets the dead owners every binding has dealt with; every idle interval it
+ * releases idle leases. A pass never overlaps the previous one; errors go to `onError` and the next pass tries
+ * again.
  */
 export function createRuntimeMaintenance(options: {
   store: ThreadStore;
@@ -47,14 +49,27 @@ export function createRuntimeMaintenance(options: {
   let lastReconcile = Number.NEGATIVE_INFINITY;
   let lastSweep = Date.now();
   let running: Promise<void> = Promise.resolve();
+  let beating: Promise<void> | undefined;
   let closed = false;
 
   /** One step of a pass; a failing step does not stop the others. */
   const step = (work: () => Promise<unknown>) => work().catch(onError);
 
+  /** Writes a heartbeat, unless one is being written. */
+  const beat = (): Promise<void> => {
+    if (beating) return beating;
+    const current = owners
+      .heartbeat()
+      .catch(onError)
+      .finally(() => {
+        beating = undefined;
+      });
+    beating = current;
+    return current;
+  };
+
   async function pass(force: boolean): Promise<void> {
     const now = Date.now();
-    await step(() => owners.heartbeat());
     const live = await owners.liveOwners().catch((error: unknown) => {
       onError(error);
       return undefined;
@@ -80,11 +95,13 @@ export function createRuntimeMaintenance(options: {
     return running;
   };
 
-  const started = enqueue(true);
+  const started = beat().then(() => enqueue(true));
   let ticking = false;
   const timer = setInterval(() => {
-    // A tick never queues behind a pass still running: it is skipped.
-    if (ticking || closed) return;
+    if (closed) return;
+    void beat();
+    // A tick never queues a pass behind one still running: it is skipped.
+    if (ticking) return;
     ticking = true;
     void enqueue(false).finally(() => {
       ticking = false;
@@ -94,11 +111,11 @@ export function createRuntimeMaintenance(options: {
 
   return {
     started,
-    runNow: () => enqueue(true),
+    runNow: () => beat().then(() => enqueue(true)),
     async close() {
       closed = true;
       clearInterval(timer);
-      await running;
+      await Promise.all([running, beating]);
     },
   };
 }
