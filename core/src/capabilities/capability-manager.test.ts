@@ -592,6 +592,32 @@ describe("several processes on one store and one engine", () => {
     await b.runtime.close();
   });
 
+  it("frees the loser's resource when two processes provision a new thread at the same moment", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map();
+    const a = replica(store, engine, "a", { binding: { provisionDelayMs: 30 } });
+    const b = replica(store, engine, "b", { binding: { provisionDelayMs: 30 } });
+    const runs = await Promise.all(
+      [a, b].map((replica) =>
+        replica.runtime.run({ agentId: "a", identity: ann, threadId: "t-new", message: "count" }),
+      ),
+    );
+    for (const run of runs) expect(lastCount((await run.done).messages)).toBe(1);
+    expect(engine.size).toBe(2);
+
+    // One record won; the process whose record lost frees its resource at its next sync.
+    await Promise.all([a.runtime.sweep(), b.runtime.sweep()]);
+    const [record] = await store.listLeases();
+    expect([...engine.keys()]).toEqual([record?.resourceId]);
+    expect([...a.runtime.leases(), ...b.runtime.leases()]).toMatchObject([
+      { resourceId: record?.resourceId },
+    ]);
+    expect([...a.released, ...b.released]).toHaveLength(1);
+    await Promise.all([a.runtime.close(), b.runtime.close()]);
+    expect(engine.size).toBe(0);
+    expect(await store.listLeases()).toEqual([]);
+  });
+
   it("lets go of a lease another process took over, and releases one whose thread was ended elsewhere", async () => {
     const store = sharedStore();
     const engine: FakeEngine = new Map();

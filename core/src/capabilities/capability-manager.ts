@@ -454,7 +454,9 @@ export class CapabilityManager {
   /**
    * Follows the store for this process's `thread`/`user` leases (every heartbeat): hands a lease over to the
    * live owner that asked for it once no run here uses it; lets go of a lease another process took over
-   * (this process was presumed dead); releases one whose record was deleted (the thread was ended elsewhere).
+   * (this process was presumed dead); releases one whose record was deleted (the thread was ended elsewhere)
+   * and, once no run here uses it, one whose record names another resource (another process provisioned the
+   * same new thread at the same moment, and its record won).
    */
   async syncLeases(live: ReadonlySet<string>): Promise<void> {
     if (this.#closed || this.#leases.size === 0) return;
@@ -470,6 +472,10 @@ export class CapabilityManager {
       if (!resource || (lease.lifetime !== "thread" && lease.lifetime !== "user")) continue;
       const record = records.get(id);
       if (!record) {
+        this.#leases.delete(id);
+        await resource.release().catch(() => undefined);
+      } else if (record.resourceId !== resource.resourceId) {
+        if (lease.users.size > 0) continue;
         this.#leases.delete(id);
         await resource.release().catch(() => undefined);
       } else if (record.ownerId !== self) {
@@ -556,20 +562,24 @@ export class CapabilityManager {
 
   /**
    * Frees a lease's resource and its record, unless the record now names another owner (this process was
-   * presumed dead and the lease taken over): then it only lets go.
+   * presumed dead and the lease taken over): then it only lets go. A record naming another resource (another
+   * process's, provisioned for the same key) stays: only this process's resource is freed.
    */
   async #release(lease: Lease, resource: ProvisionedResource): Promise<void> {
     const [record] = await this.#store
       .listLeases({ capability: lease.capability, lifetime: lease.lifetime, key: lease.key })
       .catch(() => []);
-    if (record && record.ownerId !== this.#owners.ownerId) {
+    const ours = record?.resourceId === resource.resourceId;
+    if (record && ours && record.ownerId !== this.#owners.ownerId) {
       await resource.detach?.();
       return;
     }
     try {
       await resource.release();
     } finally {
-      await this.#store.deleteLease(lease.capability, lease.lifetime, lease.key).catch(() => undefined);
+      if (!record || ours) {
+        await this.#store.deleteLease(lease.capability, lease.lifetime, lease.key).catch(() => undefined);
+      }
     }
   }
 
