@@ -60,7 +60,8 @@ export interface OwnershipOptions {
   ownerTtlMs?: number;
   /**
    * How often dead owners' runs are interrupted and their leases and containers taken over or freed. A dead
-   * process's containers are freed within `ownerTtlMs + reconcileIntervalMs` (plus the reaping itself).
+   * process's containers are freed within `ownerTtlMs + reconcileIntervalMs + heartbeatIntervalMs` of its last
+   * heartbeat (passes run on the heartbeat's ticks), plus the reaping itself: 40 s with the defaults.
    * @default 15000
    */
   reconcileIntervalMs?: number;
