@@ -5,6 +5,7 @@ import {
   type ContainerPoolOptions,
   createContainerPool,
 } from "./container-pool.ts";
+import { poolLabels } from "./labels.ts";
 import { PoolError } from "./pool-error.ts";
 import { specHash } from "./spec-hash.ts";
 
@@ -70,6 +71,11 @@ export interface ReapContext {
   keepResourceIds: readonly string[];
   /** Owners the runtime's store knows to be dead: their containers are removed. */
   deadOwnerIds: ReadonlySet<string>;
+  /**
+   * Containers of leases the runtime ended without reattaching them: each managed one still there is removed,
+   * whatever its owner label (an adopted container keeps its creator's, and the creator may be gone).
+   */
+  orphanResourceIds?: readonly string[];
 }
 
 /** The lifecycle a capability binding needs from a warm pool: start, provision, reattach, reap, close. */
@@ -86,7 +92,8 @@ export interface PooledBinding<RESOURCE> {
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
   /**
    * Removes the managed containers of this binding's engine that no kept lease names and whose owner is known
-   * dead (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`).
+   * dead (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`), and the
+   * managed containers `orphanResourceIds` names that this pool does not hold.
    * @throws PoolError `CONTAINER_FAILED` when some could not be removed (after trying them all)
    */
   reapUnowned(context: ReapContext): Promise<void>;
@@ -229,6 +236,16 @@ export function createPooledBinding<STATE, RESOURCE>(
         keep: context.keepResourceIds,
         deadOwners: context.deadOwnerIds,
       });
+      const held = new Set(current.leases().map((lease) => lease.containerId));
+      for (const id of context.orphanResourceIds ?? []) {
+        if (held.has(id) || context.keepResourceIds.includes(id)) continue;
+        try {
+          const { labels } = await current.driver.inspect(id);
+          if (labels[poolLabels.managed] === "true") await current.driver.remove(id);
+        } catch (error) {
+          if (!PoolError.hasCode(error, "NOT_FOUND")) failed.push(id);
+        }
+      }
       // The runtime forgets dead owners only once they are reaped: a failure must reach it.
       if (failed.length > 0) {
         throw new PoolError(

@@ -26,8 +26,9 @@ const counter = defineCapability<"counter", Counter>({ name: "counter", defaultL
 type FakeEngine = Map<string, { owner: string | undefined; value: number }>;
 
 /**
- * A binding of our own interface over a fake engine: each resource is a counter labelled with its owner.
- * Records what was provisioned, released, detached and reaped.
+ * A binding of our own interface over a fake engine: each resource is a counter labelled with its owner. Like a
+ * pool, it refuses to reattach a resource it holds already. Records what was provisioned, reattached, released,
+ * detached and reaped.
  */
 function fakeBinding(
   options: {
@@ -40,6 +41,7 @@ function fakeBinding(
     provisionError?: unknown;
     /** Runs before each reap: may wait (a slow engine) or throw (a failed removal). */
     beforeReap?: () => Promise<void> | void;
+    reattachDelayMs?: number;
   } = {},
 ) {
   const engine: FakeEngine = options.engine ?? new Map();
@@ -47,6 +49,9 @@ function fakeBinding(
   const released: string[] = [];
   const detached: string[] = [];
   const reaped: string[] = [];
+  const reattached: string[] = [];
+  /** Resources this binding holds (provisioned or reattached, not yet released or detached). */
+  const held = new Set<string>();
   let ownerId: string | undefined;
   let seq = 0;
   const resourceOf = (id: string) => ({
@@ -60,9 +65,11 @@ function fakeBinding(
     resourceId: id,
     release: async () => {
       engine.delete(id);
+      held.delete(id);
       released.push(id);
     },
     detach: async () => {
+      held.delete(id);
       detached.push(id);
     },
   });
@@ -80,23 +87,29 @@ function fakeBinding(
       const id = `${options.prefix ?? ""}r${++seq}`;
       engine.set(id, { owner: ownerId, value: 0 });
       provisioned.push(`${id}@${request.leaseKey}`);
+      held.add(id);
       return resourceOf(id);
     },
     async reattach(lease) {
-      return engine.has(lease.resourceId) ? resourceOf(lease.resourceId) : undefined;
+      await new Promise((resolve) => setTimeout(resolve, options.reattachDelayMs ?? 0));
+      if (!engine.has(lease.resourceId) || held.has(lease.resourceId)) return undefined;
+      held.add(lease.resourceId);
+      reattached.push(lease.resourceId);
+      return resourceOf(lease.resourceId);
     },
-    async reapUnowned({ keepResourceIds, deadOwnerIds }) {
+    async reapUnowned({ keepResourceIds, deadOwnerIds, orphanResourceIds = [] }) {
       await options.beforeReap?.();
       for (const [id, entry] of engine) {
-        if (entry.owner === undefined || !deadOwnerIds.has(entry.owner) || keepResourceIds.includes(id))
-          continue;
+        const orphan = orphanResourceIds.includes(id) && !held.has(id);
+        const dead = entry.owner !== undefined && deadOwnerIds.has(entry.owner);
+        if ((!orphan && !dead) || keepResourceIds.includes(id)) continue;
         engine.delete(id);
         reaped.push(id);
       }
     },
     async close() {},
   };
-  return { binding, live: engine, provisioned, released, detached, reaped };
+  return { binding, live: engine, provisioned, reattached, released, detached, reaped };
 }
 
 const count = defineTool({
@@ -616,6 +629,58 @@ describe("several processes on one store and one engine", () => {
     await Promise.all([a.runtime.close(), b.runtime.close()]);
     expect(engine.size).toBe(0);
     expect(await store.listLeases()).toEqual([]);
+  });
+
+  it("removes the resource of a dead owner's lease it cannot reattach, whoever's label it carries", async () => {
+    const store = sharedStore();
+    // Created by a process that has since closed (its record is gone), then taken over by one that died.
+    const engine: FakeEngine = new Map([["handed-over", { owner: "closed-cleanly", value: 7 }]]);
+    await deadOwner(store, "dead");
+    await store.putLease(leaseOf({ key: "t1", resourceId: "handed-over", ownerId: "dead", lastUsedAt: 0 }));
+    const b = replica(store, engine, "b");
+    await b.runtime.startCapabilities();
+    expect(await store.listLeases()).toEqual([]);
+    expect(b.reaped).toEqual(["handed-over"]);
+    expect(engine.size).toBe(0);
+    await b.runtime.close();
+  });
+
+  it("removes at close the resource of a dead owner's stale lease a run found, whoever's label it carries", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([["handed-over", { owner: "closed-cleanly", value: 7 }]]);
+    const b = replica(store, engine, "b");
+    await b.runtime.startCapabilities();
+    await deadOwner(store, "dead");
+    await store.putLease(leaseOf({ key: "t1", resourceId: "handed-over", ownerId: "dead", lastUsedAt: 0 }));
+    await store.ensureThread({ id: "t1", agentId: "a", ownerKey: "user:ann", createdAt: 1, updatedAt: 1 });
+
+    const run = await b.runtime.run({ agentId: "a", identity: ann, threadId: "t1", message: "count" });
+    expect(lastCount((await run.done).messages)).toBe(1);
+    expect(b.provisioned).toEqual(["br1@thread:t1"]);
+    await b.runtime.close();
+    expect(b.reaped).toEqual(["handed-over"]);
+    expect(engine.size).toBe(0);
+  });
+
+  it("shares one reattach between a run on a dead owner's thread and the reconcile taking it over", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([["dead-thread", { owner: "dead", value: 41 }]]);
+    const b = replica(store, engine, "b", { binding: { reattachDelayMs: 50 } });
+    await b.runtime.startCapabilities();
+    await deadOwner(store, "dead");
+    await store.putLease(leaseOf({ key: "t1", resourceId: "dead-thread", ownerId: "dead" }));
+    await store.ensureThread({ id: "t1", agentId: "a", ownerKey: "user:ann", createdAt: 1, updatedAt: 1 });
+
+    const [run] = await Promise.all([
+      b.runtime.run({ agentId: "a", identity: ann, threadId: "t1", message: "again" }),
+      b.runtime.sweep(),
+    ]);
+    expect(lastCount((await run.done).messages)).toBe(42);
+    expect(b.reattached).toEqual(["dead-thread"]);
+    expect(b.provisioned).toEqual([]);
+    expect(b.runtime.leases()).toMatchObject([{ key: "t1", resourceId: "dead-thread" }]);
+    await b.runtime.close();
+    expect(engine.size).toBe(0);
   });
 
   it("lets go of a lease another process took over, and releases one whose thread was ended elsewhere", async () => {

@@ -101,6 +101,13 @@ export class CapabilityManager {
   readonly #onError: (error: unknown) => void;
   readonly #leases = new Map<string, Lease>();
   readonly #started = new Map<string, Promise<void>>();
+  /** Leases a reconcile is taking over from a dead owner, by lease id: a run needing one waits for it. */
+  readonly #takeovers = new Map<string, Promise<void>>();
+  /**
+   * Resources of leases this process ended without reattaching them, by capability: the binding removes them at
+   * its next reconcile (or at close), whatever owner they are labelled with.
+   */
+  readonly #orphans = new Map<string, Set<string>>();
   /** Bindings whose start finished: the periodic reconcile covers these. */
   readonly #ready = new Set<CapabilityBinding>();
   #closed = false;
@@ -170,6 +177,11 @@ export class CapabilityManager {
 
   /** The resource for `capability` in `scope`, provisioning it if needed (concurrent callers share one). */
   async acquire(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
+    const lifetime = this.lifetimeOf(capability);
+    const key = this.#leaseKeyFor(lifetime, scope);
+    const id = leaseId(capability, lifetime, key);
+    // A reconcile taking this lease over settles first: its resource is then this process's lease.
+    for (let takeover = this.#takeovers.get(id); takeover; takeover = this.#takeovers.get(id)) await takeover;
     if (this.#closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the runtime is closed");
     const binding = this.#bindings.get(capability);
     if (!binding) {
@@ -177,9 +189,6 @@ export class CapabilityManager {
         details: { capability },
       });
     }
-    const lifetime = this.lifetimeOf(capability);
-    const key = this.#leaseKeyFor(lifetime, scope);
-    const id = leaseId(capability, lifetime, key);
     let lease = this.#leases.get(id);
     if (!lease) {
       const started = Date.now();
@@ -292,7 +301,7 @@ export class CapabilityManager {
 
   /**
    * Reattaches the resource of a lease this process now owns. A stale lease, or one whose resource is gone,
-   * is deleted (its resource, if any, is reaped) and `undefined` returned.
+   * is deleted (its resource, if any, is removed at the binding's next reconcile) and `undefined` returned.
    */
   async #reattach(
     binding: CapabilityBinding,
@@ -308,6 +317,7 @@ export class CapabilityManager {
       : undefined;
     if (!reattached) {
       await this.#store.deleteLease(record.capability, record.lifetime, record.key);
+      this.#orphan(binding, record.resourceId);
       return undefined;
     }
     if (reattached.resourceId !== record.resourceId) {
@@ -384,8 +394,8 @@ export class CapabilityManager {
     const dead = new Set(deadOwners);
     for (const record of await this.#store.listLeases({ capability: binding.capability })) {
       const id = leaseId(record.capability, record.lifetime, record.key);
-      // A lease this process holds or is obtaining right now.
-      if (this.#leases.has(id)) {
+      // A lease this process holds, is obtaining or is taking over right now.
+      if (this.#leases.has(id) || this.#takeovers.has(id)) {
         keep.add(record.resourceId);
         continue;
       }
@@ -394,37 +404,89 @@ export class CapabilityManager {
         keep.add(record.resourceId);
         continue;
       }
-      if (!mine) {
-        if (record.ownerId !== undefined) dead.add(record.ownerId);
-        const claimed = await this.#store.claimLease(record.capability, record.lifetime, record.key, {
-          from: record.ownerId,
-          to: self,
-        });
-        if (!claimed) {
-          keep.add(record.resourceId); // another live process took it meanwhile
-          continue;
-        }
-      }
-      if (record.lifetime !== "thread" && record.lifetime !== "user") {
-        await this.#store.deleteLease(record.capability, record.lifetime, record.key);
-        continue;
-      }
-      const reattached = await this.#reattach(binding, record, AbortSignal.timeout(REATTACH_TIMEOUT_MS));
-      if (reattached && !this.#leases.has(id)) {
-        keep.add(reattached.resourceId);
-        this.#leases.set(id, {
-          capability: record.capability,
-          lifetime: record.lifetime,
-          key: record.key,
-          resource: Promise.resolve(reattached),
-          settled: reattached,
-          lastUsedAt: record.lastUsedAt,
-          lastPersistedAt: record.lastUsedAt,
-          users: new Set(),
-        });
+      if (!mine && record.ownerId !== undefined) dead.add(record.ownerId);
+      const takeover = this.#takeOver(binding, record, id, mine);
+      this.#takeovers.set(
+        id,
+        takeover.then(
+          () => undefined,
+          () => undefined,
+        ),
+      );
+      try {
+        const kept = await takeover;
+        if (kept !== undefined) keep.add(kept);
+      } finally {
+        this.#takeovers.delete(id);
       }
     }
-    await binding.reapUnowned?.({ keepResourceIds: [...keep], deadOwnerIds: dead });
+    const orphans = [...(this.#orphans.get(binding.capability) ?? [])];
+    await binding.reapUnowned?.({
+      keepResourceIds: [...keep],
+      deadOwnerIds: dead,
+      ...(orphans.length > 0 ? { orphanResourceIds: orphans } : {}),
+    });
+    this.#forgetOrphans(binding, orphans);
+  }
+
+  /**
+   * Makes a lease in the store that no live process holds this process's: claims it (unless `mine`), then
+   * reattaches a `thread`/`user` lease's resource and holds it; other leases, and those that fail to reattach,
+   * are deleted and their resources left to the reaper.
+   * @returns the resource id to keep: the reattached one, or the record's when another process claimed it first.
+   */
+  async #takeOver(
+    binding: CapabilityBinding,
+    record: LeaseRecord,
+    id: string,
+    mine: boolean,
+  ): Promise<string | undefined> {
+    if (!mine) {
+      const claimed = await this.#store.claimLease(record.capability, record.lifetime, record.key, {
+        from: record.ownerId,
+        to: this.#owners.ownerId,
+      });
+      if (!claimed) return record.resourceId; // another live process took it meanwhile
+    }
+    if (record.lifetime !== "thread" && record.lifetime !== "user") {
+      await this.#store.deleteLease(record.capability, record.lifetime, record.key);
+      this.#orphan(binding, record.resourceId);
+      return undefined;
+    }
+    const reattached = await this.#reattach(binding, record, AbortSignal.timeout(REATTACH_TIMEOUT_MS));
+    if (!reattached) return undefined;
+    const lease: Lease = {
+      capability: record.capability,
+      lifetime: record.lifetime,
+      key: record.key,
+      resource: Promise.resolve(reattached),
+      settled: reattached,
+      lastUsedAt: record.lastUsedAt,
+      lastPersistedAt: record.lastUsedAt,
+      users: new Set(),
+    };
+    // Closed meanwhile (a binding's first reconcile runs beside close): nothing is left to hold it.
+    if (this.#closed) {
+      await this.#release(lease, reattached);
+      return undefined;
+    }
+    this.#leases.set(id, lease);
+    return reattached.resourceId;
+  }
+
+  #orphan(binding: CapabilityBinding, resourceId: string): void {
+    let orphans = this.#orphans.get(binding.capability);
+    if (!orphans) {
+      orphans = new Set();
+      this.#orphans.set(binding.capability, orphans);
+    }
+    orphans.add(resourceId);
+  }
+
+  #forgetOrphans(binding: CapabilityBinding, reaped: readonly string[]): void {
+    const orphans = this.#orphans.get(binding.capability);
+    for (const resourceId of reaped) orphans?.delete(resourceId);
+    if (orphans?.size === 0) this.#orphans.delete(binding.capability);
   }
 
   /** Prepares every binding now (warm pools, take over dead owners' leases) instead of on first use. */
@@ -539,14 +601,36 @@ export class CapabilityManager {
   }
 
   /**
-   * Releases every lease this process owns (and their records), then closes every binding. Leases other
+   * Releases every lease this process owns (and their records), has the bindings remove the resources of leases
+   * it ended without reattaching (no later process would know them), then closes every binding. Leases other
    * processes hold, or that were handed over, are left alone.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     await this.#releaseWhere(() => true);
-    await Promise.allSettled([...this.#bindings.values()].map((binding) => binding.close()));
+    await Promise.allSettled(
+      [...this.#bindings.values()].map(async (binding) => {
+        try {
+          await this.#reapOrphansAtClose(binding);
+        } finally {
+          await binding.close();
+        }
+      }),
+    );
+  }
+
+  /** Removes a binding's pending orphans, keeping every resource a lease in the store names (any owner). */
+  async #reapOrphansAtClose(binding: CapabilityBinding): Promise<void> {
+    const orphans = [...(this.#orphans.get(binding.capability) ?? [])];
+    if (orphans.length === 0 || !binding.reapUnowned) return;
+    const leases = await this.#store.listLeases({ capability: binding.capability });
+    await binding.reapUnowned({
+      keepResourceIds: leases.map((record) => record.resourceId),
+      deadOwnerIds: new Set(),
+      orphanResourceIds: orphans,
+    });
+    this.#forgetOrphans(binding, orphans);
   }
 
   async #releaseWhere(predicate: (lease: Lease) => boolean): Promise<void> {
