@@ -85,6 +85,7 @@ describe("dependencies point one way", () => {
     expect([...seen].map((file) => relative(root, file)).sort()).toEqual([
       "core/src/actions/tool-end.ts",
       "core/src/client/index.ts",
+      "core/src/client/last-message-only.ts",
     ]);
   });
 

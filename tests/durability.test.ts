@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -62,6 +62,55 @@ describe("pending actions survive a killed process", () => {
       status: "completed",
       text: 'The tool said: [{"type":"json","value":{"refunded":"o-42","by":"manager"}}]',
     });
+  });
+
+  it("resumes an approval two calls below a tool in a new process after SIGKILL, running earlier calls once", async () => {
+    const db = join(dir, "threads.db");
+    const first = await runFixture([db, "start", "nested"], "PENDING");
+    expect(first.payload.status).toBe("suspended");
+    expect(first.payload.actions).toMatchObject([
+      {
+        toolName: "refundOrder",
+        path: ["refundOrder", "checkRefund", "approveRefund"],
+        payload: { question: "Refund o-42?" },
+        inner: { toolId: "approveRefund", input: { orderId: "o-42" } },
+      },
+    ]);
+    await kill(first.child);
+
+    const second = await runFixture(
+      [db, "answer", JSON.stringify({ type: "resume", resume: { by: "manager" } })],
+      "DONE",
+    );
+    expect(second.payload).toEqual({
+      listed: 1,
+      status: "completed",
+      text: 'The tool said: [{"type":"json","value":{"entry":"L-o-42","refundedBy":"manager"}}]',
+    });
+    const effects = readFileSync(`${db}.effects`, "utf8").trim().split("\n");
+    expect(effects).toEqual([
+      `ledger o-42 (pid ${first.child.pid})`,
+      `receipt o-42 by manager (pid ${second.child.pid})`,
+    ]);
+  });
+
+  it("gives the inner caller a denial answered in a new process after SIGKILL", async () => {
+    const db = join(dir, "threads.db");
+    const first = await runFixture([db, "start", "nested"], "PENDING");
+    await kill(first.child);
+
+    const second = await runFixture(
+      [db, "answer", JSON.stringify({ type: "deny", reason: "not this one" })],
+      "DONE",
+    );
+    expect(second.payload).toEqual({
+      listed: 1,
+      status: "completed",
+      text: 'The tool said: [{"type":"json","value":{"entry":"L-o-42","refused":"DENIED"}}]',
+    });
+    expect(readFileSync(`${db}.effects`, "utf8").trim().split("\n")).toEqual([
+      `ledger o-42 (pid ${first.child.pid})`,
+    ]);
   });
 
   it("accepts a client tool's output in a new process after SIGKILL", async () => {

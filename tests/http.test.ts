@@ -149,11 +149,15 @@ describe("HTTP interface", () => {
       payload: { question: "Deploy api?" },
       status: "pending",
     });
-    const toolPart = first.message?.parts.find((part) => part.type === "tool-deploy") as { state: string };
-    expect(toolPart.state).toBe("input-available");
+    expect(first.message?.parts.find((part) => part.type === "tool-deploy")).toMatchObject({
+      state: "approval-requested",
+      approval: { id: pendingPart.data.actionId },
+    });
 
     const read = await (await call("/threads/t1")).json();
     expect(read.pendingActions).toHaveLength(1);
+    const waitingList = await (await call("/threads")).json();
+    expect(waitingList.threads).toEqual([expect.objectContaining({ id: "t1", pendingActionCount: 1 })]);
     const action = read.pendingActions[0] as PublicPendingAction;
 
     const answer = await fetch(`${base}/threads/t1/actions/${action.actionId}`, {
@@ -199,7 +203,7 @@ describe("HTTP interface", () => {
     expect(thread.pendingActions).toEqual([]);
 
     const list = await (await call("/threads")).json();
-    expect(list.threads.map((t: { id: string }) => t.id)).toEqual(["t1"]);
+    expect(list.threads).toEqual([expect.objectContaining({ id: "t1", pendingActionCount: 0 })]);
   });
 
   it("hides a thread from another identity and requires authentication", async () => {

@@ -1,6 +1,7 @@
 // The README's tour, compiled as written (with `model` declared), so the README stays true.
 import { createAgentRuntime, createPai, defineAgent, defineTool, type LanguageModel } from "@pai/core";
 import { dockerSandbox, sandbox } from "@pai/sandbox";
+import { defineCodeModeTool } from "@pai/sandbox/code-mode";
 import { test } from "vitest";
 import { z } from "zod";
 
@@ -34,7 +35,18 @@ test("the README tour type-checks", async () => {
     },
   });
 
-  const pai = createPai({ agents: { coder: agent } });
+  const refund = defineTool({
+    id: "refund",
+    description: "Refund an order once a manager approves",
+    inputSchema: z.object({ orderId: z.string() }),
+    execute: (ctx) =>
+      ctx.entry.type === "resume"
+        ? { refunded: ctx.input.orderId }
+        : ctx.suspend({ question: `Refund ${ctx.input.orderId}?` }),
+  });
+  const support = defineAgent({ tools: { code: defineCodeModeTool({ tools: { runScript, refund } }) } });
+
+  const pai = createPai({ agents: { coder: agent, support } });
   const runtime = createAgentRuntime({
     pai,
     model,

@@ -7,6 +7,7 @@ export {
   type InferAgentTools,
   type InferAgentUIMessage,
   type InferPaiContract,
+  type InferToolPath,
   type Pai,
   type PaiMessageMetadata,
   type RegisteredAgent,
@@ -63,6 +64,7 @@ export type { ThreadAccess } from "./runtime/thread-access.ts";
 export * from "./threads/index.ts";
 export {
   type AnyToolDefinition,
+  type ChildrenOf,
   type ContextOf,
   defineTool,
   type InputOf,
@@ -84,3 +86,4 @@ export type {
   ToolFiles,
   ToolSuspendOptions,
 } from "./tools/tool-context.ts";
+export { isToolSuspension } from "./tools/tool-signals.ts";

@@ -83,6 +83,39 @@ describe("<Assistant.Tool>", () => {
     expect(answers[0]!.action).toMatchObject({ actionId: "a1", toolCallId: "c1", inputHash: "h1" });
   });
 
+  it("shows a wait below the call with its path and that call's input, and answers it bound to the top-level call", async () => {
+    const nested = sampleAction({
+      path: ["deploy", "checks", "approveRelease"],
+      payload: { question: "Release api 2.1?" },
+      inner: { toolId: "approveRelease", input: { version: "2.1" } },
+    });
+    const answers: PendingActionAnswerEvent[] = [];
+    await act(async () =>
+      root.render(
+        <Assistant.Provider api="/api" threadId="t1" onAnswer={(event) => void answers.push(event)}>
+          <Messages message={sampleMessage(nested)} />
+        </Assistant.Provider>,
+      ),
+    );
+    expect(container.querySelector(".pai-tool-path")?.textContent).toBe("deploy › checks › approveRelease");
+    expect(container.querySelector(".pai-tool-question")?.textContent).toBe("Release api 2.1?");
+    const innerInput = container.querySelector(".pai-tool-input[data-inner]");
+    expect(innerInput?.querySelector("summary")?.textContent).toBe("approveRelease input");
+    expect(innerInput?.querySelector("pre")?.textContent).toContain('"version": "2.1"');
+    await act(async () => container.querySelector<HTMLButtonElement>(".pai-tool-approve")!.click());
+    expect(answers[0]!.action).toMatchObject({
+      actionId: "a1",
+      toolCallId: "c1",
+      toolId: "deploy.v2",
+      inputHash: "h1",
+    });
+
+    act(() => root.unmount());
+    root = createRoot(container);
+    await act(async () => root.render(<Messages message={sampleMessage()} />));
+    expect(container.querySelector(".pai-tool-path")).toBeNull();
+  });
+
   it("shows Approved as soon as Approve is clicked, then Running once the server took the answer", async () => {
     let accept: (() => void) | undefined;
     let finish: (() => void) | undefined;
@@ -196,6 +229,14 @@ describe("<Assistant.Tool>", () => {
     expect(html).toContain('<p class="pai-tool-question">Deploy api?</p>');
     expect(html).toContain('<p class="pai-tool-answered" data-answer="resumed">Approved</p>');
     expect(html).toContain("&quot;deployed&quot;: &quot;api&quot;");
+  });
+
+  it("shows a call whose action a new message cancelled as Cancelled, without buttons", () => {
+    const message = sampleMessage(sampleAction({ status: "cancelled" }));
+    const html = renderToString(<Messages message={message} />);
+    expect(html).toContain('data-status="stopped"');
+    expect(html).toContain("Cancelled");
+    expect(html).not.toContain("pai-tool-approve");
   });
 
   it("shows a denial recorded on the stored part", () => {

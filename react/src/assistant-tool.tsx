@@ -4,7 +4,7 @@ import { type ReactNode, useCallback, useMemo, useState } from "react";
 import { DefaultToolCard } from "./default-tool-card.tsx";
 import { type PaiToolPart, toolIdOf, toolNameOf } from "./is-pai-tool-part.ts";
 import { usePaiContext } from "./pai-provider.tsx";
-import { pendingActionFor } from "./pending-actions-of.ts";
+import { pendingActionsOf } from "./pending-actions-of.ts";
 import { registeredToolCard } from "./register-tool-card.ts";
 import { startingCapabilitiesOf } from "./starting-capabilities-of.ts";
 import { type SentAnswer, toolCallStatus } from "./tool-call-status.ts";
@@ -28,6 +28,14 @@ export interface AssistantToolProps<MESSAGE extends UIMessage = UIMessage> {
   runStatus?: RunStatus | undefined;
 }
 
+/** The states of a part whose call may wait on a pending action. */
+const WAITING: ReadonlySet<string> = new Set([
+  "input-streaming",
+  "input-available",
+  "approval-requested",
+  "approval-responded",
+]);
+
 /**
  * Renders one tool call: the custom card for its tool id (from `card`, `<PaiProvider cards>` or
  * `registerToolCard`, looked up by `toolMetadata.paiToolId`, then by registration key), else
@@ -45,11 +53,13 @@ export function AssistantTool<MESSAGE extends UIMessage>(props: AssistantToolPro
   const toolName = toolNameOf(part);
   const data = useMemo(() => toolDataOf(message, part.toolCallId), [message, part.toolCallId]);
   const starting = useMemo(() => startingCapabilitiesOf(message), [message]);
-  const waiting = part.state === "input-available" || part.state === "input-streaming";
-  const pendingAction = useMemo(
-    () => (waiting ? pendingActionFor(message, part.toolCallId) : undefined),
+  const waiting = WAITING.has(part.state);
+  const actions = useMemo(
+    () => (waiting ? pendingActionsOf(message, part.toolCallId) : []),
     [waiting, message, part.toolCallId],
   );
+  const pendingAction = actions.find((action) => action.status === "pending");
+  const settledAction = pendingAction ? undefined : actions.at(-1);
   const [sent, setSent] = useState<(SentAnswer & { actionId: string }) | undefined>(undefined);
   const [answering, setAnswering] = useState(false);
   const [answerError, setAnswerError] = useState<string | undefined>(undefined);
@@ -78,6 +88,7 @@ export function AssistantTool<MESSAGE extends UIMessage>(props: AssistantToolPro
   );
   const status = toolCallStatus(part, {
     pendingAction,
+    settledAction,
     sent: sent && sent.actionId === pendingAction?.actionId ? sent : undefined,
     runStatus,
     starting,

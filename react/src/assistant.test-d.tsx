@@ -5,7 +5,7 @@ import { describe, expectTypeOf, it } from "vitest";
 import { z } from "zod";
 import { Assistant } from "./assistant.ts";
 import { isPaiToolPart, type PaiToolPart } from "./is-pai-tool-part.ts";
-import type { ToolCardPropsFor } from "./tool-card.ts";
+import type { ToolCardProps, ToolCardPropsFor } from "./tool-card.ts";
 
 const runCode = defineTool({
   id: "runCode.v1",
@@ -21,7 +21,14 @@ const approve = defineTool({
   outputSchema: z.object({ approved: z.boolean() }),
   execute: async () => ({ approved: true }),
 });
-const agent = defineAgent({ tools: { runCode, approve } });
+const release = defineTool({
+  id: "release",
+  description: "Release after checks",
+  inputSchema: z.object({ version: z.string() }),
+  tools: { approve },
+  execute: (ctx) => ctx.tools.approve({ summary: ctx.input.version }),
+});
+const agent = defineAgent({ tools: { runCode, approve, release } });
 type ChatMessage = InferAgentUIMessage<typeof agent>;
 declare const message: ChatMessage;
 
@@ -35,7 +42,9 @@ describe("@pai/react types", () => {
     for (const part of message.parts) {
       if (!isPaiToolPart(part)) continue;
       expectTypeOf(part).toEqualTypeOf<PaiToolPart<ChatMessage>>();
-      expectTypeOf(part.type).toEqualTypeOf<"tool-runCode" | "tool-approve" | "dynamic-tool">();
+      expectTypeOf(part.type).toEqualTypeOf<
+        "tool-runCode" | "tool-approve" | "tool-release" | "dynamic-tool"
+      >();
       if (part.type === "tool-runCode" && part.state === "output-available") {
         expectTypeOf(part.input).toEqualTypeOf<{ code: string }>();
         expectTypeOf(part.output).toEqualTypeOf<{ exitCode: number; stdout: string }>();
@@ -58,6 +67,15 @@ describe("@pai/react types", () => {
     const _text = <Assistant.Tool message={message} part={{ type: "text", text: "hi" }} />;
     const dynamic = {} as DynamicToolUIPart;
     const _dynamic = <Assistant.Tool message={message} part={dynamic} />;
+  });
+
+  it("types a card's pending action path from the tool's nested tools", () => {
+    type ReleaseAction = NonNullable<ToolCardPropsFor<ChatMessage, "release">["pendingAction"]>;
+    expectTypeOf<ReleaseAction["path"]>().toEqualTypeOf<["release"] | ["release", "approve"]>();
+    expectTypeOf<
+      NonNullable<ToolCardPropsFor<ChatMessage, "runCode">["pendingAction"]>["path"]
+    >().toEqualTypeOf<["runCode"]>();
+    expectTypeOf<NonNullable<ToolCardProps["pendingAction"]>["path"]>().toEqualTypeOf<string[]>();
   });
 
   it("types a custom card by registration key", () => {

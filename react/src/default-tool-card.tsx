@@ -10,8 +10,11 @@ import type { ToolDataItem } from "./tool-data-of.ts";
  * the question of a pending action with the call's input folded under it and Approve/Deny while it waits (once
  * answered, the question stays with how it was answered); otherwise the input, folded; the streamed tool data; then the result (folded when data was
  * streamed) or why the call failed, was denied or stopped.
+ * A wait below the call (a nested tool, a code-mode program's call, a subagent's tool) shows its path
+ * (`code › approve`) and that call's input.
  * Class names (`pai-tool`, `pai-tool-header`, `pai-tool-name`, `pai-tool-status`, `pai-tool-approval`,
- * `pai-tool-question`, `pai-tool-answered`, `pai-tool-input`, `pai-tool-data`, `pai-tool-output`, `pai-tool-error`, `pai-tool-note`)
+ * `pai-tool-path`, `pai-tool-question`, `pai-tool-answered`, `pai-tool-input`, `pai-tool-data`, `pai-tool-output`,
+ * `pai-tool-error`, `pai-tool-note`)
  * and `data-status` are there to style it.
  */
 export function DefaultToolCard(props: ToolCardProps): ReactNode {
@@ -24,6 +27,17 @@ export function DefaultToolCard(props: ToolCardProps): ReactNode {
         <summary>{action ? "Details" : "Input"}</summary>
         <pre>{formatValue(part.input)}</pre>
       </details>
+    ) : null;
+  /** A wait below the call: where it is, and the input of the call that waits. */
+  const inner =
+    action?.inner !== undefined ? (
+      <>
+        <p className="pai-tool-path">{action.path.join(" › ")}</p>
+        <details className="pai-tool-input" data-inner>
+          <summary>{`${action.path.at(-1)} input`}</summary>
+          <pre>{formatValue(action.inner.input)}</pre>
+        </details>
+      </>
     ) : null;
   return (
     <section
@@ -45,6 +59,7 @@ export function DefaultToolCard(props: ToolCardProps): ReactNode {
           data-action-id={action.actionId}
           data-action-status={action.status}
         >
+          {inner}
           <p className="pai-tool-question">{describePayload(action.payload, title)}</p>
           {action.status !== "pending" ? (
             <p className="pai-tool-answered" data-answer={action.status}>

@@ -20,6 +20,7 @@ export {
 } from "./pai-provider.tsx";
 export { PaiResponseError } from "./pai-response-error.ts";
 export { pendingActionFor, pendingActionsOf } from "./pending-actions-of.ts";
+export { placeActionParts } from "./place-action-parts.ts";
 export { registeredToolCard, registerToolCard } from "./register-tool-card.ts";
 export { startingCapabilitiesOf } from "./starting-capabilities-of.ts";
 export { type ToolCallEnd, toolCallEnd } from "./tool-call-end.ts";
@@ -29,7 +30,7 @@ export {
   type ToolCallStatusOptions,
   toolCallStatus,
 } from "./tool-call-status.ts";
-export type { ToolCard, ToolCardProps, ToolCardPropsFor, ToolCards } from "./tool-card.ts";
+export type { PaiPendingAction, ToolCard, ToolCardProps, ToolCardPropsFor, ToolCards } from "./tool-card.ts";
 export { type ToolDataItem, toolDataOf } from "./tool-data-of.ts";
 export { toolTitleOf } from "./tool-title-of.ts";
 export { type UsePaiChatHelpers, type UsePaiChatOptions, usePaiChat } from "./use-pai-chat.ts";

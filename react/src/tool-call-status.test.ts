@@ -64,10 +64,37 @@ describe("toolCallStatus", () => {
     });
   });
 
-  it("reads an errored call of a cancelled run as stopped, and any other error as a failure with its reason", () => {
+  it("reads why the runtime ended a call from the part: Stop is stopped, a dead process stopped with why, a deadline or a failed provision failed", () => {
+    const ended = (reason: string, errorText: string) =>
+      part("output-error", { errorText, toolMetadata: { paiToolId: "deploy", paiEnd: { reason } } });
+    expect(toolCallStatus(ended("cancelled", "The run was stopped before this tool call finished."))).toEqual(
+      {
+        key: "stopped",
+        label: "Stopped",
+      },
+    );
+    expect(toolCallStatus(ended("interrupted", "The process running this tool call stopped."))).toEqual({
+      key: "stopped",
+      label: "Stopped",
+      reason: "The process running this tool call stopped.",
+    });
+    expect(toolCallStatus(ended("timeout", "The run timed out before this tool call finished."))).toEqual({
+      key: "failed",
+      label: "Failed",
+      reason: "The run timed out before this tool call finished.",
+    });
+    expect(toolCallEnd(ended("provision-failed", "No sandbox is free (8 of 8 in use)."), "failed")).toEqual({
+      key: "failed",
+      reason: "No sandbox is free (8 of 8 in use).",
+      end: { reason: "provision-failed" },
+    });
+  });
+
+  it("reads an error the runtime did not end as the call's own failure, whatever the run did after", () => {
     const errored = part("output-error", { errorText: "exit 1: boom" });
-    expect(toolCallStatus(errored, { runStatus: "cancelled" }).key).toBe("stopped");
-    for (const runStatus of ["completed", "suspended", undefined] as Array<RunStatus | undefined>) {
+    for (const runStatus of ["cancelled", "completed", "suspended", undefined] as Array<
+      RunStatus | undefined
+    >) {
       expect(toolCallStatus(errored, { runStatus })).toEqual({
         key: "failed",
         label: "Failed",
@@ -75,5 +102,27 @@ describe("toolCallStatus", () => {
       });
     }
     expect(toolCallEnd(part("output-available"), "cancelled")).toBeUndefined();
+  });
+
+  it("follows an action settled while its part still waits: cancelled by a new message, or answered elsewhere", () => {
+    const waiting = part("approval-requested", { approval: { id: "a1" } });
+    expect(toolCallStatus(waiting, { settledAction: sampleAction({ status: "cancelled" }) })).toEqual({
+      key: "stopped",
+      label: "Cancelled",
+    });
+    expect(toolCallStatus(waiting, { settledAction: sampleAction({ status: "resumed" }) }).key).toBe(
+      "running",
+    );
+    expect(
+      toolCallStatus(part("approval-responded", { approval: { id: "a1", approved: false, reason: "no" } }), {
+        settledAction: sampleAction({ status: "denied" }),
+      }),
+    ).toEqual({ key: "denied", label: "Denied", reason: "no" });
+    // a result that arrived wins over the action's state
+    expect(
+      toolCallStatus(part("output-available", { output: 1 }), {
+        settledAction: sampleAction({ status: "resumed" }),
+      }).key,
+    ).toBe("done");
   });
 });

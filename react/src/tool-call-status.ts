@@ -33,6 +33,11 @@ export interface SentAnswer {
 export interface ToolCallStatusOptions {
   /** The action the call waits on, while it is pending. */
   pendingAction?: PublicPendingAction | undefined;
+  /**
+   * The call's latest action once it is settled, while the part still waits for its result (the answer's
+   * continuation has not reached this client, or a new message cancelled the action).
+   */
+  settledAction?: PublicPendingAction | undefined;
   /** The answer sent to that action, until the call moves on. */
   sent?: SentAnswer | undefined;
   /** How the run that wrote the call ended (see {@link toolCallEnd}); `undefined` when unknown. */
@@ -49,7 +54,7 @@ export interface ToolCallStatusOptions {
  * toolCallStatus(part, { pendingAction, runStatus: "cancelled" }) // { key: "stopped", label: "Stopped" } for an open call
  */
 export function toolCallStatus(part: PaiToolPart, options: ToolCallStatusOptions = {}): ToolCallStatus {
-  const { pendingAction, sent, runStatus, starting = [] } = options;
+  const { pendingAction, settledAction, sent, runStatus, starting = [] } = options;
   const running = (): ToolCallStatus =>
     starting.length > 0
       ? { key: "starting", label: `Starting ${starting.join(", ")}` }
@@ -60,11 +65,14 @@ export function toolCallStatus(part: PaiToolPart, options: ToolCallStatusOptions
       ? { key: "waiting", label: "Waiting for the app" }
       : { key: "needs-approval", label: "Needs approval" };
   }
+  if (settledAction && WAITING.has(part.state)) return statusOfSettled(part, settledAction, running);
   const end = toolCallEnd(part, runStatus);
   if (end) {
-    return end.key === "stopped"
-      ? { key: "stopped", label: "Stopped" }
-      : { key: "failed", label: "Failed", ...(end.reason ? { reason: end.reason } : {}) };
+    return {
+      key: end.key,
+      label: end.key === "stopped" ? "Stopped" : "Failed",
+      ...(end.reason ? { reason: end.reason } : {}),
+    };
   }
   switch (part.state) {
     case "input-streaming":
@@ -83,6 +91,27 @@ export function toolCallStatus(part: PaiToolPart, options: ToolCallStatusOptions
       return { key: "failed", label: "Failed", ...(part.errorText ? { reason: part.errorText } : {}) };
     case "output-denied":
       return denied(part);
+  }
+}
+
+/** The states of a part that still waits for its result. */
+const WAITING: ReadonlySet<string> = new Set(["input-available", "approval-requested", "approval-responded"]);
+
+/** Where a call stands whose action was settled while its part still waits: as its answer says. */
+function statusOfSettled(
+  part: PaiToolPart,
+  action: PublicPendingAction,
+  running: () => ToolCallStatus,
+): ToolCallStatus {
+  switch (action.status) {
+    case "denied":
+      return denied(part);
+    case "cancelled":
+      return { key: "stopped", label: "Cancelled" };
+    case "failed":
+      return { key: "failed", label: "Failed" };
+    default:
+      return running();
   }
 }
 

@@ -5,6 +5,23 @@ import type { MessageTools, PaiToolPart } from "./is-pai-tool-part.ts";
 import type { ToolCallStatus } from "./tool-call-status.ts";
 import type { ToolDataItem } from "./tool-data-of.ts";
 
+/**
+ * A pending action as a card gets it: `path` (where in the call the wait is) typed from the tool's nested tools
+ * when the message type comes from `InferAgentUIMessage` (e.g. `["code"] | ["code", "approve"]`).
+ */
+export type PaiPendingAction<PART = PaiToolPart, MESSAGE extends UIMessage = UIMessage> = Omit<
+  PublicPendingAction,
+  "path"
+> & { path: PathOf<PART, MESSAGE> };
+
+type PathOf<PART, MESSAGE extends UIMessage> = PART extends { type: `tool-${infer NAME}` }
+  ? NAME extends keyof MessageTools<MESSAGE>
+    ? MessageTools<MESSAGE>[NAME] extends { path: infer PATH extends string[] }
+      ? PATH
+      : string[]
+    : string[]
+  : string[];
+
 /** What a tool card is rendered with. */
 export interface ToolCardProps<
   PART extends PaiToolPart = PaiToolPart,
@@ -24,8 +41,11 @@ export interface ToolCardProps<
   status: ToolCallStatus;
   /** What the call streamed with `ctx.data.write`, in write order. */
   data: ToolDataItem[];
-  /** The action the call waits on (approval, client tool), while it is pending. */
-  pendingAction: PublicPendingAction | undefined;
+  /**
+   * The action the call waits on (approval, client tool), while it is pending. Its `path` says where: `[toolName]`
+   * for the call itself, longer for a nested tool, a code-mode program's call or a subagent's tool.
+   */
+  pendingAction: PaiPendingAction<PART, MESSAGE> | undefined;
   /** Answers {@link ToolCardProps.pendingAction} through the nearest `<PaiProvider>`. */
   answer: (answer: PendingActionAnswer) => Promise<void>;
   /** An answer is in flight. */

@@ -1,10 +1,12 @@
 import { type UseChatHelpers, useChat } from "@ai-sdk/react";
+import { lastMessageOnly } from "@pai/core/client";
 import { DefaultChatTransport, type UIMessage } from "ai";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { type AnswerActionResult, answerAction } from "./answer-action.ts";
 import { followRunStream, upsertMessage } from "./follow-run-stream.ts";
 import type { PendingActionAnswerEvent } from "./pai-provider.tsx";
 import { PaiResponseError } from "./pai-response-error.ts";
+import { placeActionParts } from "./place-action-parts.ts";
 
 /** What {@link usePaiChat} accepts. */
 export interface UsePaiChatOptions<MESSAGE extends UIMessage> {
@@ -27,7 +29,11 @@ export interface UsePaiChatOptions<MESSAGE extends UIMessage> {
   onError?: (error: Error) => void;
 }
 
-/** `useChat`'s helpers plus PAI's: answering pending actions and following runs the chat did not start. */
+/**
+ * `useChat`'s helpers plus PAI's: answering pending actions and following runs the chat did not start.
+ * `messages` is the thread-wide view: each action's `data-pai-action` part sits beside its call
+ * ({@link placeActionParts}).
+ */
 export type UsePaiChatHelpers<MESSAGE extends UIMessage> = Omit<UseChatHelpers<MESSAGE>, "stop"> & {
   /**
    * Answers a pending action and streams the continuation (the tool's result, then the model's reply) into
@@ -61,7 +67,13 @@ export function usePaiChat<MESSAGE extends UIMessage = UIMessage>(
   const headerKey = JSON.stringify(headers ?? {});
   // biome-ignore lint/correctness/useExhaustiveDependencies: headers are compared by value
   const transport = useMemo(
-    () => new DefaultChatTransport<MESSAGE>({ api: `${api}/chat`, ...(headers ? { headers } : {}) }),
+    () =>
+      new DefaultChatTransport<MESSAGE>({
+        api: `${api}/chat`,
+        // the server reads only the new message (the thread is stored there): long threads stay small
+        prepareSendMessagesRequest: lastMessageOnly,
+        ...(headers ? { headers } : {}),
+      }),
     [api, headerKey],
   );
   const callbacks = useRef({ onRunEnd: options.onRunEnd, onError: options.onError });
@@ -188,8 +200,11 @@ export function usePaiChat<MESSAGE extends UIMessage = UIMessage>(
     return () => controller.abort();
   }, [threadId]);
 
+  const messages = useMemo(() => placeActionParts(chat.messages), [chat.messages]);
+
   return {
     ...chat,
+    messages,
     answer,
     reconnect,
     stop,

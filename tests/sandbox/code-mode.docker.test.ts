@@ -26,7 +26,29 @@ const lookupUser = defineTool({
   },
 });
 
-const code = defineCodeModeTool({ tools: { add, lookupUser } });
+const hostCharges: number[] = [];
+const charge = defineTool({
+  id: "charge",
+  description: "Charge a card (a side effect on the host)",
+  inputSchema: z.object({ cents: z.number() }),
+  execute: (ctx) => {
+    hostCharges.push(ctx.input.cents);
+    return { charged: ctx.input.cents };
+  },
+});
+const approve = defineTool({
+  id: "approve",
+  description: "Ask a person to approve",
+  inputSchema: z.object({ what: z.string() }),
+  outputSchema: z.object({ by: z.string() }),
+  resumeSchema: z.object({ by: z.string() }),
+  execute: (ctx) =>
+    ctx.entry.type === "resume"
+      ? { by: ctx.entry.resume.by }
+      : ctx.suspend({ question: `Approve ${ctx.input.what}?` }),
+});
+
+const code = defineCodeModeTool({ tools: { add, lookupUser, charge, approve } });
 const poolId = uniquePoolId("code-mode");
 
 function toolResult(prompt: LanguageModelV4Prompt | undefined): { type: string; value: unknown } | undefined {
@@ -34,6 +56,24 @@ function toolResult(prompt: LanguageModelV4Prompt | undefined): { type: string; 
     if (message.role === "tool")
       return (message.content[0] as { output: { type: string; value: unknown } }).output;
   return undefined;
+}
+
+/** A runtime on one thread whose model writes `program` once, then ends with a text step. */
+function runtimeFor(program: string) {
+  const model = createScriptedModel({
+    steps: [],
+    fallback: (call) =>
+      call.prompt.some((message) => message.role === "tool")
+        ? { text: "" }
+        : { toolCalls: [{ toolName: "code", input: { code: program }, toolCallId: "c1" }] },
+  });
+  const runtime = createAgentRuntime({
+    pai: createPai({ agents: { coder: defineAgent({ tools: { code } }) } }),
+    store: createMemoryThreadStore(),
+    model,
+    capabilities: { sandbox: dockerSandbox({ image: sandboxImage, poolId, pool: { min: 1, max: 2 } }) },
+  });
+  return { runtime, model };
 }
 
 async function play(program: string) {
@@ -91,6 +131,76 @@ describe.skipIf(dockerOptedOut)("code mode", () => {
     expect(hostCalls).toEqual(["u1", "u2"]);
     const logParts = result.messages.flatMap((m) => m.parts).filter((p) => p.type === "data-logs");
     expect(logParts.length).toBeGreaterThan(0);
+  });
+
+  it("stops a program at a tool that waits for a person, and runs it again once answered, its earlier calls answered from the journal", async () => {
+    hostCharges.length = 0;
+    const { runtime, model } = runtimeFor(`
+      const total = await tools.add({ a: 2, b: 40 });
+      await tools.charge({ cents: total.sum });
+      console.log("asking for approval");
+      const approval = await tools.approve({ what: "a refund of " + total.sum });
+      return { sum: total.sum, by: approval.by };
+    `);
+    try {
+      const first = await (await runtime.run({ agentId: "coder", message: "go" })).done;
+      expect(first.status).toBe("suspended");
+      const [action, ...others] = await runtime.listPendingActions({ threadId: first.threadId });
+      expect(others).toEqual([]);
+      expect(action).toMatchObject({
+        toolName: "code",
+        path: ["code", "approve"],
+        payload: { question: "Approve a refund of 42?" },
+        inner: { toolId: "approve", input: { what: "a refund of 42" } },
+      });
+      expect(hostCharges).toEqual([42]);
+
+      const answered = await runtime.respond({
+        ...action!,
+        answer: { type: "resume", resume: { by: "ana" } },
+      });
+      const done = answered.status === "accepted" ? await answered.run?.done : undefined;
+      expect(done?.status).toBe("completed");
+      const seen = toolResult(model.doStreamCalls[1]?.prompt);
+      expect(seen?.type).toBe("json");
+      expect(seen?.value).toMatchObject({
+        result: { sum: 42, by: "ana" },
+        toolCalls: [
+          { tool: "add", ok: true },
+          { tool: "charge", ok: true },
+          { tool: "approve", ok: true },
+        ],
+      });
+      expect(hostCharges).toEqual([42]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("fails a program that, run again, calls other tools than its journal holds", async () => {
+    const { runtime, model } = runtimeFor(`
+      const fs = require("node:fs");
+      const firstRun = !fs.existsSync("ran-before");
+      fs.writeFileSync("ran-before", "");
+      await tools.add(firstRun ? { a: 1, b: 1 } : { a: 2, b: 2 });
+      return await tools.approve({ what: "it" });
+    `);
+    try {
+      const first = await (await runtime.run({ agentId: "coder", message: "go" })).done;
+      const [action] = await runtime.listPendingActions({ threadId: first.threadId });
+      const answered = await runtime.respond({
+        ...action!,
+        answer: { type: "resume", resume: { by: "ana" } },
+      });
+      const done = answered.status === "accepted" ? await answered.run?.done : undefined;
+      expect(done?.status).toBe("completed");
+      const seen = toolResult(model.doStreamCalls[1]?.prompt);
+      expect(seen?.type).toBe("error-text");
+      expect(String(seen?.value)).toContain('call 0 (code › add) is "add" with other input');
+      expect(await runtime.listPendingActions({ threadId: first.threadId })).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
   });
 
   it("tells the model when its program throws or names an unknown tool", async () => {

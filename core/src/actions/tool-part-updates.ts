@@ -13,12 +13,18 @@ type MutableToolPart = Record<string, unknown> & { type: string; toolCallId?: st
 /** The parts of calls still without a result: their input streams or is complete. */
 const OPEN_STATES: ReadonlySet<unknown> = new Set(["input-streaming", "input-available"]);
 
-/** The tool parts still waiting for a result (`input-available`), in the thread's last assistant message. */
+/** How a call waiting for an answer is stored: a client tool's as `input-available`, an approval's as requested. */
+const WAITING_STATES: ReadonlySet<unknown> = new Set(["input-available", "approval-requested"]);
+
+/**
+ * The tool parts still waiting for a result (`input-available`, or `approval-requested` for a suspended call), in
+ * the thread's last assistant message.
+ */
 export function waitingToolCallIds(messages: UIMessage[]): string[] {
   const last = messages.findLast((message) => message.role === "assistant");
   if (!last) return [];
   return (last.parts as MutableToolPart[])
-    .filter((part) => typeof part.toolCallId === "string" && part.state === "input-available")
+    .filter((part) => typeof part.toolCallId === "string" && WAITING_STATES.has(part.state))
     .map((part) => part.toolCallId as string);
 }
 
@@ -84,14 +90,29 @@ export function applyToolPartUpdate(messages: UIMessage[], update: ToolPartUpdat
   }
 }
 
-/** Puts the parts of calls waiting for an answer back to `input-available` (the SDK saw a placeholder result). */
-export function awaitAnswers(messages: UIMessage[], toolCallIds: ReadonlySet<string>): void {
+/**
+ * Puts the parts of calls waiting for an answer back in their waiting state (the SDK saw a placeholder result):
+ * a call with an approval in `approvals` (tool call id → approval id, the pending action's id) as the AI SDK's
+ * `approval-requested` with that approval id, a call already requested as it is, any other (a client tool) as
+ * `input-available`.
+ */
+export function awaitAnswers(
+  messages: UIMessage[],
+  toolCallIds: ReadonlySet<string>,
+  approvals: ReadonlyMap<string, string>,
+): void {
   for (const message of messages) {
     const parts = message.parts as MutableToolPart[];
     parts.forEach((part, index) => {
       if (typeof part.toolCallId !== "string" || !toolCallIds.has(part.toolCallId)) return;
-      const { output: _output, errorText: _errorText, ...rest } = part;
-      parts[index] = { ...rest, state: "input-available" };
+      const { output: _output, errorText: _errorText, approval, ...rest } = part;
+      const approvalId = approvals.get(part.toolCallId);
+      parts[index] =
+        approvalId !== undefined
+          ? { ...rest, state: "approval-requested", approval: { id: approvalId } }
+          : part.state === "approval-requested"
+            ? { ...rest, state: "approval-requested", approval }
+            : { ...rest, state: "input-available" };
     });
   }
 }

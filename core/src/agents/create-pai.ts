@@ -1,7 +1,7 @@
 import type { UIMessage } from "ai";
 import { PaiError } from "../errors/pai-error.ts";
 import { type AgentManifest, type PaiManifest, toolManifest } from "../manifest/manifest.ts";
-import type { InputOf, OutputOf } from "../tools/define-tool.ts";
+import type { ChildrenOf, InputOf, OutputOf } from "../tools/define-tool.ts";
 import type { AgentDefinition, AnyAgentDefinition } from "./define-agent.ts";
 import { type NormalizedRegistration, normalizeRegistrations } from "./tool-registration.ts";
 
@@ -60,13 +60,27 @@ export function createPai<AGENTS extends Record<string, AnyAgentDefinition>>(opt
 
 type ToolOfRegistration<R> = R extends { tool: infer TOOL } ? TOOL : R;
 
-/** The tool contract of an agent: registration key → `{ input, output }`, for typing UI tool parts. */
+/**
+ * Where a call of `TOOL`, registered as `NAME`, can wait for an answer: `[NAME]` itself, or a nested tool at any
+ * depth (`["code", "approve"]`) — a pending action's `path`. A wait inside a subagent (`inner.subagent` on the
+ * action) goes on past these with the subagent's agent id and its own path, which this type cannot know.
+ */
+export type InferToolPath<NAME extends string, TOOL> = [NAME] | NestedPaths<[NAME], ChildrenOf<TOOL>>;
+type NestedPaths<PREFIX extends string[], CHILDREN> = {
+  [K in keyof CHILDREN & string]: [...PREFIX, K] | NestedPaths<[...PREFIX, K], ChildrenOf<CHILDREN[K]>>;
+}[keyof CHILDREN & string];
+
+/**
+ * The tool contract of an agent: registration key → `{ input, output, path }`, for typing UI tool parts (and, with
+ * `path`, the pending actions of each tool's calls).
+ */
 export type InferAgentTools<AGENT> =
   AGENT extends AgentDefinition<any, any, infer TOOLS>
     ? {
         [K in keyof TOOLS & string]: {
           input: InputOf<ToolOfRegistration<TOOLS[K]>>;
           output: OutputOf<ToolOfRegistration<TOOLS[K]>>;
+          path: InferToolPath<K, ToolOfRegistration<TOOLS[K]>>;
         };
       }
     : never;

@@ -37,17 +37,30 @@ export interface ToolOutputEvent<TOOL, RUNTIME_CONTEXT, IDENTITY>
   output: OutputOf<TOOL>;
   /** `name` as this agent registered the tool; `id` is its wire identity. */
   tool: { name: string; id: string };
+  /** The top-level call this output belongs to (the model's call, for a nested one). */
   call: { toolCallId: string };
+  /**
+   * Where the call was made: `[name]` for the model's own call; below a top-level call (a nested tool, a code-mode
+   * program's tool call) the names from that call down, e.g. `["code", "openDocument"]`.
+   */
+  path: string[];
 }
 
 /** A tool registration with options. `mapContext` is required when the runtime context does not fit the tool. */
 export interface ToolRegistrationConfig<TOOL, RUNTIME_CONTEXT = any, IDENTITY = any> {
   tool: TOOL;
-  /** Whether the model may see and call the tool; resolved before every model step. @default true */
+  /**
+   * Whether the model may see and call the tool; resolved before every model step and rechecked before each call.
+   * A call made below another tool (`ctx.tools`, code mode) runs only while this holds too, and so does every
+   * call below this tool's own calls. @default true
+   */
   enabled?: boolean | ((args: AgentResolverArgs<RUNTIME_CONTEXT, IDENTITY>) => MaybePromise<boolean>);
-  /** Projects the agent's runtime context onto the tool's `contextSchema`. */
+  /** Projects the agent's runtime context onto the tool's `contextSchema` (for its nested calls too). */
   mapContext?: (args: AgentResolverArgs<RUNTIME_CONTEXT, IDENTITY>) => MaybePromise<NoInfer<ContextOf<TOOL>>>;
-  /** Observes each settled, validated output; awaited before the model's next step; its return value is ignored. */
+  /**
+   * Observes each settled, validated output; awaited before the model's next step; its return value is ignored.
+   * It also observes the tool's calls made below another call (`ctx.tools`, code mode), with their `path`.
+   */
   onOutput?: (event: ToolOutputEvent<NoInfer<TOOL>, RUNTIME_CONTEXT, IDENTITY>) => unknown;
 }
 
@@ -73,10 +86,13 @@ export type CheckedToolRegistrations<ENTRIES, RUNTIME_CONTEXT> = {
 
 /** One settled tool result as `lifecycle.afterToolResult` sees it. */
 export interface ToolResultEvent {
-  /** The registration key. */
+  /** The registration key; for a call below another one, its path joined with `.` (`"code.add"`). */
   name: string;
   toolId: string;
+  /** The top-level call (the model's). */
   toolCallId: string;
+  /** Names from the top-level call down to this one: `[name]` for the model's own call. */
+  path: string[];
   input: unknown;
   /** The output, when the call produced one. */
   output: unknown;

@@ -17,6 +17,7 @@ export type PaiErrorCode =
   | "RUN_FAILED"
   | "RUN_CANCELLED"
   | "STALE_ANSWER"
+  | "JOURNAL_DIVERGED"
   | "THREAD_BUSY"
   | "STORE_CORRUPT"
   | "STORE_UNWRITABLE"

@@ -1,7 +1,9 @@
-import { createUIMessageStreamResponse, type UIMessage } from "ai";
+import { createUIMessageStreamResponse, type UIMessage, type UIMessageChunk } from "ai";
 import { z } from "zod";
+import { catchUpChunks, nativeAnswersOf } from "../actions/native-answers.ts";
 import { pendingActionAnswerSchema } from "../actions/pending-action-answer.ts";
 import { PaiError, type PaiErrorCode } from "../errors/pai-error.ts";
+import type { AgentRun } from "../runtime/agent-run.ts";
 import type { AgentRuntime } from "../runtime/create-agent-runtime.ts";
 import { readLimitedBody } from "./read-limited-body.ts";
 
@@ -72,12 +74,16 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
 /**
  * A fetch-style handler (`Request → Response`) for PAI's HTTP interface, mountable in Node http, Hono or
  * Next.js. Routes (under `basePath`):
- * - `POST /chat` — send a message (`useChat` body: `{ id, messages }`); streams the UI message stream (SSE)
+ * - `POST /chat` — send a message (`useChat` body: `{ id, messages }`, only the last message is read); streams the UI
+ *   message stream (SSE). A last message that is the assistant's carries `useChat`'s answers instead: approval
+ *   responses (`addToolApprovalResponse`) and client tool outputs (`addToolOutput`), bound as the action route binds
+ *   answers; the continuation is streamed (header `x-pai-answer: accepted | already-settled`)
  * - `GET /chat/:threadId/stream` — the run in progress on a thread, from its start (204 when none)
  * - `POST /chat/:threadId/stop`, `POST /runs/:runId/stop` — stop a run
  * - `POST /threads/:threadId/actions/:actionId` — answer a pending action `{ toolCallId, toolId, inputHash, answer }`;
  *   JSON, or (with `Accept: text/event-stream`) the continuation's UI message stream
- * - `GET /threads` — the caller's threads; `GET /threads/:threadId` — messages, pending actions, tool data
+ * - `GET /threads` — the caller's threads, each with `pendingActionCount` (actions waiting for an answer);
+ *   `GET /threads/:threadId` — messages, pending actions, tool data
  * - `DELETE /threads/:threadId`; `GET /manifest`
  * Another identity's thread is a 404. Errors are `{ error: { code, message } }`; server errors are redacted.
  */
@@ -107,12 +113,13 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
 
   async function sendMessage(request: Request, identity: unknown): Promise<Response> {
     const body = await parseBody(request, chatBody, maxBodyBytes);
+    const message = body.messages.at(-1) as unknown as UIMessage;
+    if (message.role === "assistant") return answerInChat(body, message, identity);
+    if (message.role !== "user")
+      throw new PaiError("BAD_REQUEST", "the last message must be the user's new message");
     const agentId = body.agentId ?? defaultAgentId;
     if (!agentId)
       throw new PaiError("BAD_REQUEST", "the body names no agentId and the handler has no default agent");
-    const message = body.messages.at(-1) as unknown as UIMessage;
-    if (message.role !== "user")
-      throw new PaiError("BAD_REQUEST", "the last message must be the user's new message");
     const threadId = body.threadId ?? body.id;
     const run = await runtime.run({
       agentId,
@@ -124,6 +131,78 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
     return createUIMessageStreamResponse({
       stream: run.stream,
       headers: { "x-pai-run-id": run.runId, "x-pai-thread-id": run.threadId },
+    });
+  }
+
+  /**
+   * `POST /chat` whose last message is the assistant's: a `useChat` client answering approvals
+   * (`addToolApprovalResponse`) and client tools (`addToolOutput`). Only the answer parts are read, matched
+   * against the thread's stored actions and bound as the action route binds answers; each goes through
+   * `runtime.respond`. Streams the continuation; when none starts, the run already going on the thread (a replay
+   * racing the first answer), or else the stored state of the answered calls (a replay: nothing runs).
+   * `x-pai-answer` says `accepted` or `already-settled`.
+   */
+  async function answerInChat(
+    body: z.output<typeof chatBody>,
+    message: UIMessage,
+    identity: unknown,
+  ): Promise<Response> {
+    const threadId = body.threadId ?? body.id;
+    if (!threadId) throw new PaiError("BAD_REQUEST", "answers name their thread: the chat's id");
+    await requireThread(threadId, identity);
+    const answers = nativeAnswersOf(message, await runtime.store.listPendingActions({ threadId }));
+    if (answers.length === 0) {
+      throw new PaiError(
+        "BAD_REQUEST",
+        "the last message is the assistant's but answers nothing: send the user's new message, approval responses or client tool outputs",
+      );
+    }
+    let continuation: AgentRun | undefined;
+    let accepted = false;
+    for (const { action, answer, ...binding } of answers) {
+      const result = await runtime.respond({
+        threadId,
+        actionId: action.id,
+        ...binding,
+        answer,
+        identity,
+        clientData: body.clientData,
+      });
+      if (result.status === "accepted") {
+        accepted = true;
+        continuation = result.run ?? continuation;
+      }
+    }
+    const headers = {
+      "x-pai-thread-id": threadId,
+      "x-pai-answer": accepted ? "accepted" : "already-settled",
+    };
+    if (continuation) {
+      return createUIMessageStreamResponse({
+        stream: continuation.stream,
+        headers: { ...headers, "x-pai-run-id": continuation.runId },
+      });
+    }
+    const active = runtime.activeRun(threadId);
+    if (active) {
+      return createUIMessageStreamResponse({
+        stream: active.stream(),
+        headers: { ...headers, "x-pai-run-id": active.runId },
+      });
+    }
+    const [stored, actions] = await Promise.all([
+      runtime.store.loadMessages(threadId),
+      runtime.store.listPendingActions({ threadId }),
+    ]);
+    const chunks = catchUpChunks({ messageId: message.id, answers, stored, actions });
+    return createUIMessageStreamResponse({
+      stream: new ReadableStream<UIMessageChunk>({
+        start(controller) {
+          for (const chunk of chunks) controller.enqueue(chunk);
+          controller.close();
+        },
+      }),
+      headers,
     });
   }
 
@@ -190,7 +269,15 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
   async function listThreads(request: Request, identity: unknown): Promise<Response> {
     const agentId = new URL(request.url).searchParams.get("agentId") ?? undefined;
     const threads = await runtime.listThreads({ identity, ...(agentId ? { agentId } : {}) });
-    return json(200, { threads });
+    const waiting = await Promise.all(
+      threads.map(async (thread) => {
+        const pending = await runtime.store.listPendingActions({ threadId: thread.id, status: "pending" });
+        return pending.length;
+      }),
+    );
+    return json(200, {
+      threads: threads.map((thread, index) => ({ ...thread, pendingActionCount: waiting[index] })),
+    });
   }
 
   async function readThread(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {

@@ -1,6 +1,11 @@
 import { expectTypeOf, test } from "vitest";
 import { z } from "zod";
-import { createPai, type InferAgentUIMessage, type InferPaiContract } from "../agents/create-pai.ts";
+import {
+  createPai,
+  type InferAgentUIMessage,
+  type InferPaiContract,
+  type InferToolPath,
+} from "../agents/create-pai.ts";
 import { defineAgent } from "../agents/define-agent.ts";
 import { defineTool } from "../tools/define-tool.ts";
 
@@ -24,6 +29,7 @@ test("the contract types tool parts from each agent's schemas", () => {
   expectTypeOf<InferPaiContract<typeof pai>["docs"]["searchDocs"]>().toEqualTypeOf<{
     input: { query: string };
     output: { hits: string[] };
+    path: ["searchDocs"];
   }>();
   expectTypeOf<InferPaiContract<typeof pai>["docs"]["gated"]["output"]>().toEqualTypeOf<{ ok: true }>();
   type Message = InferAgentUIMessage<typeof agent>;
@@ -31,4 +37,34 @@ test("the contract types tool parts from each agent's schemas", () => {
   expectTypeOf<Extract<SearchPart, { state: "output-available" }>["output"]>().toEqualTypeOf<{
     hits: string[];
   }>();
+});
+
+test("the contract types where each tool's calls can wait: the tool, or a nested tool at any depth", () => {
+  const approve = defineTool({
+    id: "approve",
+    description: "Ask",
+    inputSchema: z.object({ what: z.string() }),
+    execute: (ctx) => ctx.suspend(ctx.input.what),
+  });
+  const review = defineTool({
+    id: "review",
+    description: "Review",
+    inputSchema: z.object({}),
+    tools: { approve },
+    execute: (ctx) => ctx.tools.approve({ what: "it" }),
+  });
+  const checkout = defineTool({
+    id: "checkout",
+    description: "Check out",
+    inputSchema: z.object({}),
+    tools: { review, search: searchDocs },
+    execute: (ctx) => ctx.tools.review({}),
+  });
+  const shop = defineAgent({ tools: { checkout, gated: { tool: gated, enabled: true } } });
+  type Tools = InferPaiContract<ReturnType<typeof createPai<{ shop: typeof shop }>>>["shop"];
+  expectTypeOf<Tools["checkout"]["path"]>().toEqualTypeOf<
+    ["checkout"] | ["checkout", "review"] | ["checkout", "review", "approve"] | ["checkout", "search"]
+  >();
+  expectTypeOf<Tools["gated"]["path"]>().toEqualTypeOf<["gated"]>();
+  expectTypeOf<InferToolPath<"review", typeof review>>().toEqualTypeOf<["review"] | ["review", "approve"]>();
 });

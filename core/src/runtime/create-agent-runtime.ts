@@ -1,5 +1,6 @@
 import { generateId, type LanguageModel, type UIMessage, type UIMessageChunk } from "ai";
 import { z } from "zod";
+import { assertAnswerBound } from "../actions/answer-binding.ts";
 import {
   type PendingActionAnswer,
   pendingActionAnswerSchema,
@@ -7,6 +8,7 @@ import {
 } from "../actions/pending-action-answer.ts";
 import { type PublicPendingAction, publicAction } from "../actions/public-action.ts";
 import type { Pai, RegisteredAgent } from "../agents/create-pai.ts";
+import type { NormalizedRegistration } from "../agents/tool-registration.ts";
 import type { CapabilityBinding } from "../capabilities/capability-binding.ts";
 import { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { Capability, CapabilityMap } from "../capabilities/define-capability.ts";
@@ -14,7 +16,13 @@ import { PaiError } from "../errors/pai-error.ts";
 import type { PaiManifest } from "../manifest/manifest.ts";
 import { createOwnerRegistry } from "../ownership/owner-registry.ts";
 import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
-import type { RunRecord, ThreadRecord, ThreadStore, ToolDataRecord } from "../threads/thread-store.ts";
+import type {
+  PendingActionRecord,
+  RunRecord,
+  ThreadRecord,
+  ThreadStore,
+  ToolDataRecord,
+} from "../threads/thread-store.ts";
 import type { AnyToolDefinition } from "../tools/define-tool.ts";
 import type { AgentRun } from "./agent-run.ts";
 import { defaultIdentityKey } from "./identity-key.ts";
@@ -23,6 +31,7 @@ import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
 import { createRuntimeMaintenance } from "./runtime-maintenance.ts";
 import { type StartedRun, startRun } from "./start-run.ts";
+import { createSubagentRunner } from "./subagent-runner.ts";
 import { createThreadAccess, type ThreadAccess } from "./thread-access.ts";
 
 /** What `createAgentRuntime` accepts. */
@@ -227,19 +236,27 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     store,
     ownerId: owners.ownerId,
     capabilities,
-    subagents: (parent: { identity: unknown; clientData: unknown; signal: AbortSignal }) => ({
-      run: async ({ agentId, prompt }: { agentId: string; prompt: string }) => {
-        const child = await run({
-          agentId,
-          identity: parent.identity,
-          message: prompt,
-          clientData: parent.clientData,
-          signal: parent.signal,
-        });
-        const result = await child.done;
-        return { text: result.text, status: result.status, runId: result.runId, threadId: result.threadId };
-      },
-    }),
+    subagents: (caller: { identity: unknown; clientData: unknown }) =>
+      createSubagentRunner({
+        store,
+        run: ({ agentId, message, signal }) =>
+          run({ agentId, identity: caller.identity, message, clientData: caller.clientData, signal }),
+        respond: async ({ threadId, action, answer, signal }) => {
+          const answered = await respond({
+            threadId,
+            actionId: action.id,
+            toolCallId: action.toolCallId,
+            toolId: action.toolId,
+            inputHash: action.inputHash,
+            answer,
+            identity: caller.identity,
+            clientData: caller.clientData,
+            signal,
+          });
+          return answered.status === "accepted" ? answered.run : undefined;
+        },
+        runningOn: (threadId) => [...active.values()].find((entry) => entry.threadId === threadId)?.done,
+      }),
     onEnded: (runId: string, threadId: string) => {
       active.delete(runId);
       busyThreads.delete(threadId);
@@ -344,22 +361,11 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     const identity = await access.parseIdentity(agent, respondOptions.identity);
     const identityKey = identityKeyOf(identity);
     access.assertOwner(thread, identityKey);
-    if (
-      action.toolCallId !== respondOptions.toolCallId ||
-      action.toolId !== respondOptions.toolId ||
-      action.inputHash !== respondOptions.inputHash
-    ) {
-      throw new PaiError(
-        "STALE_ANSWER",
-        `the answer does not match pending action "${actionId}" (tool call, tool id or input differ)`,
-        {
-          details: { actionId },
-        },
-      );
-    }
+    assertAnswerBound(action, respondOptions);
     if (action.status !== "pending") return { status: "already-settled", action: publicAction(action) };
 
     const registration = agent.registrations.get(action.toolName);
+    const waiting = waitingCallOf(pai, action, registration);
     const producesOutput = answer.type === "resume" || answer.type === "success" || answer.type === "skip";
     if (producesOutput) {
       if (!registration)
@@ -371,13 +377,17 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
         clientData: respondOptions.clientData,
         signal: respondOptions.signal ?? new AbortController().signal,
       });
-      const enabled = await resolveEnabled(registration, {
+      const resolverArgs = {
         runtimeContext,
         identity,
         clientData: respondOptions.clientData,
         threadId,
         signal: respondOptions.signal ?? new AbortController().signal,
-      });
+      };
+      const gates = [registration, ...waiting.gates(agent)];
+      const enabled = (await Promise.all(gates.map((gate) => resolveEnabled(gate, resolverArgs)))).every(
+        Boolean,
+      );
       if (!enabled) {
         throw new PaiError(
           "TOOL_DISABLED",
@@ -388,7 +398,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
         );
       }
     }
-    const validated = await validateAnswer(answer, action.kind, registration?.tool);
+    const validated = await validateAnswer(answer, action.kind, waiting.tool);
     // Reserved before the answer is stored, so an answer is never taken and then refused as busy.
     const reservation = reserve(threadId, "has a run in progress; answer once it ends");
     try {
@@ -554,6 +564,47 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     [Symbol.asyncDispose]: () => runtime.close(),
   };
   return runtime;
+}
+
+/**
+ * The call a pending action waits on: the top-level call, or (`action.inner`) a call below it — a nested tool of
+ * the same agent, whose own registration (if the agent registers its id) gates the answer too, or a subagent's
+ * tool, which the subagent's own answer gates. Its tool validates the answer: a call below is found by its id,
+ * in the top-level tool's tree, or in the registry for a subagent's.
+ */
+function waitingCallOf(
+  pai: Pai,
+  action: PendingActionRecord,
+  registration: NormalizedRegistration | undefined,
+): { tool: AnyToolDefinition | undefined; gates(agent: RegisteredAgent): NormalizedRegistration[] } {
+  const inner = action.inner;
+  if (!inner) return { tool: registration?.tool, gates: () => [] };
+  const subagent = action.journal?.some(
+    (entry) => entry.key === inner.key && entry.state === "waiting" && entry.subagent !== undefined,
+  );
+  if (subagent) {
+    const trees = Object.keys(pai.agents).flatMap((agentId) =>
+      [...pai.agent(agentId).registrations.values()].map((candidate) => candidate.tool),
+    );
+    return { tool: findTool(trees, inner.toolId), gates: () => [] };
+  }
+  return {
+    tool: registration ? findTool([registration.tool], inner.toolId) : undefined,
+    gates: (agent) => {
+      const own = [...agent.registrations.values()].find((candidate) => candidate.tool.id === inner.toolId);
+      return own ? [own] : [];
+    },
+  };
+}
+
+/** The tool with id `toolId` among `tools` and their nested tools at any depth. */
+function findTool(tools: readonly AnyToolDefinition[], toolId: string): AnyToolDefinition | undefined {
+  for (const tool of tools) {
+    if (tool.id === toolId) return tool;
+    const found = findTool(Object.values(tool.tools), toolId);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 function unknownThread(threadId: string): PaiError {

@@ -71,7 +71,8 @@ function openCallsEnd(status: RunResult["status"], signal: AbortSignal | undefin
   return { reason: timedOut ? "timeout" : "cancelled" };
 }
 
-function lastAssistantText(messages: UIMessage[]): string {
+/** The text of the thread's last message when it is the assistant's, else `""`: a run's `text`. */
+export function lastAssistantText(messages: UIMessage[]): string {
   const last = messages.at(-1);
   if (last?.role !== "assistant") return "";
   return last.parts.map((part) => (part.type === "text" ? part.text : "")).join("");

@@ -11,6 +11,7 @@ import { createScriptedModel, type ScriptedStepSource } from "../testing/scripte
 import { createMemoryThreadStore } from "../threads/memory-thread-store.ts";
 import { defineTool } from "../tools/define-tool.ts";
 import type { ToolExecuteContext } from "../tools/tool-context.ts";
+import type { AgentRun } from "./agent-run.ts";
 import { type AgentRuntime, createAgentRuntime } from "./create-agent-runtime.ts";
 
 const transfer = defineTool({
@@ -145,8 +146,19 @@ describe("suspend and resume", () => {
       toolCallId: "c1",
       status: "pending",
     });
-    expect(partOf(result.messages, "c1")?.state).toBe("input-available");
+    // stored and streamed as the AI SDK's native approval, its id the action's
+    expect(partOf(result.messages, "c1")).toMatchObject({
+      state: "approval-requested",
+      approval: { id: action.actionId },
+    });
     expect(chunks.some((chunk) => chunk.type === "tool-output-available")).toBe(false);
+    const types = chunks.map((chunk) => chunk.type);
+    expect(types.indexOf("tool-approval-request")).toBeGreaterThan(types.indexOf("tool-input-available"));
+    expect(chunks.find((chunk) => chunk.type === "tool-approval-request")).toEqual({
+      type: "tool-approval-request",
+      approvalId: action.actionId,
+      toolCallId: "c1",
+    });
     expect(chunks.find((chunk) => chunk.type === "data-pai-action")).toMatchObject({
       data: { actionId: action.actionId },
     });
@@ -182,10 +194,21 @@ describe("suspend and resume", () => {
       ...answerFor(first),
       answer: { type: "resume", resume: { approvedBy: "manager-bob" } },
     });
-    const firstContinuation = await (afterFirst as { run: { done: Promise<{ status: string }> } }).run.done;
+    const firstRun = (afterFirst as { run: AgentRun }).run;
+    const continuationChunks: UIMessageChunk[] = [];
+    for await (const chunk of firstRun.stream) continuationChunks.push(chunk);
+    const firstContinuation = await firstRun.done;
     expect(firstContinuation.status).toBe("suspended");
     const [second] = await runtime.listPendingActions({ threadId: first.threadId, identity: alice });
     expect(second).toMatchObject({ name: "director", payload: { question: "Second approval for 5000?" } });
+    // the call is asked again, in the message the client already has, under the new action's id
+    expect(continuationChunks.filter((chunk) => chunk.type === "tool-approval-request")).toEqual([
+      { type: "tool-approval-request", approvalId: second!.actionId, toolCallId: "c1" },
+    ]);
+    expect(partOf(firstContinuation.messages, "c1")).toMatchObject({
+      state: "approval-requested",
+      approval: { id: second!.actionId },
+    });
     const afterSecond = await runtime.respond({
       ...answerFor(second!),
       answer: { type: "resume", resume: { approvedBy: "director-eve" } },
@@ -444,8 +467,11 @@ describe("client-executed tools", () => {
       { toolCalls: [{ toolName: "pickColor", input: { options: ["red", "blue"] }, toolCallId: "c1" }] },
       { text: "Nice color." },
     ]);
-    const { result, action } = await suspendedRun(runtime, "pick");
+    const { result, action, chunks } = await suspendedRun(runtime, "pick");
     expect(result.status).toBe("suspended");
+    // a client tool waits as the AI SDK's client tools do: input available, no approval asked
+    expect(partOf(result.messages, "c1")?.state).toBe("input-available");
+    expect(chunks.some((chunk) => chunk.type === "tool-approval-request")).toBe(false);
     expect(action).toMatchObject({
       kind: "client",
       toolName: "pickColor",

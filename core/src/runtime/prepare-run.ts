@@ -116,7 +116,7 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     checkpoint: (call) => checkpoints.request(call),
     reportError,
     files: createThreadFiles(() => transcript.messages, controller.signal),
-    agents: deps.subagents({ identity, clientData, signal: controller.signal }),
+    subagents: deps.subagents({ identity, clientData }),
     capabilitiesFor: (names) =>
       Object.fromEntries(
         Object.entries(names).map(([key, name]) => [key, deps.capabilities.facade(name, leaseScope)]),

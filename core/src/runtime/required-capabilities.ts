@@ -7,7 +7,7 @@ import type { ToolDefinition } from "../tools/define-tool.ts";
 type IsAny<T> = 0 extends 1 & T ? true : false;
 type ToolOf<R> = R extends { tool: infer TOOL } ? TOOL : R;
 type CapabilitiesOf<T> =
-  T extends ToolDefinition<any, any, any, infer CAPABILITIES, any, any, any>
+  T extends ToolDefinition<any, any, any, infer CAPABILITIES, any, any, any, any>
     ? IsAny<CAPABILITIES> extends true
       ? {}
       : CAPABILITIES

@@ -1,9 +1,10 @@
 import type { RegisteredAgent } from "../agents/create-pai.ts";
 import type { AgentResolverArgs } from "../agents/define-agent.ts";
 import type { PendingActionRecord, ThreadStore } from "../threads/thread-store.ts";
-import type { ToolAgents, ToolFiles } from "../tools/tool-context.ts";
+import type { ToolFiles } from "../tools/tool-context.ts";
 import { redactedMessage } from "./redaction.ts";
 import type { RunTranscript, StartingCall } from "./run-transcript.ts";
+import type { SubagentRunner } from "./subagent-runner.ts";
 
 /** Why a run stopped early. */
 export type RunStopReason =
@@ -34,8 +35,8 @@ export interface RunState {
   ): Promise<void>;
   /** `ctx.files`: the files attached to this thread's messages. */
   files: ToolFiles;
-  /** `ctx.agents`: subagent runs on behalf of this run. */
-  agents: ToolAgents;
+  /** Subagent runs (`ctx.agents.run`) on behalf of this run's caller. */
+  subagents: SubagentRunner;
   /**
    * Stores the thread with `call` (starting to execute) on the reply if the call runs for more than a moment;
    * call the returned function when it ends. Never blocks the call.

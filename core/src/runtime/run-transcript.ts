@@ -1,5 +1,5 @@
 import { generateId, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
-import { publicAction } from "../actions/public-action.ts";
+import { type PublicPendingAction, publicAction } from "../actions/public-action.ts";
 import type { ToolEnd } from "../actions/tool-end.ts";
 import {
   applyToolPartUpdate,
@@ -66,11 +66,16 @@ export interface RunTranscript {
    */
   soFar(calls: readonly StartingCall[]): Promise<UIMessage[]>;
   /**
-   * Ends the stream and returns the messages to store: the model's (or, when it never finished, the thread as
-   * found), with PAI's data parts on the reply, answered actions applied, calls PAI ended marked, `waiting`
-   * calls awaiting answers, and every other open call of the reply ended (streamed to clients first).
+   * Returns the messages to store: the model's (or, when it never finished, the thread as found), with PAI's data
+   * parts on the reply, answered actions applied, calls PAI ended marked, `waiting` calls awaiting answers
+   * (approvals as `approval-requested`), and every other open call of the reply ended (streamed to clients).
    */
   close(options: TranscriptClose): UIMessage[];
+  /**
+   * Ends the stream. The run calls it once it is stored and its thread is free, so a client that sees the stream
+   * end can answer an approval or send the next message at once.
+   */
+  end(): void;
   /** A new reader of the whole run, from its first chunk. */
   subscribe(): ReadableStream<UIMessageChunk>;
 }
@@ -94,18 +99,51 @@ export function createRunTranscript(options: {
   let streamedId =
     options.continuing && messages.at(-1)?.role === "assistant" ? messages.at(-1)!.id : undefined;
 
+  /** The approvals of calls waiting on a suspension: tool call id → approval id (the pending action's id). */
+  const approvals = new Map<string, string>();
+  /** Calls whose approval goes out once their part is on the client (when the SDK reports their placeholder). */
+  const approvalsDue = new Set<string>();
+
   const broadcast = createRunBroadcast<UIMessageChunk>((chunk) => {
     if (chunk.type === "start" && chunk.messageId !== undefined) streamedId = chunk.messageId;
-    if (chunk.type === "tool-output-available" && hidden.has(chunk.toolCallId)) return undefined;
+    // A waiting call's placeholder result never reaches a client: an approval is requested in its place.
+    if (chunk.type === "tool-output-available" && hidden.has(chunk.toolCallId))
+      return approvalsDue.delete(chunk.toolCallId) ? approvalRequest(chunk.toolCallId) : undefined;
     const end = chunk.type === "tool-output-error" ? ends.get(chunk.toolCallId) : undefined;
     if (chunk.type === "tool-output-error" && end)
       return { ...chunk, toolMetadata: withToolEnd(chunk.toolMetadata, end) as never };
     return chunk;
   });
 
+  /** The AI SDK's approval request for a suspended call (`approval-requested` on the client). */
+  const approvalRequest = (toolCallId: string): UIMessageChunk | undefined => {
+    const approvalId = approvals.get(toolCallId);
+    return approvalId === undefined ? undefined : { type: "tool-approval-request", approvalId, toolCallId };
+  };
+
+  /**
+   * Follows the run's pending actions: a suspended call's approval is requested at once when its part is already
+   * in the message clients build (a resumed call that suspends again), else once the SDK has streamed its part.
+   */
+  const trackAction = (action: PublicPendingAction) => {
+    if (action.status !== "pending") {
+      if (approvals.get(action.toolCallId) === action.actionId) approvals.delete(action.toolCallId);
+      approvalsDue.delete(action.toolCallId);
+      return;
+    }
+    if (action.kind !== "suspend") return;
+    approvals.set(action.toolCallId, action.actionId);
+    const streamed = messages.find((message) => message.id === streamedId);
+    if (streamed && toolPartOf([streamed], action.toolCallId)) {
+      const request = approvalRequest(action.toolCallId);
+      if (request) broadcast.push(request);
+    } else approvalsDue.add(action.toolCallId);
+  };
+
   const write = (chunk: UIMessageChunk) => {
     broadcast.push(chunk);
     if (chunk.type.startsWith("data-")) dataParts.push(chunk as DataChunk);
+    if (chunk.type === "data-pai-action") trackAction((chunk as DataChunk).data as PublicPendingAction);
   };
 
   const streamPart = (final: UIMessage[], update: ToolPartUpdate) => {
@@ -169,7 +207,7 @@ export function createRunTranscript(options: {
         const part = toolPartOf(final, toolCallId);
         if (part?.state === "output-error") part.toolMetadata = withToolEnd(part.toolMetadata, end);
       }
-      if (waiting.size > 0) awaitAnswers(final, waiting);
+      if (waiting.size > 0) awaitAnswers(final, waiting, approvals);
       const reply = final.at(-1);
       if (openCalls && reply?.role === "assistant") {
         for (const toolCallId of openToolCallIds(reply, waiting)) {
@@ -178,9 +216,9 @@ export function createRunTranscript(options: {
           streamPart(final, update);
         }
       }
-      broadcast.end();
       return final;
     },
+    end: () => broadcast.end(),
     subscribe: () => broadcast.subscribe(),
   };
 }

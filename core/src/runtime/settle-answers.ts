@@ -1,15 +1,17 @@
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import { endedCall, waitingToolCallIds } from "../actions/tool-part-updates.ts";
-import type { PendingActionRecord } from "../threads/thread-store.ts";
+import type { PendingActionRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { PreparedRun } from "./prepare-run.ts";
 import type { CallOutcome } from "./tool-executor.ts";
 
 const SUPERSEDED = "The action was cancelled: the user sent a new message.";
 
 /**
- * Settles the thread's calls that waited for an answer: answered actions are applied (a resume re-enters
- * `execute`); a call without any action (its run died mid-call) ends as `interrupted`. With `supersede` (a new user message arrived), actions still pending are cancelled first, so the
- * model never sees an orphan call; without it they stay pending and the run will not call the model.
+ * Settles the thread's calls that waited for an answer: answered actions are applied (a resume — or any answer to
+ * a call below the top-level one — runs `execute` again over the call's journal); a call without any action (its
+ * run died mid-call) ends as `interrupted`. With `supersede` (a new user message arrived), actions still pending
+ * are cancelled first and their calls end at once, without running again (a subagent's own action is cancelled
+ * too), so the model never sees an orphan call; without it they stay pending and the run will not call the model.
  */
 export async function settleAnswers(run: PreparedRun, options: { supersede: boolean }): Promise<void> {
   const { state, transcript, runners } = run;
@@ -23,34 +25,47 @@ export async function settleAnswers(run: PreparedRun, options: { supersede: bool
       transcript.apply(endedCall(toolCallId, { reason: "interrupted" }));
       continue;
     }
+    let superseded = false;
     if (action.status === "pending") {
       if (!options.supersede) {
         state.pendingActions.push(action);
         continue;
       }
-      action = await supersede(run, action);
+      ({ action, superseded } = await supersede(state.store, action));
     }
     const answer = action.answer as PendingActionAnswer | undefined;
     const runner = runners.get(action.toolName);
-    const outcome: CallOutcome = !answer
-      ? { type: "error", message: SUPERSEDED }
-      : runner
-        ? await runner.settleAnswered(action, answer)
-        : { type: "error", message: `The tool "${action.toolName}" is no longer available.` };
+    const outcome: CallOutcome =
+      superseded || !answer
+        ? { type: "error", message: SUPERSEDED }
+        : runner
+          ? await runner.settleAnswered(action, answer)
+          : { type: "error", message: `The tool "${action.toolName}" is no longer available.` };
     if (outcome.type === "pending") continue;
     transcript.settle({ toolCallId, outcome }, action);
   }
 }
 
-/** Cancels a pending action because a new user message arrived; returns the action as stored afterwards. */
-async function supersede(run: PreparedRun, action: PendingActionRecord): Promise<PendingActionRecord> {
+/**
+ * Cancels a pending action because a new user message arrived, and the subagent's action it stands for, if any.
+ * Returns the action as stored afterwards, and whether this cancelled it (another process may have answered it).
+ */
+async function supersede(
+  store: ThreadStore,
+  action: PendingActionRecord,
+): Promise<{ action: PendingActionRecord; superseded: boolean }> {
   const answer: PendingActionAnswer = { type: "cancel", reason: SUPERSEDED };
-  const settled = await run.state.store.settlePendingAction(action.id, "pending", {
+  const settled = await store.settlePendingAction(action.id, "pending", {
     status: "cancelled",
     answer,
     settledAt: Date.now(),
   });
-  return settled.action ?? action;
+  if (!settled.changed) return { action: settled.action ?? action, superseded: false };
+  const waiting = action.journal?.find((entry) => entry.key === action.inner?.key);
+  const subagent = waiting && waiting.state !== "settled" ? waiting.subagent : undefined;
+  const forwarded = subagent ? await store.getPendingAction(subagent.actionId) : undefined;
+  if (forwarded?.status === "pending") await supersede(store, forwarded);
+  return { action: settled.action ?? action, superseded: true };
 }
 
 function latestAction(actions: PendingActionRecord[], toolCallId: string): PendingActionRecord | undefined {

@@ -2,13 +2,13 @@ import type { LanguageModel, UIMessage, UIMessageChunk } from "ai";
 import type { RegisteredAgent } from "../agents/create-pai.ts";
 import type { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
-import type { ToolAgents } from "../tools/tool-context.ts";
 import type { AgentRun, RunResult } from "./agent-run.ts";
 import { finalizeRun } from "./finalize-run.ts";
 import { type PreparedRun, prepareRun } from "./prepare-run.ts";
 import { stopRun } from "./run-state.ts";
 import { settleAnswers } from "./settle-answers.ts";
 import { streamRun } from "./stream-run.ts";
+import type { SubagentRunner } from "./subagent-runner.ts";
 
 /** What the runtime lends a run. */
 export interface RunDependencies {
@@ -16,8 +16,8 @@ export interface RunDependencies {
   /** The runtime process's owner id, recorded on the run. */
   ownerId: string;
   capabilities: CapabilityManager;
-  /** Runs a subagent for `ctx.agents.run`. */
-  subagents: (parent: { identity: unknown; clientData: unknown; signal: AbortSignal }) => ToolAgents;
+  /** Runs subagents (`ctx.agents.run`) as the run's caller. */
+  subagents: (caller: { identity: unknown; clientData: unknown }) => SubagentRunner;
   /** Called once the run has ended and its thread is stored. */
   onEnded: (runId: string, threadId: string) => void;
 }
@@ -105,5 +105,7 @@ async function drive(run: PreparedRun): Promise<RunResult> {
     run.detach();
     await deps.capabilities.endRun(state.runId).catch(() => undefined);
     deps.onEnded(state.runId, state.threadId);
+    // Last: a client that sees the stream end finds the thread stored and free for its next request.
+    run.transcript.end();
   }
 }

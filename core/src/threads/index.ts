@@ -2,14 +2,18 @@ export { createMemoryThreadStore } from "./memory-thread-store.ts";
 export { createSqliteThreadStore, type SqliteThreadStoreOptions } from "./sqlite-thread-store.ts";
 export type {
   CapabilityLifetime,
+  JournalEntry,
+  JournalOutcome,
   LeaseRecord,
   OwnerRecord,
+  PendingActionInner,
   PendingActionKind,
   PendingActionRecord,
   PendingActionStatus,
   RunCommit,
   RunRecord,
   RunStatus,
+  SubagentWait,
   ThreadRecord,
   ThreadStore,
   ToolDataRecord,

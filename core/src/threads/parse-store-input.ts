@@ -74,6 +74,42 @@ const toolData = z.object({
   createdAt: timestamp,
 }) satisfies z.ZodType<OptionalUnknown<Omit<ToolDataRecord, "seq">, "data">>;
 
+const subagentWait = z.object({ agentId: id, threadId: id, actionId: id });
+
+const journalCall = { key: z.string(), toolId: id, inputHash: z.string() };
+const journalEntry = z.discriminatedUnion("state", [
+  z.object({
+    ...journalCall,
+    state: z.literal("settled"),
+    outcome: z.discriminatedUnion("type", [
+      z.object({ type: z.literal("output"), output: z.unknown() }),
+      z.object({ type: z.literal("error"), message: z.string(), code: z.string().optional() }),
+    ]),
+  }),
+  z.object({
+    ...journalCall,
+    state: z.literal("waiting"),
+    name: z.string(),
+    suspendHistory: z.array(z.unknown()),
+    subagent: subagentWait.optional(),
+  }),
+  z.object({
+    ...journalCall,
+    state: z.literal("answered"),
+    answer: z.unknown(),
+    name: z.string(),
+    suspendHistory: z.array(z.unknown()),
+    subagent: subagentWait.optional(),
+  }),
+]);
+
+const pendingActionInner = z.object({
+  path: z.array(z.string()).min(1),
+  key: z.string().min(1),
+  toolId: id,
+  input: z.unknown().optional(),
+});
+
 const pendingAction = z.object({
   id,
   threadId: id,
@@ -91,7 +127,11 @@ const pendingAction = z.object({
   createdAt: timestamp,
   settledAt: timestamp.optional(),
   answer: z.unknown().optional(),
-}) satisfies z.ZodType<OptionalUnknown<PendingActionRecord, "input" | "payload" | "answer">>;
+  inner: pendingActionInner.optional(),
+  journal: z.array(journalEntry).optional(),
+}) satisfies z.ZodType<
+  OptionalUnknown<PendingActionRecord, "input" | "payload" | "answer" | "inner" | "journal">
+>;
 
 const lease = z.object({
   capability: id,

@@ -145,7 +145,7 @@ describe("createSqliteThreadStore", () => {
     const raw = new DatabaseSync(path);
     try {
       expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 2 });
+      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 3 });
       const tables = raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
       expect(tables.map((table) => table.name)).toEqual(
         expect.arrayContaining([
@@ -171,6 +171,7 @@ describe("createSqliteThreadStore", () => {
       DROP TABLE owners; DROP INDEX runs_status;
       ALTER TABLE runs DROP COLUMN owner_id;
       ALTER TABLE leases DROP COLUMN owner_id; ALTER TABLE leases DROP COLUMN handover_to;
+      ALTER TABLE pending_actions DROP COLUMN inner_call; ALTER TABLE pending_actions DROP COLUMN journal;
       INSERT INTO runs (id, thread_id, agent_id, status, started_at) VALUES ('r1', 't1', 'coder', 'running', 1);
       INSERT INTO leases (capability, lifetime, key, resource_id, meta, created_at, last_used_at)
         VALUES ('sandbox', 'thread', 't1', 'c1', '{}', 1, 1);
@@ -200,6 +201,29 @@ describe("createSqliteThreadStore", () => {
     expect(await store.claimLease("sandbox", "thread", "t1", { from: undefined, to: "a" })).toBe(true);
     await store.heartbeatOwner({ ownerId: "a", host: "h", pid: 1, startedAt: 1, heartbeatAt: 2 });
     expect(await store.listOwners()).toHaveLength(1);
+  });
+
+  it("migrates a version 2 store: its pending actions stay, waiting at the top-level call", async () => {
+    await open().close();
+    const raw = new DatabaseSync(path);
+    raw.exec(`
+      ALTER TABLE pending_actions DROP COLUMN inner_call; ALTER TABLE pending_actions DROP COLUMN journal;
+      INSERT INTO pending_actions (id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input,
+        kind, name, payload, suspend_history, status, created_at)
+        VALUES ('a1', 't1', 'r1', 'c1', 'deploy', 'deploy', 'h', '{}', 'suspend', 'default', '"Deploy?"', '[]',
+          'pending', 1);
+      PRAGMA user_version = 2;
+    `);
+    raw.close();
+
+    const store = open();
+    const stored = await store.getPendingAction("a1");
+    expect(stored).toMatchObject({ id: "a1", status: "pending", payload: "Deploy?" });
+    expect(stored).not.toHaveProperty("inner");
+    expect(stored).not.toHaveProperty("journal");
+    const inner = { path: ["deploy", "check"], key: "0", toolId: "check", input: { a: 1 } };
+    await store.putPendingAction({ ...stored!, inner, journal: [] });
+    expect(await store.getPendingAction("a1")).toMatchObject({ inner, journal: [] });
   });
 
   it("adopts an empty file as a new store", async () => {
@@ -253,7 +277,7 @@ describe("createSqliteThreadStore", () => {
 
     expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
     expect((error as PaiError).message).toMatch(/schema version 99, written by a newer PAI/);
-    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 2 });
+    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 3 });
     expect(readFileSync(path).equals(bytes)).toBe(true);
   });
 

@@ -137,6 +137,12 @@ const migrations: ReadonlyArray<(db: DatabaseSync) => void> = [
         heartbeat_at INTEGER NOT NULL
       );
     `),
+  // Approvals anywhere: the inner call a pending action waits on, and the journal its top-level call replays.
+  (db) =>
+    db.exec(`
+      ALTER TABLE pending_actions ADD COLUMN inner_call TEXT;
+      ALTER TABLE pending_actions ADD COLUMN journal TEXT;
+    `),
 ];
 
 /** The schema version this build writes and the newest it reads. */
@@ -580,7 +586,7 @@ function prepareStatements(db: DatabaseSync) {
   const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id";
   const actionColumns =
     "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
-    "suspend_history, status, created_at, settled_at, answer";
+    "suspend_history, status, created_at, settled_at, answer, inner_call, journal";
   const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
   const leaseColumns =
     "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
@@ -650,13 +656,14 @@ function prepareStatements(db: DatabaseSync) {
          AND (?2 IS NULL OR status = ?2) ORDER BY created_at, rowid`,
     ),
     upsertAction: db.prepare(
-      `INSERT INTO pending_actions (${actionColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO pending_actions (${actionColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET
          thread_id = excluded.thread_id, run_id = excluded.run_id, tool_call_id = excluded.tool_call_id,
          tool_id = excluded.tool_id, tool_name = excluded.tool_name, input_hash = excluded.input_hash,
          input = excluded.input, kind = excluded.kind, name = excluded.name, payload = excluded.payload,
          suspend_history = excluded.suspend_history, status = excluded.status,
-         created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer`,
+         created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer,
+         inner_call = excluded.inner_call, journal = excluded.journal`,
     ),
     /** The compare-and-set: changes one row only while the status is still the expected one. */
     settleAction: db.prepare(
@@ -743,6 +750,8 @@ function actionValues(action: PendingActionRecord): SQLInputValue[] {
     action.createdAt,
     action.settledAt ?? null,
     toStoredJson(action.answer, "pending action answer"),
+    toStoredJson(action.inner, "pending action inner call"),
+    toStoredJson(action.journal, "pending action journal"),
   ];
 }
 
@@ -809,6 +818,8 @@ function toAction(row: Row): PendingActionRecord | undefined {
     createdAt: row.created_at as number,
     settledAt: optional<number>(row.settled_at),
     answer: fromStoredJson(row.answer as string | null),
+    inner: fromStoredJson(row.inner_call as string | null) as PendingActionRecord["inner"],
+    journal: fromStoredJson(row.journal as string | null) as PendingActionRecord["journal"],
   });
 }
 

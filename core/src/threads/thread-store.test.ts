@@ -436,6 +436,71 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
       expect(result.action).toEqual(action({ status: "succeeded", answer: { resume: 1 } }));
     });
 
+    it("keeps the inner call an action waits on and its top-level call's journal, through a settle", async () => {
+      const nested = action({
+        toolId: "codeMode",
+        toolName: "code",
+        inner: {
+          path: ["code", "writer", "refund"],
+          key: "2",
+          toolId: "refund.v1",
+          input: { orderId: "o-1", note: null },
+        },
+        journal: [
+          {
+            key: "0",
+            toolId: "add",
+            inputHash: "h0",
+            state: "settled",
+            outcome: { type: "output", output: { sum: 3 } },
+          },
+          {
+            key: "1",
+            toolId: "charge",
+            inputHash: "h1",
+            state: "settled",
+            outcome: { type: "error", message: "Denied by the user", code: "DENIED" },
+          },
+          {
+            key: "2",
+            toolId: "agent:writer",
+            inputHash: "h2",
+            state: "waiting",
+            name: "default",
+            suspendHistory: [],
+            subagent: { agentId: "writer", threadId: "t9", actionId: "a9" },
+          },
+          {
+            key: "",
+            toolId: "codeMode",
+            inputHash: "h",
+            state: "answered",
+            answer: { type: "resume", resume: { approved: true } },
+            name: "default",
+            suspendHistory: [{ question: "Run it?" }],
+          },
+        ],
+      });
+      await store.putPendingAction(nested);
+      expect(await store.getPendingAction("a1")).toEqual(nested);
+      const settled = await store.settlePendingAction("a1", "pending", {
+        status: "resumed",
+        settledAt: 2000,
+      });
+      expect(settled.action).toEqual({ ...nested, status: "resumed", settledAt: 2000 });
+      expect(await store.listPendingActions({ threadId: "t1" })).toEqual([settled.action]);
+    });
+
+    it("rejects a journal entry without a state and an inner call without a path", async () => {
+      const entry = { key: "0", toolId: "add", inputHash: "h0", outcome: { type: "output", output: 1 } };
+      await expectCode(store.putPendingAction(action({ journal: [entry as never] })), "INVALID_ARGUMENT");
+      await expectCode(
+        store.putPendingAction(action({ inner: { path: [], key: "0", toolId: "add", input: {} } })),
+        "INVALID_ARGUMENT",
+      );
+      expect(await store.getPendingAction("a1")).toBeUndefined();
+    });
+
     it("reports no change when settling an unknown action", async () => {
       expect(await store.settlePendingAction("missing", "pending", { status: "cancelled" })).toEqual({
         changed: false,

@@ -51,6 +51,69 @@ export type PendingActionStatus =
   | "cancelled"
   | "failed";
 
+/** How an inner call settled, as its top-level call's journal keeps it. */
+export type JournalOutcome =
+  | { type: "output"; output: unknown }
+  /** `code`: why, when known (`DENIED`, `CANCELLED`, or the tool's own `ctx.fail` code). */
+  | { type: "error"; message: string; code?: string | undefined };
+
+/** A subagent run's wait that a pending action of its parent thread stands for. */
+export interface SubagentWait {
+  agentId: string;
+  /** The subagent's own thread, suspended. */
+  threadId: string;
+  /** The pending action on that thread the answer is passed on to. */
+  actionId: string;
+}
+
+/**
+ * One call in a top-level tool call's journal: a nested tool (`ctx.tools.x`), a subagent run (`ctx.agents.run`) or
+ * a code-mode program's tool call, or (`key` `""`) the top-level call itself. `key` is where the call sits: its
+ * index among its caller's calls, from the top-level call down (`"0"`, `"0.2"`). When the top-level call resumes,
+ * its `execute` runs again and every call that finds its entry is answered from it instead of running again.
+ */
+export type JournalEntry = {
+  key: string;
+  /** The tool id (`agent:<agentId>` for a subagent run). */
+  toolId: string;
+  /** Hash of the call's input: a run that calls something else at `key` has diverged. */
+  inputHash: string;
+} & (
+  | { state: "settled"; outcome: JournalOutcome }
+  | {
+      /** It waits for an answer (`suspendHistory`: its earlier payloads). */
+      state: "waiting";
+      /** The suspension point's name. */
+      name: string;
+      suspendHistory: unknown[];
+      /** Set when a subagent waits: its thread and action. */
+      subagent?: SubagentWait | undefined;
+    }
+  | {
+      /** It waited and was answered, and had not settled when the journal was written. */
+      state: "answered";
+      answer: unknown;
+      name: string;
+      /** Its suspend payloads, oldest first, the answered one last. */
+      suspendHistory: unknown[];
+      subagent?: SubagentWait | undefined;
+    }
+);
+
+/** Where the call that waits sits below the top-level call of a pending action. */
+export interface PendingActionInner {
+  /**
+   * Names from the top-level call down to the call that waits: `["quote", "approve"]` for a nested tool,
+   * `["delegate", "writer", "refund"]` for a tool of subagent `writer`.
+   */
+  path: string[];
+  /** Its journal key. */
+  key: string;
+  /** The tool id and input of the call that waits (the action's `toolId`/`input` are the top-level call's). */
+  toolId: string;
+  input?: unknown;
+}
+
 /** A durable wait for a person or a client: a suspended tool call or a client-executed tool call. */
 export interface PendingActionRecord {
   id: string;
@@ -73,6 +136,13 @@ export interface PendingActionRecord {
   settledAt?: number | undefined;
   /** The answer that settled it. */
   answer?: unknown;
+  /**
+   * Set when the wait is below the top-level call (a nested tool, a subagent's tool, a code-mode program's tool
+   * call); the binding (`toolCallId`, `toolId`, `inputHash`) stays the top-level call's.
+   */
+  inner?: PendingActionInner | undefined;
+  /** The top-level call's journal when it suspended: replayed when it resumes. */
+  journal?: JournalEntry[] | undefined;
 }
 
 export type CapabilityLifetime = "run" | "thread" | "user" | "process";

@@ -30,6 +30,7 @@ export interface ToolDefinition<
   DATA extends ToolDataChannels = ToolDataChannels,
   SUSPEND = any,
   RESUME = any,
+  CHILDREN extends Record<string, AnyToolDefinition> = Record<string, AnyToolDefinition>,
 > {
   readonly kind: "pai.tool";
   /** The stable wire identity, recorded on every stored tool part. Aliases reuse it. */
@@ -43,7 +44,7 @@ export interface ToolDefinition<
   readonly resumeSchema: z.ZodType<RESUME> | undefined;
   readonly capabilities: CAPABILITIES;
   /** Nested child tools, callable from `execute` as `ctx.tools.<key>(input)`. */
-  readonly tools: Record<string, AnyToolDefinition>;
+  readonly tools: CHILDREN;
   /** Absent for client-executed tools: the client answers with the output. (Method syntax keeps declarations assignable to `AnyToolDefinition`.) */
   execute?(
     ctx: ToolExecuteContext<INPUT, CONTEXT, CAPABILITIES, DATA, SUSPEND, RESUME>,
@@ -52,12 +53,16 @@ export interface ToolDefinition<
 }
 
 /** Any tool declaration. */
-export type AnyToolDefinition = ToolDefinition<any, any, any, any, any, any, any>;
-export type InputOf<T> = T extends ToolDefinition<infer INPUT, any, any, any, any, any, any> ? INPUT : never;
+export type AnyToolDefinition = ToolDefinition<any, any, any, any, any, any, any, Record<string, any>>;
+export type InputOf<T> =
+  T extends ToolDefinition<infer INPUT, any, any, any, any, any, any, any> ? INPUT : never;
 export type OutputOf<T> =
-  T extends ToolDefinition<any, infer OUTPUT, any, any, any, any, any> ? OUTPUT : never;
+  T extends ToolDefinition<any, infer OUTPUT, any, any, any, any, any, any> ? OUTPUT : never;
 export type ContextOf<T> =
-  T extends ToolDefinition<any, any, infer CONTEXT, any, any, any, any> ? CONTEXT : never;
+  T extends ToolDefinition<any, any, infer CONTEXT, any, any, any, any, any> ? CONTEXT : never;
+/** A tool's nested child tools (`defineTool({ tools })`), by key. */
+export type ChildrenOf<T> =
+  T extends ToolDefinition<any, any, any, any, any, any, any, infer CHILDREN> ? CHILDREN : never;
 
 /** What `defineTool` accepts. */
 export interface ToolOptions<
@@ -145,7 +150,8 @@ export function defineTool<
   CAPABILITIES,
   DataOf<DATA_SCHEMAS>,
   SchemaOutput<SUSPEND_SCHEMA, unknown>,
-  SchemaOutput<RESUME_SCHEMA, unknown>
+  SchemaOutput<RESUME_SCHEMA, unknown>,
+  CHILDREN
 > {
   return {
     kind: "pai.tool",
@@ -158,7 +164,7 @@ export function defineTool<
     suspendSchema: options.suspendSchema as never,
     resumeSchema: options.resumeSchema as never,
     capabilities: (options.capabilities ?? {}) as CAPABILITIES,
-    tools: options.tools ?? {},
+    tools: options.tools ?? ({} as CHILDREN),
     execute: options.execute as never,
     toModelOutput: options.toModelOutput as never,
   };

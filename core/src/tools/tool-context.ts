@@ -2,7 +2,16 @@ import type { CapabilityFacades, CapabilityMap } from "../capabilities/define-ca
 import type { ToolDataRecord } from "../threads/thread-store.ts";
 import type { AnyToolDefinition, InputOf, OutputOf } from "./define-tool.ts";
 
-/** `ctx.tools`: each nested child tool as a function of its input (validated both ways). */
+/**
+ * `ctx.tools`: each nested child tool as a function of its input. A call runs the same pipeline as the model's
+ * calls (`enabled`, schemas, context, `afterToolResult`, `onOutput`) and resolves with the output. When it ends
+ * without one it rejects with an `Error` whose `message` is what the model would read and whose `code` says why
+ * (`DENIED`, `CANCELLED`, `TOOL_DISABLED`, `INVALID_INPUT`, or the child's `ctx.fail` code); left uncaught, that
+ * fails this call the same planned way. When it waits for a person (its own `ctx.suspend` or one below it) it
+ * rejects with a suspension (`isToolSuspension`): this whole call becomes the thread's pending action, and once
+ * answered `execute` runs again from its start, calls that settled before answered from the call's journal
+ * without running, so make the same calls in the same order up to the one that waited.
+ */
 export type NestedTools<CHILDREN> = {
   readonly [K in keyof CHILDREN]: (input: InputOf<CHILDREN[K]>) => Promise<OutputOf<CHILDREN[K]>>;
 };
@@ -63,7 +72,12 @@ export interface ThreadFile {
 
 /** `ctx.agents`: run another registered agent as a subagent. */
 export interface ToolAgents {
-  /** Runs agent `agentId` on a fresh thread with `prompt` as the user message and returns its final text. */
+  /**
+   * Runs agent `agentId` on a fresh thread with `prompt` as the user message and returns its final text. When a
+   * tool of the subagent waits for a person, its thread suspends and this call waits as a nested call does: the
+   * calling thread gets one pending action (its path goes on with `agentId` and the subagent's path), and its
+   * answer continues the subagent, then this call, which gets the subagent's result.
+   */
   run(options: {
     agentId: string;
     prompt: string;

@@ -26,20 +26,17 @@ export interface ThreadState {
   pendingActions: number;
 }
 
-/** How many of the newest threads the sidebar checks for waiting approvals. */
-const CHECKED_THREADS = 20;
-
 /** The caller's threads, newest first (`GET /api/threads`), each marked when it waits for an answer. */
 export async function listThreads(signal?: AbortSignal): Promise<ThreadSummary[]> {
   const response = await fetch(`${API}/threads`, signal ? { signal } : {});
   if (!response.ok) throw new Error(`listing threads failed: ${response.status}`);
-  const body = (await response.json()) as { threads: Array<Omit<ThreadSummary, "waiting">> };
-  return Promise.all(
-    body.threads.map(async (thread, index) => ({
-      ...thread,
-      waiting: index < CHECKED_THREADS && (await loadThread(thread.id, signal)).pendingActions > 0,
-    })),
-  );
+  const body = (await response.json()) as {
+    threads: Array<Omit<ThreadSummary, "waiting"> & { pendingActionCount: number }>;
+  };
+  return body.threads.map(({ pendingActionCount, ...thread }) => ({
+    ...thread,
+    waiting: pendingActionCount > 0,
+  }));
 }
 
 /** A stored thread (`GET /api/threads/:id`); empty for a thread not created yet. */

@@ -99,7 +99,7 @@ describe("chat server with the scripted plan", () => {
     ]);
     expect(sandbox.files.get("fib.py")).toContain("def fib");
     expect(first.parts.find((part) => part.type === "tool-commitWork")).toMatchObject({
-      state: "input-available",
+      state: "approval-requested",
     });
 
     const final = await answer(first, "approve");

@@ -21,7 +21,8 @@ export const SCRIPTED_FILE = "fib.py";
 /**
  * The chat server's model when no API key is set: a scripted model playing a fixed, honest plan for every
  * message — write and run a Python script in the sandbox, ask to commit it, then report — reading the tool
- * results from the prompt. It says plainly that it is scripted.
+ * results from the prompt. It says plainly that it is scripted, in a little markdown (emphasis, inline code, a list, a
+ * code block) so the page's markdown rendering shows.
  */
 export function createScriptedPlan(): ScriptedModel {
   return createScriptedModel({ steps: [], fallback: nextStep, modelId: "pai-scripted-chat" });
@@ -35,11 +36,15 @@ function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
     const outcome = commit.output as { type?: string; value?: unknown; reason?: string } | undefined;
     if (outcome?.type === "json") {
       const { commit: sha } = (outcome.value ?? {}) as { commit?: string };
-      return { text: `Committed ${SCRIPTED_FILE} as ${sha}. That is the end of the scripted plan.` };
+      return {
+        text:
+          `Committed ${SCRIPTED_FILE} as ${sha}. That is the end of the **scripted plan**; the history now reads:\n\n` +
+          `\`\`\`sh\n$ git log --oneline\n${sha} Add ${SCRIPTED_FILE}\n\`\`\``,
+      };
     }
     if (outcome?.type === "execution-denied") {
       return {
-        text: `You denied the commit, so ${SCRIPTED_FILE} stays uncommitted. End of the scripted plan.`,
+        text: `You denied the commit, so \`${SCRIPTED_FILE}\` stays uncommitted. End of the **scripted plan**.`,
       };
     }
     return { text: `The commit did not happen (${describe(outcome)}). End of the scripted plan.` };
@@ -50,7 +55,7 @@ function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
       return { text: `The script did not run: ${describe(outcome)}. End of the scripted plan.` };
     }
     return {
-      text: "The script ran in the sandbox; its output is above. Committing it needs your approval.",
+      text: "The script ran in the sandbox; its output is above. Committing it needs your **approval**.",
       toolCalls: [
         {
           toolName: "commitWork",
@@ -61,8 +66,10 @@ function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
   }
   return {
     text:
-      "I am PAI's scripted demo model (no OPENAI_API_KEY, ANTHROPIC_API_KEY or PAI_MODEL_BASE_URL is set), " +
-      `so I play a fixed plan whatever you ask: write ${SCRIPTED_FILE} in this conversation's sandbox and run it.`,
+      "I am PAI's **scripted demo model** (no `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` or `PAI_MODEL_BASE_URL` is " +
+      "set), so I play a fixed plan whatever you ask:\n\n" +
+      `1. write \`${SCRIPTED_FILE}\` in this conversation's sandbox and run it;\n` +
+      "2. ask you before committing it.",
     toolCalls: [
       {
         toolName: "runScript",

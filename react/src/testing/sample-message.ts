@@ -17,11 +17,15 @@ export function sampleAction(overrides: Partial<PublicPendingAction> = {}): Publ
     input: { service: "api" },
     status: "pending",
     createdAt: 1,
+    path: ["deploy"],
     ...overrides,
   };
 }
 
-/** An assistant message with a suspended `deploy` call, two stdout chunks and its pending action. */
+/**
+ * An assistant message with a suspended `deploy` call (the AI SDK's `approval-requested`, its approval id the
+ * action's), two stdout chunks and its pending action.
+ */
 export function sampleMessage(action: PublicPendingAction = sampleAction()): UIMessage {
   return {
     id: "m2",
@@ -32,9 +36,10 @@ export function sampleMessage(action: PublicPendingAction = sampleAction()): UIM
       {
         type: "tool-deploy",
         toolCallId: "c1",
-        state: "input-available",
+        state: "approval-requested",
         input: { service: "api" },
         toolMetadata: { paiToolId: "deploy.v2" },
+        approval: { id: action.actionId },
       },
       {
         type: "data-output",

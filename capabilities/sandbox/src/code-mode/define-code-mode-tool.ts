@@ -13,8 +13,15 @@ const outputSchema = z.object({
 /**
  * Code mode: one tool that lets the model write a JavaScript program over several tools instead of calling
  * them one step at a time. The program runs with `node` in this conversation's sandbox (no network, no host
- * access); each `await tools.<name>(input)` is executed by PAI on the server as a nested tool, with its input
- * and output validated by the tool's own schemas. Logs stream as `data-logs` parts.
+ * access); each `await tools.<name>(input)` is executed by PAI on the server as a nested tool, through the same
+ * pipeline as a top-level call (schemas, `enabled`, `afterToolResult`, the agent's `onOutput` for that tool).
+ * Logs stream as `data-logs` parts.
+ *
+ * A tool that waits for a person (`ctx.suspend`) stops the program: the thread gets one pending action whose
+ * path names the tool (`["codeMode", "refund"]`). Once it is answered the program runs again from its start;
+ * the calls it made before are answered from the call's journal, in order, without running again, and the
+ * waiting one resumes. A program that then calls something else fails with `JOURNAL_DIVERGED`; keep programs
+ * deterministic up to their last tool call (no clock, randomness or sandbox state deciding which tools to call).
  * @example
  * const agent = defineAgent({ tools: { code: defineCodeModeTool({ tools: { searchDocs, createTask } }) } });
  */

@@ -1,3 +1,4 @@
+import { isToolSuspension, PaiError } from "@pai/core";
 import type { SandboxFacade } from "../sandbox-facade.ts";
 import { codeModeProgram, MESSAGE_MARK } from "./code-mode-prelude.ts";
 
@@ -25,6 +26,10 @@ let runs = 0;
 /**
  * Runs the model's code with `node` inside the sandbox. Calls to `tools.<name>(input)` are answered on the
  * host by `tools[name]` (PAI's nested tools: validated both ways); nothing else crosses the boundary.
+ *
+ * When a call can no longer be answered — it waits for a person (`isToolSuspension`), or it differs from the
+ * journal of a call that resumes (`JOURNAL_DIVERGED`) — the program is killed, the calls in flight settle, and
+ * that error is thrown: the program runs again from its start once the wait is answered.
  */
 export async function runCodeModeProgram(options: {
   sandbox: SandboxFacade;
@@ -49,6 +54,8 @@ export async function runCodeModeProgram(options: {
   let logs = "";
   let outcome: CodeModeResult["outcome"] | undefined;
   const calls: Array<Promise<void>> = [];
+  /** Why the program was stopped: a call that waits, or one that left the journal. */
+  let stopped: unknown;
 
   const answer = async (message: Extract<HostMessage, { type: "call" }>) => {
     const tool = options.tools[message.tool];
@@ -59,6 +66,11 @@ export async function runCodeModeProgram(options: {
       try {
         reply = { id: message.id, ok: true, value: (await tool(message.input)) ?? null };
       } catch (error) {
+        if (isToolSuspension(error) || PaiError.hasCode(error, "JOURNAL_DIVERGED")) {
+          stopped ??= error;
+          await child.kill("SIGKILL").catch(() => undefined);
+          return;
+        }
         reply = { id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) };
       }
     }
@@ -99,6 +111,7 @@ export async function runCodeModeProgram(options: {
   await Promise.all(calls);
   const result = await child.wait();
   await options.sandbox.removeFile(path).catch(() => false);
+  if (stopped !== undefined) throw stopped;
   if (result.stderr.trim()) logs = `${logs}${result.stderr}`.slice(-MAX_LOG_CHARS);
   return {
     outcome: outcome ?? {

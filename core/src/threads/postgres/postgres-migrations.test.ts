@@ -16,6 +16,7 @@ const thread: ThreadRecord = {
 const storeTables = [
   "leases",
   "messages",
+  "owners",
   "pending_actions",
   "runs",
   "schema_migrations",
@@ -110,6 +111,43 @@ describe("Postgres thread store migrations", () => {
       expect(listed.map((found) => found.id).sort()).toEqual(["t0", "t1", "t2", "t3", "t4"]);
     } finally {
       await Promise.all(stores.map((store) => store.close()));
+    }
+  });
+
+  it("upgrades a version-1 store in place, keeping its runs and leases without owners", async () => {
+    // A store as the first release left it: step 1 only, with a run and a lease recorded.
+    const quoted = `"${schema.name}"`;
+    await schema.sql(`CREATE SCHEMA ${quoted}`);
+    await schema.sql(`CREATE TABLE ${quoted}.schema_migrations
+      (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    await schema.sql(postgresMigrations[0]!.sql(quoted));
+    await schema.sql(`INSERT INTO ${quoted}.schema_migrations (version, name) VALUES (1, 'v1')`);
+    await schema.sql(`INSERT INTO ${quoted}.runs (id, thread_id, agent_id, status, started_at)
+      VALUES ('r1', 't1', 'coder', 'running', 1000)`);
+    await schema.sql(`INSERT INTO ${quoted}.leases
+      (capability, lifetime, key, resource_id, meta, created_at, last_used_at)
+      VALUES ('sandbox', 'thread', 't1', 'c1', '{}', 1000, 1000)`);
+
+    expect(await migrate()).toEqual({ from: 1, to: POSTGRES_SCHEMA_VERSION });
+    const store = await createPostgresThreadStore({ pool, schema: schema.name });
+    try {
+      expect(await store.listRunsByStatus("running")).toEqual([
+        { id: "r1", threadId: "t1", agentId: "coder", status: "running", startedAt: 1000 },
+      ]);
+      const [lease] = await store.listLeases();
+      expect(lease).toEqual({
+        capability: "sandbox",
+        lifetime: "thread",
+        key: "t1",
+        resourceId: "c1",
+        meta: {},
+        createdAt: 1000,
+        lastUsedAt: 1000,
+      });
+      expect(await store.claimLease("sandbox", "thread", "t1", { from: undefined, to: "a" })).toBe(true);
+      expect(await store.listOwners()).toEqual([]);
+    } finally {
+      await store.close();
     }
   });
 

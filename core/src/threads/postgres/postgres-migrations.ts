@@ -98,6 +98,31 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: "owners: runs and leases name the runtime process holding them; owners heartbeat",
+    sql: (s) => `
+      ALTER TABLE ${s}.runs ADD COLUMN owner_id text COLLATE "C";
+      CREATE INDEX runs_status ON ${s}.runs (status, started_at, ordinal);
+      ALTER TABLE ${s}.leases ADD COLUMN owner_id text COLLATE "C";
+      ALTER TABLE ${s}.leases ADD COLUMN handover_to text COLLATE "C";
+      CREATE TABLE ${s}.owners (
+        owner_id text COLLATE "C" PRIMARY KEY,
+        host text NOT NULL,
+        pid bigint NOT NULL,
+        started_at double precision NOT NULL,
+        heartbeat_at double precision NOT NULL
+      );
+      `,
+  },
+  {
+    version: 3,
+    name: "pending actions: the inner call that waits and the top-level call's journal",
+    sql: (s) => `
+      ALTER TABLE ${s}.pending_actions ADD COLUMN inner_call json;
+      ALTER TABLE ${s}.pending_actions ADD COLUMN journal json;
+    `,
+  },
 ];
 
 /** The schema version this build writes and the newest it reads. */

@@ -13,6 +13,7 @@ import {
 import type {
   CapabilityLifetime,
   LeaseRecord,
+  OwnerRecord,
   PendingActionRecord,
   PendingActionStatus,
   RunRecord,
@@ -126,7 +127,8 @@ const storedTypes: CustomTypesConfig = {
  * Creates the {@link ThreadStore} for several processes that share threads: PostgreSQL through `pg`
  * (node-postgres). It has the SQLite store's semantics — the same input checks, ordering and JSON values;
  * `commitRun` and `deleteThread` are each one statement, so a failure leaves nothing half-written; and
- * `settlePendingAction` is a conditional `UPDATE`, so of two processes settling one action exactly one
+ * `settlePendingAction`, `settleRun`, `claimLease` and `requestLeaseHandover` are conditional `UPDATE`s
+ * (compare-and-set), so of two processes settling one action, ending one run or claiming one lease exactly one
  * changes it.
  *
  * On creation it connects and brings its schema to the current version (numbered migrations in one
@@ -283,6 +285,28 @@ export async function createPostgresThreadStore(
         }
       }),
 
+    listRunsByStatus: (input) =>
+      use("read", async () => {
+        const status = parseStoreInput(schemas.runStatus, input, "run status");
+        return (await query("listRunsByStatus", [status])).map((row) => toRun(row)!);
+      }),
+
+    settleRun: (runId, expectedInput, input) =>
+      use("write", async () => {
+        const expected = parseStoreInput(schemas.runStatus, expectedInput, "expected status");
+        const patch = parseStoreInput(schemas.settleRunPatch, input, "run settle patch");
+        const settled = await query("settleRun", [
+          runId,
+          expected,
+          patch.status,
+          "endedAt" in input,
+          patch.endedAt ?? null,
+          "error" in input,
+          patch.error ?? null,
+        ]);
+        return settled.length === 1;
+      }),
+
     commitRun: (input) =>
       use("commit", async () => {
         const { thread, messages, run } = parseStoreInput(schemas.runCommit, input, "run commit");
@@ -297,6 +321,7 @@ export async function createPostgresThreadStore(
           run.endedAt ?? null,
           run.error ?? null,
           text,
+          run.ownerId ?? null,
         ]);
       }),
 
@@ -371,6 +396,8 @@ export async function createPostgresThreadStore(
           toStoredJson(lease.meta, "lease meta"),
           lease.createdAt,
           lease.lastUsedAt,
+          lease.ownerId ?? null,
+          lease.handoverTo ?? null,
         ]);
       }),
 
@@ -394,6 +421,37 @@ export async function createPostgresThreadStore(
     deleteLease: (capability, lifetime, key) =>
       use("write", async () => {
         await query("deleteLease", [capability, lifetime, key]);
+      }),
+
+    claimLease: (capability, lifetime, key, input) =>
+      use("write", async () => {
+        const { from, to } = parseStoreInput(schemas.leaseOwners, input, "lease owners");
+        return (await query("claimLease", [capability, lifetime, key, from ?? null, to])).length === 1;
+      }),
+
+    requestLeaseHandover: (capability, lifetime, key, input) =>
+      use("write", async () => {
+        const { from, to } = parseStoreInput(schemas.leaseOwners, input, "lease owners");
+        return (await query("requestHandover", [capability, lifetime, key, from ?? null, to])).length === 1;
+      }),
+
+    heartbeatOwner: (input) =>
+      use("write", async () => {
+        const owner = parseStoreInput(schemas.owner, input, "owner");
+        await query("upsertOwner", [
+          owner.ownerId,
+          owner.host,
+          owner.pid,
+          owner.startedAt,
+          owner.heartbeatAt,
+        ]);
+      }),
+
+    listOwners: () => use("read", async () => (await query("listOwners", [])).map((row) => toOwner(row)!)),
+
+    removeOwner: (ownerId) =>
+      use("write", async () => {
+        await query("deleteOwner", [ownerId]);
       }),
 
     close() {
@@ -437,14 +495,17 @@ function describeTarget(pool: Pool, schema: string): string {
 /** Every statement of the store, for the quoted schema `s`. */
 function statements(s: string) {
   const threadColumns = "id, agent_id, owner_key, title, created_at, updated_at";
-  const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error";
+  const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id";
   const actionColumns =
     "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
-    "suspend_history, status, created_at, settled_at, answer";
+    "suspend_history, status, created_at, settled_at, answer, inner_call, journal";
   const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
-  const leaseColumns = "capability, lifetime, key, resource_id, meta, created_at, last_used_at";
+  const leaseColumns =
+    "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
+  const ownerColumns = "owner_id, host, pid, started_at, heartbeat_at";
   const runUpdate = `thread_id = excluded.thread_id, agent_id = excluded.agent_id, status = excluded.status,
-    started_at = excluded.started_at, ended_at = excluded.ended_at, error = excluded.error`;
+    started_at = excluded.started_at, ended_at = excluded.ended_at, error = excluded.error,
+    owner_id = excluded.owner_id`;
   return {
     getThread: `SELECT ${threadColumns} FROM ${s}.threads WHERE id = $1`,
     insertThreadIfMissing: `INSERT INTO ${s}.threads (${threadColumns}) VALUES ($1, $2, $3, $4, $5, $6)
@@ -473,7 +534,7 @@ function statements(s: string) {
         thread AS (INSERT INTO ${s}.threads (${threadColumns}) VALUES ($1, $2, $3, $4, $5, $6)
           ON CONFLICT (id) DO UPDATE SET agent_id = excluded.agent_id, owner_key = excluded.owner_key,
             title = excluded.title, updated_at = excluded.updated_at),
-        run AS (INSERT INTO ${s}.runs (${runColumns}) VALUES ($7, $1, $8, $9, $10, $11, $12)
+        run AS (INSERT INTO ${s}.runs (${runColumns}) VALUES ($7, $1, $8, $9, $10, $11, $12, $14)
           ON CONFLICT (id) DO UPDATE SET ${runUpdate}),
         written AS (INSERT INTO ${s}.messages (thread_id, position, message)
           SELECT $1, (ordinality - 1)::integer, value FROM json_array_elements($13::json) WITH ORDINALITY
@@ -483,7 +544,7 @@ function statements(s: string) {
 
     getRun: `SELECT ${runColumns} FROM ${s}.runs WHERE id = $1`,
     listRuns: `SELECT ${runColumns} FROM ${s}.runs WHERE thread_id = $1 ORDER BY started_at, ordinal`,
-    insertRunIfMissing: `INSERT INTO ${s}.runs (${runColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    insertRunIfMissing: `INSERT INTO ${s}.runs (${runColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
       ON CONFLICT (id) DO NOTHING RETURNING id`,
     /** A patch in one statement: required fields left out keep their value; optional ones given as undefined clear. */
     updateRun: `UPDATE ${s}.runs SET agent_id = coalesce($2, agent_id), status = coalesce($3, status),
@@ -491,6 +552,12 @@ function statements(s: string) {
         ended_at = CASE WHEN $5::boolean THEN $6::double precision ELSE ended_at END,
         error = CASE WHEN $7::boolean THEN $8::text ELSE error END
       WHERE id = $1 RETURNING id`,
+    listRunsByStatus: `SELECT ${runColumns} FROM ${s}.runs WHERE status = $1 ORDER BY started_at, ordinal`,
+    /** The compare-and-set of a run's end: of two connections, the second finds the status changed. */
+    settleRun: `UPDATE ${s}.runs SET status = $3,
+        ended_at = CASE WHEN $4::boolean THEN $5::double precision ELSE ended_at END,
+        error = CASE WHEN $6::boolean THEN $7::text ELSE error END
+      WHERE id = $1 AND status = $2 RETURNING id`,
 
     insertToolData: `INSERT INTO ${s}.tool_data (thread_id, run_id, tool_call_id, tool_id, channel, data, created_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${toolDataColumns}`,
@@ -502,12 +569,13 @@ function statements(s: string) {
       WHERE ($1::text IS NULL OR thread_id = $1) AND ($2::text IS NULL OR status = $2)
       ORDER BY created_at, ordinal`,
     upsertAction: `INSERT INTO ${s}.pending_actions (${actionColumns})
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
       ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, run_id = excluded.run_id,
         tool_call_id = excluded.tool_call_id, tool_id = excluded.tool_id, tool_name = excluded.tool_name,
         input_hash = excluded.input_hash, input = excluded.input, kind = excluded.kind, name = excluded.name,
         payload = excluded.payload, suspend_history = excluded.suspend_history, status = excluded.status,
-        created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer`,
+        created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer,
+        inner_call = excluded.inner_call, journal = excluded.journal`,
     /**
      * The compare-and-set. Of two connections settling one action, the second waits for the first's row lock,
      * then finds the status changed and updates nothing.
@@ -517,13 +585,27 @@ function statements(s: string) {
         settled_at = CASE WHEN $6::boolean THEN $7::double precision ELSE settled_at END
       WHERE id = $1 AND status = $2 RETURNING ${actionColumns}`,
 
-    upsertLease: `INSERT INTO ${s}.leases (${leaseColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    upsertLease: `INSERT INTO ${s}.leases (${leaseColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
       ON CONFLICT (capability, lifetime, key) DO UPDATE SET resource_id = excluded.resource_id,
-        meta = excluded.meta, created_at = excluded.created_at, last_used_at = excluded.last_used_at`,
+        meta = excluded.meta, created_at = excluded.created_at, last_used_at = excluded.last_used_at,
+        owner_id = excluded.owner_id, handover_to = excluded.handover_to`,
     listLeases: `SELECT ${leaseColumns} FROM ${s}.leases WHERE ($1::text IS NULL OR capability = $1)
       AND ($2::text IS NULL OR lifetime = $2) AND ($3::text IS NULL OR key = $3) ORDER BY created_at, ordinal`,
     touchLease: `UPDATE ${s}.leases SET last_used_at = $1 WHERE capability = $2 AND lifetime = $3 AND key = $4`,
     deleteLease: `DELETE FROM ${s}.leases WHERE capability = $1 AND lifetime = $2 AND key = $3`,
+    /** The owner compare-and-set (`IS NOT DISTINCT FROM`: a NULL owner matches a NULL `from`). */
+    claimLease: `UPDATE ${s}.leases SET owner_id = $5, handover_to = NULL
+      WHERE capability = $1 AND lifetime = $2 AND key = $3 AND owner_id IS NOT DISTINCT FROM $4::text
+      RETURNING key`,
+    requestHandover: `UPDATE ${s}.leases SET handover_to = $5
+      WHERE capability = $1 AND lifetime = $2 AND key = $3 AND owner_id IS NOT DISTINCT FROM $4::text
+      RETURNING key`,
+
+    upsertOwner: `INSERT INTO ${s}.owners (${ownerColumns}) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (owner_id) DO UPDATE SET host = excluded.host, pid = excluded.pid,
+        started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
+    listOwners: `SELECT ${ownerColumns} FROM ${s}.owners ORDER BY started_at, owner_id`,
+    deleteOwner: `DELETE FROM ${s}.owners WHERE owner_id = $1`,
   };
 }
 
@@ -549,6 +631,7 @@ function runValues(run: RunRecord): unknown[] {
     run.startedAt,
     run.endedAt ?? null,
     run.error ?? null,
+    run.ownerId ?? null,
   ];
 }
 
@@ -570,6 +653,8 @@ function actionValues(action: PendingActionRecord): unknown[] {
     action.createdAt,
     action.settledAt ?? null,
     toStoredJson(action.answer, "pending action answer"),
+    toStoredJson(action.inner, "pending action inner call"),
+    toStoredJson(action.journal, "pending action journal"),
   ];
 }
 
@@ -603,6 +688,7 @@ function toRun(row: Row | undefined): RunRecord | undefined {
     startedAt: row.started_at as number,
     endedAt: optional<number>(row.ended_at),
     error: optional<string>(row.error),
+    ownerId: optional<string>(row.owner_id),
   });
 }
 
@@ -639,12 +725,14 @@ function toAction(row: Row | undefined): PendingActionRecord | undefined {
     createdAt: row.created_at as number,
     settledAt: optional<number>(row.settled_at),
     answer: json(row.answer),
+    inner: json(row.inner_call) as PendingActionRecord["inner"],
+    journal: json(row.journal) as PendingActionRecord["journal"],
   });
 }
 
 function toLease(row: Row | undefined): LeaseRecord | undefined {
   if (!row) return undefined;
-  return {
+  return withoutUndefined({
     capability: row.capability as string,
     lifetime: row.lifetime as CapabilityLifetime,
     key: row.key as string,
@@ -652,5 +740,18 @@ function toLease(row: Row | undefined): LeaseRecord | undefined {
     meta: json(row.meta) as Record<string, unknown>,
     createdAt: row.created_at as number,
     lastUsedAt: row.last_used_at as number,
+    ownerId: optional<string>(row.owner_id),
+    handoverTo: optional<string>(row.handover_to),
+  });
+}
+
+function toOwner(row: Row | undefined): OwnerRecord | undefined {
+  if (!row) return undefined;
+  return {
+    ownerId: row.owner_id as string,
+    host: row.host as string,
+    pid: row.pid as number,
+    startedAt: row.started_at as number,
+    heartbeatAt: row.heartbeat_at as number,
   };
 }
