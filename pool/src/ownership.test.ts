@@ -205,6 +205,33 @@ describe("createPooledBinding ownership", () => {
     }
   });
 
+  it("removes the orphans the runtime names whatever their owner label, except those it holds or keeps", async () => {
+    const driver = createFakeDriver();
+    const pooled = binding(driver, "pai-sandbox-5");
+    try {
+      await pooled.start({ ownerId: "me" });
+      const held = await pooled.provision({ leaseKey: "thread:h", signal: new AbortController().signal });
+      // Handed over by an owner that has since closed (it is in no store), then its new holder's lease ended.
+      const handedOver = driver.addContainer(labelled("pai-sandbox-5", "closed-cleanly"));
+      const otherPool = driver.addContainer(labelled("browser", "someone"));
+      const kept = driver.addContainer(labelled("pai-sandbox-5", "someone"));
+      const unmanaged = driver.addContainer({ [poolLabels.owner]: "someone" });
+
+      await pooled.reapUnowned({
+        keepResourceIds: [kept],
+        deadOwnerIds: new Set(),
+        orphanResourceIds: [handedOver, otherPool, held, kept, unmanaged, "gone"],
+      });
+
+      expect(driver.containers.has(handedOver)).toBe(false);
+      expect(driver.containers.has(otherPool)).toBe(false);
+      for (const id of [held, kept, unmanaged]) expect(driver.containers.has(id)).toBe(true);
+      await Promise.all([kept, unmanaged].map((id) => driver.remove(id)));
+    } finally {
+      await pooled.close();
+    }
+  });
+
   it("refuses to start again for another owner", async () => {
     const driver = createFakeDriver();
     const pooled = binding(driver, "pai-sandbox-3");
