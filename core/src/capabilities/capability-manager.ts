@@ -102,7 +102,7 @@ export class CapabilityManager {
   readonly #leases = new Map<string, Lease>();
   readonly #started = new Map<string, Promise<void>>();
   /** Leases a reconcile is taking over from a dead owner, by lease id: a run needing one waits for it. */
-  readonly #takeovers = new Map<string, Promise<void>>();
+  readonly #takeovers = new Map<string, Promise<unknown>>();
   /**
    * Resources of leases this process ended without reattaching them, by capability: the binding removes them at
    * its next reconcile (or at close), whatever owner they are labelled with.
@@ -181,7 +181,8 @@ export class CapabilityManager {
     const key = this.#leaseKeyFor(lifetime, scope);
     const id = leaseId(capability, lifetime, key);
     // A reconcile taking this lease over settles first: its resource is then this process's lease.
-    for (let takeover = this.#takeovers.get(id); takeover; takeover = this.#takeovers.get(id)) await takeover;
+    for (let takeover = this.#takeovers.get(id); takeover; takeover = this.#takeovers.get(id))
+      await settledOrAborted(takeover, scope.signal);
     if (this.#closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the runtime is closed");
     const binding = this.#bindings.get(capability);
     if (!binding) {
@@ -406,13 +407,7 @@ export class CapabilityManager {
       }
       if (!mine && record.ownerId !== undefined) dead.add(record.ownerId);
       const takeover = this.#takeOver(binding, record, id, mine);
-      this.#takeovers.set(
-        id,
-        takeover.then(
-          () => undefined,
-          () => undefined,
-        ),
-      );
+      this.#takeovers.set(id, takeover);
       try {
         const kept = await takeover;
         if (kept !== undefined) keep.add(kept);
@@ -701,5 +696,19 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
       resolve();
     }, ms);
     signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Resolves once `promise` settles (either way), or rejects with `signal`'s reason if it aborts first. */
+function settledOrAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const settle = () => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    };
+    promise.then(settle, settle);
   });
 }
