@@ -81,7 +81,7 @@ describe("chat server with its sandbox pool full", () => {
     expect(capability[1]).toMatchObject({
       capability: "sandbox",
       status: "failed",
-      error: expect.stringMatching(/2 leased, max 2/),
+      error: expect.stringMatching(/POOL_EXHAUSTED: 2 of 2 in use/),
     });
     expect(third.message.parts.at(-1)).toMatchObject({
       type: "text",

@@ -29,12 +29,19 @@ const EXIT_POLL_INTERVAL_MS = 200;
 const EXIT_DRAIN_MS = 50;
 
 /**
- * The wrapper every command runs under: print our pid (fixed width, on stdout, stripped by the host), change to
- * the working directory, then `exec` the command. `docker exec` makes the exec'd process a session and process
- * group leader, so the pid is the command's process group id: killing `-pid` reaches everything it started
- * (unless a descendant made its own session).
+ * What every command runs as: print our pid (fixed width, on stdout, stripped by the host), change to the working
+ * directory, then `exec` the command.
  */
-const WRAPPER = 'printf "%010d" "$$"; if [ -n "$1" ]; then cd -- "$1" || exit 2; fi; shift; exec "$@"';
+const COMMAND = 'printf "%010d" "$$"; if [ -n "$1" ]; then cd -- "$1" || exit 2; fi; shift; exec "$@"';
+
+/**
+ * The wrapper around {@link COMMAND}: it first makes the shell a process group (and session) leader, so the pid it
+ * prints is the command's process group id and killing `-pid` reaches everything it started (unless a descendant
+ * made its own session). runc makes an exec'd process a session leader itself; crun does not (the process stays in
+ * a group outside the container's pid namespace), so there the shell re-executes itself under `setsid`, which keeps
+ * its pid because it is not a group leader yet.
+ */
+const WRAPPER = `read -r _ _ _ _ group _ </proc/$$/stat; if [ "$group" != "$$" ] && command -v setsid >/dev/null; then exec setsid sh -c '${COMMAND}' sh "$@"; fi; ${COMMAND}`;
 
 /**
  * A long-lived shell (one per container) that signals process groups for us. `read` and `kill` are dash
