@@ -283,3 +283,43 @@ async function waitForIdle(threadId: string) {
   for (let i = 0; i < 100 && runtime.activeRun(threadId); i++)
     await new Promise((resolve) => setTimeout(resolve, 10));
 }
+
+describe("HTTP interface over a store slow to give a thread up", () => {
+  it("ends a reply's stream once the thread is free: the next message, sent at once, is never refused as busy", async () => {
+    const memory = createMemoryThreadStore();
+    const store = {
+      ...memory,
+      releaseThreadLease: async (threadId: string, runId: string) => {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await memory.releaseThreadLease(threadId, runId);
+      },
+    };
+    const own = createAgentRuntime({
+      pai: createPai({ agents: { chat: defineAgent({ tools: {} }) } }),
+      store,
+      model: createScriptedModel({ steps: [], fallback: { text: "ok" } }),
+    });
+    const ownServer = createServer(
+      toNodeListener(createPaiHandler({ runtime: own, authenticate: () => ({ userId: "alice" }) })),
+    );
+    await new Promise<void>((resolve) => ownServer.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(ownServer.address() as AddressInfo).port}/api/chat`;
+    try {
+      for (let n = 1; n <= 3; n++) {
+        const response = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            id: "t9",
+            messages: [{ id: `m${n}`, role: "user", parts: [{ type: "text", text: `message ${n}` }] }],
+          }),
+        });
+        expect(response.status, `message ${n}`).toBe(200);
+        await response.text();
+      }
+    } finally {
+      await own.close();
+      await new Promise<void>((resolve) => ownServer.close(() => resolve()));
+    }
+  });
+});

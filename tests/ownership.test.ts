@@ -1,122 +1,65 @@
-// Several runtime processes on one SQLite file and one (file-backed) engine: each owns what it makes, hands a
-// thread's lease to the process serving its next message, and a killed process's runs, leases and resources are
-// dealt with by the survivors within the bound (here: owner TTL 1 s + reconcile every 0.3 s).
-import { type ChildProcess, spawn } from "node:child_process";
+// Several runtime processes on one store (a SQLite file, a Postgres schema) and one (file-backed) engine: each owns
+// what it makes, hands a thread's lease to the process serving its next message, and a killed process's runs,
+// leases and resources are dealt with by the survivors within the bound (here: owner TTL 1 s + reconcile every
+// 0.3 s).
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createSqliteThreadStore, type ThreadStore, toolEndOf } from "@pai/core";
+import { type ThreadStore, toolEndOf } from "@pai/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { engineResources } from "./fixtures/file-counter-binding.ts";
+import {
+  createRuntimeProcesses,
+  eventually,
+  type SharedStore,
+  sharedStores,
+} from "./fixtures/runtime-process.ts";
 
-const fixture = join(import.meta.dirname, "fixtures", "owner-runtime.ts");
-let dir: string;
-let db: string;
-let engine: string;
-const children: ChildProcess[] = [];
+describe.each(sharedStores)("runtime processes sharing one store ($name) and one engine", ({ create }) => {
+  let dir: string;
+  let engine: string;
+  let shared: SharedStore;
+  const processes = createRuntimeProcesses({ store: () => shared, engineDir: () => engine });
+  const owner = (ownerId: string) => processes.start(ownerId);
 
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "pai-owners-"));
-  db = join(dir, "threads.db");
-  engine = join(dir, "engine");
-  mkdirSync(engine);
-});
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** A runtime process driven over stdin/stdout. */
-async function owner(ownerId: string) {
-  const child = spawn(process.execPath, [fixture, db, engine, ownerId], { stdio: ["pipe", "pipe", "pipe"] });
-  children.push(child);
-  const lines: string[] = [];
-  const waiters: Array<() => void> = [];
-  let buffered = "";
-  let stderr = "";
-  child.stdout!.setEncoding("utf8").on("data", (text: string) => {
-    buffered += text;
-    const complete = buffered.split("\n");
-    buffered = complete.pop()!;
-    lines.push(...complete.filter(Boolean));
-    for (const wake of waiters.splice(0)) wake();
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "pai-owners-"));
+    engine = join(dir, "engine");
+    mkdirSync(engine);
+    shared = create(dir);
   });
-  child.stderr!.setEncoding("utf8").on("data", (text: string) => {
-    stderr += text;
+  afterEach(async () => {
+    processes.stopAll();
+    try {
+      await shared.drop();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
-  const exited = new Promise<NodeJS.Signals | null>((resolve) =>
-    child.on("exit", (_code, signal) => resolve(signal)),
-  );
-  /** The next line starting with `prefix` (earlier lines with other prefixes are kept). */
-  async function next(prefix: string): Promise<any> {
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const index = lines.findIndex((line) => line.startsWith(`${prefix} `));
-      if (index >= 0) return JSON.parse(lines.splice(index, 1)[0]!.slice(prefix.length + 1));
-      if (child.exitCode !== null || Date.now() > deadline)
-        throw new Error(`${ownerId} gave no ${prefix}: ${lines.join("\n")}\n${stderr}`);
-      await new Promise<void>((resolve) => {
-        waiters.push(resolve);
-        setTimeout(resolve, 200);
-      });
+
+  async function withStore<RESULT>(body: (store: ThreadStore) => Promise<RESULT>): Promise<RESULT> {
+    const store = await shared.open();
+    try {
+      return await body(store);
+    } finally {
+      await store.close();
     }
   }
-  const send = (command: object) => child.stdin!.write(`${JSON.stringify(command)}\n`);
-  await next("READY");
-  return {
-    async run(threadId: string, message = "count") {
-      send({ op: "run", threadId, message });
-      return next("RAN");
-    },
-    async block(threadId: string) {
-      send({ op: "run", threadId, message: "block" });
-      return next("BLOCKING");
-    },
-    async close() {
-      send({ op: "close" });
-      await next("CLOSED");
-      await exited;
-    },
-    async kill() {
-      child.kill("SIGKILL");
-      expect(await exited).toBe("SIGKILL");
-    },
-  };
-}
 
-/** Polls `condition` until it holds (within 15 s: far above the 1.3 s bound these processes are set to). */
-async function eventually(condition: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function withStore<RESULT>(body: (store: ThreadStore) => Promise<RESULT>): Promise<RESULT> {
-  const store = createSqliteThreadStore({ path: db });
-  try {
-    return await body(store);
-  } finally {
-    await store.close();
-  }
-}
-
-/** Waits until the run on `threadId` has stored its running `block` call (calls running past 200 ms are). */
-const checkpointed = (threadId: string) =>
-  eventually(
-    () =>
-      withStore(async (store) =>
-        (await store.loadMessages(threadId)).some((message) =>
-          message.parts.some((part) => part.type === "tool-block"),
+  /** Waits until the run on `threadId` has stored its running `block` call (calls running past 200 ms are). */
+  const checkpointed = (threadId: string) =>
+    eventually(
+      () =>
+        withStore(async (store) =>
+          (await store.loadMessages(threadId)).some((message) =>
+            message.parts.some((part) => part.type === "tool-block"),
+          ),
         ),
-      ),
-    "the running call to be stored",
-  );
+      "the running call to be stored",
+    );
 
-const leased = () => Object.values(engineResources(engine)).filter((file) => file.leaseKey !== "warm");
+  const leased = () => Object.values(engineResources(engine)).filter((file) => file.leaseKey !== "warm");
 
-describe("runtime processes sharing one store and one engine", () => {
   it("serve one thread in turn: its lease is handed over each time and its state kept; closing frees everything", async () => {
     const [a, b] = await Promise.all([owner("owner-a"), owner("owner-b")]);
     expect(await a.run("t1")).toEqual({ status: "completed", value: 1 });

@@ -102,7 +102,8 @@ it("accepts one of two runtimes answering the same action at once, and resumes t
     await runtimeOnPostgres(createScriptedModel({ steps: [{ text: "Deployed by bob." }] })),
     await runtimeOnPostgres(createScriptedModel({ steps: [{ text: "Deployed by carol." }] })),
   ];
-  // Hold the action's row, so both answers reach the compare-and-set before either can settle it.
+  // Hold the action's row: the answer that takes the thread's lease waits at the compare-and-set, the other waits
+  // for the thread (another process may be answering the same action) and then finds the action settled.
   const locker = new pg.Client({ connectionString: schema.connectionString });
   await locker.connect();
   let results: RespondResult[];
@@ -124,7 +125,7 @@ it("accepts one of two runtimes answering the same action at once, and resumes t
         }),
       ),
     );
-    await waitForLockWaiters(locker, 2);
+    await waitForLockWaiters(locker, 1);
     await locker.query("COMMIT");
     results = await answering;
   } finally {

@@ -73,3 +73,31 @@ test("a runtime without the sandbox binding is a type error", () => {
   // @ts-expect-error capabilities.sandbox is required: a registered tool needs it
   createAgentRuntime({ pai, model });
 });
+
+test("the README's several-engines binding type-checks", () => {
+  const runScript = defineTool({
+    id: "runScript",
+    description: "Run a command",
+    inputSchema: z.object({ command: z.string() }),
+    capabilities: { sandbox },
+    execute: (ctx) => ctx.capabilities.sandbox.runCommand({ command: ctx.input.command }),
+  });
+  const pai = createPai({ agents: { coder: defineAgent({ tools: { runScript } }) } });
+  const [ca, cert, key, agent] = ["ca.pem", "cert.pem", "key.pem", "/run/ssh-agent.sock"];
+  const runtime = createAgentRuntime({
+    pai,
+    model,
+    capabilities: {
+      sandbox: dockerSandbox({
+        image: "pai/sandbox:latest", // must exist on every engine: nothing is pulled
+        engines: [
+          { id: "local", socketPath: "/var/run/docker.sock" },
+          { id: "runner-2", host: "10.0.0.5", port: 2376, ca, cert, key, max: 20 },
+          { id: "runner-3", host: "runner-3", protocol: "ssh", username: "pai", sshOptions: { agent } },
+        ],
+        pool: { min: 1, max: 8 }, // per engine: 1 warm container on each, at most 8 on each (runner-2: 20)
+      }),
+    },
+  });
+  void runtime;
+});

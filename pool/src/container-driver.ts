@@ -28,6 +28,25 @@ export interface ContainerSummary {
   state: string;
 }
 
+/** What the engine reports about itself (`docker info`): what placement on several engines weighs. */
+export interface EngineInfo {
+  /** Memory of the engine's host. */
+  memoryBytes: number;
+  /** CPUs of the engine's host. */
+  cpus: number;
+  /** Containers running on the engine now, every owner's. */
+  containersRunning: number;
+}
+
+/** What an engine offers the containers of one spec: see `ContainerDriver.checkEngine`. */
+export interface EngineCheck {
+  /**
+   * The OCI runtime those containers run on: the spec's, the driver's preferred one (crun) when the engine has it,
+   * or the engine's default.
+   */
+  runtime: string;
+}
+
 /** Selects containers by labels (every pair must match). */
 export interface LabelFilter {
   labels: Readonly<Record<string, string>>;
@@ -160,4 +179,17 @@ export interface ContainerDriver {
   events(filter: LabelFilter, onEvent: (event: ContainerEvent) => void): () => void;
   /** @throws PoolError `DOCKER_UNAVAILABLE` when the engine does not answer. */
   ping(options?: { signal?: AbortSignal }): Promise<void>;
+  /** The engine's host and load (`GET /info`). */
+  info(options?: { signal?: AbortSignal }): Promise<EngineInfo>;
+  /**
+   * Checks, before an engine's first container, that it can run containers of `spec`: the image is there
+   * (nothing is pulled), and the disk volume plugin answers when the spec bounds the disk. Tells the runtime they
+   * get.
+   * @throws PoolError `NOT_FOUND` for a missing image, `CONTAINER_FAILED` (`details.reason: "disk-driver-missing"`)
+   * for a missing disk plugin, `DOCKER_UNAVAILABLE` when the engine does not answer.
+   */
+  checkEngine(
+    spec: ContainerSpec | ResolvedContainerSpec,
+    options?: { signal?: AbortSignal },
+  ): Promise<EngineCheck>;
 }

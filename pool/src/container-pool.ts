@@ -161,6 +161,12 @@ export interface ReapStraysOptions {
    * an owner unknown to the caller may be a live process of another app or store on the same engine.
    */
   deadOwners?: Iterable<string>;
+  /**
+   * Full ids of managed containers removed whatever their owner label, unless this pool holds them or `keep`
+   * names them: the containers of leases the caller ended without taking them over (one handed over between
+   * processes keeps its creator's label, and the creator may be gone). Ids not on this engine are ignored.
+   */
+  orphans?: Iterable<string>;
   signal?: AbortSignal;
 }
 
@@ -238,7 +244,8 @@ export interface ContainerPool<STATE = undefined> {
   /**
    * Removes the engine's stray managed containers, except those in `keep` and those this pool object holds:
    * containers of this pool id that carry no owner or this pool's owner, and containers of any pool id whose
-   * owner is one of `deadOwners`. A container of any other owner is never removed.
+   * owner is one of `deadOwners`, and the `orphans` (whatever their owner). A container of any other owner is
+   * never removed.
    */
   reapStrays(options?: ReapStraysOptions): Promise<{ removed: string[]; failed: string[] }>;
   /** Resolves when `min` containers are ready (or as many as `max` leaves room for). */
@@ -661,13 +668,14 @@ export function createContainerPool<STATE = undefined>(
       { labels: { [poolLabels.managed]: "true" } },
       reapOptions.signal ? { signal: reapOptions.signal } : {},
     );
+    const orphans = new Set(reapOptions.orphans ?? []);
     const strays = rows.filter(
       (row) =>
-        isStray(row.labels) &&
         !isKept(row.id) &&
         !containers.has(row.id) &&
         !knownIds.has(row.id) &&
-        (row.labels[poolLabels.instance] !== instanceId || letGo.has(row.id)),
+        (orphans.has(row.id) ||
+          (isStray(row.labels) && (row.labels[poolLabels.instance] !== instanceId || letGo.has(row.id)))),
     );
     const removed: string[] = [];
     const failed: string[] = [];

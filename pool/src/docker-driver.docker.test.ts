@@ -319,6 +319,22 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     expect(error.details).toMatchObject({ reason: "disk-driver-missing" });
   }, 40_000);
 
+  it("checks an engine before its first container: the image, the disk plugin, and the runtime containers get", async () => {
+    const runtimes = Object.keys(JSON.parse(await docker("info", "--format", "{{json .Runtimes}}")));
+    expect(await driver.checkEngine({ image })).toEqual({
+      runtime: runtimes.includes("crun") ? "crun" : "runc",
+    });
+    expect(await driver.checkEngine({ image, runtime: "runc" })).toEqual({ runtime: "runc" });
+    const noImage = await driver.checkEngine({ image: "pai/does-not-exist:never" }).catch((e) => e);
+    expect(PoolError.hasCode(noImage, "NOT_FOUND")).toBe(true);
+    expect(noImage.message).toMatch(/pai\/does-not-exist:never is not on the engine/);
+    const missing = createDockerDriver({ diskVolumeDriver: `pai-disk-missing-${testRun}` });
+    const noDisk = await missing.checkEngine({ image }).catch((e) => e);
+    expect(noDisk.details).toMatchObject({ reason: "disk-driver-missing" });
+    // Unbounded volumes need no plugin.
+    expect(await missing.checkEngine({ image, limits: { diskBytes: null } })).toHaveProperty("runtime");
+  }, 60_000);
+
   it("aborts an exec with the signal's reason, and removal ends a hanging exec", async () => {
     const poolId = newPoolId("execabort");
     const pool = track(createContainerPool({ driver, spec: { image }, poolId, min: 0 }));

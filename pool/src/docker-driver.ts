@@ -7,6 +7,7 @@ import type {
   ContainerInspection,
   ContainerSummary,
   DiskUsage,
+  EngineInfo,
   ExecDuplexOptions,
   ExecOptions,
   ExecResult,
@@ -14,21 +15,17 @@ import type {
   LabelFilter,
 } from "./container-driver.ts";
 import { type ContainerSpec, type ResolvedContainerSpec, resolveContainerSpec } from "./container-spec.ts";
+import { type DockerEngineConnection, toDockerodeConnection } from "./docker-engine-connection.ts";
 import { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
 import { ensureHostsFile } from "./hosts-file-volume.ts";
 import { PoolError } from "./pool-error.ts";
 import { createTailBuffer } from "./tail-buffer.ts";
 
-/** Where the Docker engine is. With no option set, `DOCKER_HOST` (or the default socket) is used. */
-export interface DockerDriverOptions {
-  /** Unix socket of the engine, e.g. `/var/run/docker.sock`. */
-  socketPath?: string;
-  /** TCP host of the engine (then `port` and `protocol` apply). */
-  host?: string;
-  port?: number | string;
-  protocol?: "http" | "https";
-  /** Pins the Engine API version (e.g. `v1.41`); by default the engine's own is used. */
-  version?: string;
+/**
+ * Where the Docker engine is (a socket, TCP with TLS, or SSH: see {@link DockerEngineConnection}) and how the
+ * driver uses it. With no connection option set, `DOCKER_HOST` (or the default socket) is used.
+ */
+export interface DockerDriverOptions extends DockerEngineConnection {
   /**
    * Timeout of each non-streaming API request in milliseconds.
    * @default 60000
@@ -230,6 +227,15 @@ export function toCreateBody(
   };
 }
 
+function diskDriverMissing(diskVolumeDriver: string, cause?: PoolError): PoolError {
+  return new PoolError(
+    "CONTAINER_FAILED",
+    `The engine has no "${diskVolumeDriver}" volume plugin, which bounds a container's disk (limits.diskBytes): ` +
+      "run scripts/docker-engine on the engine's host, or set limits.diskBytes to null for unbounded volumes",
+    { cause, details: { ...cause?.details, reason: "disk-driver-missing", diskVolumeDriver } },
+  );
+}
+
 /** A clearer error for a create that failed because the engine lacks the disk volume plugin. */
 function missingDiskDriver(error: unknown, diskVolumeDriver: string): PoolError | undefined {
   // Docker answers 404 (after ~15 s of looking for the plugin's socket).
@@ -238,12 +244,7 @@ function missingDiskDriver(error: unknown, diskVolumeDriver: string): PoolError 
   if (!error.message.includes(`volume plugin ${diskVolumeDriver}: plugin "${diskVolumeDriver}" not found`)) {
     return undefined;
   }
-  return new PoolError(
-    "CONTAINER_FAILED",
-    `The engine has no "${diskVolumeDriver}" volume plugin, which bounds a container's disk (limits.diskBytes): ` +
-      "run scripts/docker-engine on the engine's host, or set limits.diskBytes to null for unbounded volumes",
-    { cause: error, details: { ...error.details, reason: "disk-driver-missing", diskVolumeDriver } },
-  );
+  return diskDriverMissing(diskVolumeDriver, error);
 }
 
 async function exitCodeOf(exec: Docker.Exec): Promise<{ running: boolean; exitCode: number | null }> {
@@ -258,18 +259,15 @@ async function exitCodeOf(exec: Docker.Exec): Promise<{ running: boolean; exitCo
  *
  * @example
  * const driver = createDockerDriver();            // DOCKER_HOST or /var/run/docker.sock
+ * const remote = createDockerDriver({ host: "10.0.0.5", port: 2376, ca, cert, key }); // TCP + TLS
  * await driver.ping();
  * const { id } = await driver.create({ image: "pai/sandbox:latest" }, { "pai.managed": "true" });
  */
 export function createDockerDriver(options: DockerDriverOptions = {}): ContainerDriver {
   const docker = new Docker({
-    ...(options.socketPath !== undefined ? { socketPath: options.socketPath } : {}),
-    ...(options.host !== undefined ? { host: options.host } : {}),
-    ...(options.port !== undefined ? { port: options.port } : {}),
-    ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
-    ...(options.version !== undefined ? { version: options.version } : {}),
+    ...toDockerodeConnection(options),
     timeout: options.requestTimeoutMs ?? 60_000,
-  });
+  } as Docker.DockerOptions);
 
   async function startExec(
     id: string,
@@ -311,6 +309,24 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
       defaultRuntime = undefined;
     });
     return defaultRuntime;
+  }
+
+  /** The engine's runtimes, default runtime and (loaded) volume plugins, from `GET /info`. */
+  async function engineFacts(signal?: AbortSignal) {
+    // dockerode's typings omit the options argument its `info` takes.
+    const info = (await (docker.info as unknown as (options: object) => Promise<unknown>).call(
+      docker,
+      signal ? { abortSignal: signal } : {},
+    )) as {
+      Runtimes?: Record<string, unknown>;
+      DefaultRuntime?: string;
+      Plugins?: { Volume?: string[] | null };
+    };
+    return {
+      runtimes: Object.keys(info.Runtimes ?? {}),
+      defaultRuntime: info.DefaultRuntime ?? "runc",
+      volumePlugins: info.Plugins?.Volume ?? [],
+    };
   }
 
   const skipNoneNetworkSetup = options.skipNoneNetworkSetup ?? true;
@@ -686,6 +702,70 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
               },
             );
           }
+        },
+        callOptions.signal,
+      );
+    },
+
+    checkEngine(spec, callOptions = {}) {
+      const { signal } = callOptions;
+      const resolved = resolveContainerSpec(spec);
+      return call(
+        "check the engine",
+        { image: resolved.image },
+        async () => {
+          try {
+            const image = docker.getImage(resolved.image);
+            // dockerode's typings omit the abort signal its `inspect` takes.
+            await (image.inspect as unknown as (options: object) => Promise<unknown>).call(
+              image,
+              signal ? { abortSignal: signal } : {},
+            );
+          } catch (error) {
+            const mapped = toPoolError(error, "inspect the image", { image: resolved.image });
+            if (!PoolError.hasCode(mapped, "NOT_FOUND")) throw mapped;
+            throw new PoolError(
+              "NOT_FOUND",
+              `Image ${resolved.image} is not on the engine (nothing is pulled: load it there first)`,
+              { cause: mapped, details: { image: resolved.image } },
+            );
+          }
+          let facts = await engineFacts(signal);
+          if (resolved.limits.diskBytes !== null && !facts.volumePlugins.includes(diskVolumeDriver)) {
+            // The engine loads a plugin of the plugins folder on first use: asking every driver about a volume
+            // that does not exist makes it look (a 404 is the expected answer), then it lists the plugin.
+            await docker
+              .getVolume(`pai-probe-${randomBytes(8).toString("hex")}`)
+              .inspect(signal ? { abortSignal: signal } : {})
+              .catch((error: unknown) => {
+                const mapped = toPoolError(error, "look for the disk plugin");
+                if (!PoolError.hasCode(mapped, "NOT_FOUND")) throw mapped;
+              });
+            facts = await engineFacts(signal);
+            if (!facts.volumePlugins.includes(diskVolumeDriver)) throw diskDriverMissing(diskVolumeDriver);
+          }
+          const preferred = resolved.runtime === null ? await runtimeFor(resolved) : resolved.runtime;
+          return { runtime: preferred ?? facts.defaultRuntime };
+        },
+        signal,
+      );
+    },
+
+    info(callOptions = {}) {
+      return call(
+        "engine info",
+        {},
+        async (): Promise<EngineInfo> => {
+          // dockerode's typings omit the options argument its `info` takes.
+          const info = (await (docker.info as unknown as (options: object) => Promise<unknown>).call(
+            docker,
+            callOptions.signal ? { abortSignal: callOptions.signal } : {},
+          )) as { MemTotal?: number; NCPU?: number; ContainersRunning?: number };
+          return {
+            memoryBytes: info.MemTotal ?? 0,
+            cpus: info.NCPU ?? 0,
+            containersRunning: info.ContainersRunning ?? 0,
+          };
         },
         callOptions.signal,
       );

@@ -4,6 +4,8 @@ export type {
   ContainerInspection,
   ContainerSummary,
   DiskUsage,
+  EngineCheck,
+  EngineInfo,
   ExecDuplexOptions,
   ExecOptions,
   ExecResult,
@@ -29,9 +31,28 @@ export { containerSpecDefaults, resolveContainerSpec } from "./container-spec.ts
 export type { CreateBackoffOptions } from "./create-backoff.ts";
 export type { DockerDriverOptions, EnginePlacement } from "./docker-driver.ts";
 export { createDockerDriver } from "./docker-driver.ts";
+export type { DockerEngineConnection, DockerSshOptions } from "./docker-engine-connection.ts";
+export { dockerEngineId } from "./docker-engine-connection.ts";
+export type { DockerEngine, DockerEnginesOptions } from "./docker-pool-engines.ts";
+export { dockerPoolEngines } from "./docker-pool-engines.ts";
 export type { DockerStreamDemuxer, DockerStreamType } from "./docker-stream-demuxer.ts";
 export { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
+export type { FreeCapacity } from "./engine-capacity.ts";
+export type { LostWatch } from "./guard-lost-facade.ts";
+export { guardLostFacade } from "./guard-lost-facade.ts";
 export { poolLabels } from "./labels.ts";
+export type {
+  EngineCheckOptions,
+  EngineLease,
+  EngineMetrics,
+  EngineStatus,
+  MultiEnginePool,
+  MultiEnginePoolEventMap,
+  MultiEnginePoolMetrics,
+  MultiEnginePoolOptions,
+  PoolEngine,
+} from "./multi-engine-pool.ts";
+export { createMultiEnginePool } from "./multi-engine-pool.ts";
 export type { PoolErrorCode } from "./pool-error.ts";
 export { PoolError } from "./pool-error.ts";
 export type { ContainerPoolEventMap, DestroyReason, PoolEvents } from "./pool-events.ts";
@@ -43,6 +64,7 @@ export {
   type PooledBindingOptions,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
+  type PooledResource,
   type ReapContext,
   type RecordedLease,
 } from "./pooled-binding.ts";

@@ -149,13 +149,14 @@ describe("container ownership", () => {
 
 describe("createPooledBinding ownership", () => {
   function binding(driver: FakeDriver, poolId: string) {
-    return createPooledBinding<undefined, string>({
+    return createPooledBinding<undefined, { facade: object; resourceId: string }>({
       name: "sandbox",
+      engines: [{ id: "fake", driver }],
       poolId,
       pool: { min: 1, max: 4, acquireTimeoutMs: 2_000 },
       closedError: () => new Error("closed"),
-      preparePool: async () => ({ image: spec.image, driver, spec }),
-      resourceOf: (lease) => lease.containerId,
+      preparePool: async () => ({ image: spec.image, spec }),
+      resourceOf: (lease) => ({ facade: {}, resourceId: lease.containerId }),
     });
   }
 
@@ -167,7 +168,10 @@ describe("createPooledBinding ownership", () => {
       const [early] = [...driver.containers.values()];
       expect(early?.labels[poolLabels.owner]).toBeUndefined();
       await warmed.start({ ownerId: "runtime" });
-      const leased = await warmed.provision({ leaseKey: "thread:a", signal: new AbortController().signal });
+      const { resourceId: leased } = await warmed.provision({
+        leaseKey: "thread:a",
+        signal: new AbortController().signal,
+      });
       // The lease took the early warm container; the refill is the runtime's.
       expect(leased).toBe(early?.id);
       await vi.waitFor(() => expect(driver.containers.size).toBe(2));
@@ -186,9 +190,11 @@ describe("createPooledBinding ownership", () => {
     try {
       await live.start({ ownerId: "live" });
       await dead.start({ ownerId: "dead" });
-      const liveLeased = await live.provision({ leaseKey: "thread:a", signal: new AbortController().signal });
-      const deadLeased = await dead.provision({ leaseKey: "thread:b", signal: new AbortController().signal });
-      const deadKept = await dead.provision({ leaseKey: "thread:c", signal: new AbortController().signal });
+      const provision = async (from: typeof live, leaseKey: string) =>
+        (await from.provision({ leaseKey, signal: new AbortController().signal })).resourceId;
+      const liveLeased = await provision(live, "thread:a");
+      const deadLeased = await provision(dead, "thread:b");
+      const deadKept = await provision(dead, "thread:c");
       expect(driver.containers.get(liveLeased)?.labels[poolLabels.owner]).toBe("live");
       expect(driver.containers.get(deadLeased)?.labels[poolLabels.owner]).toBe("dead");
       const ownedBy = (owner: string) =>
@@ -210,7 +216,10 @@ describe("createPooledBinding ownership", () => {
     const pooled = binding(driver, "pai-sandbox-5");
     try {
       await pooled.start({ ownerId: "me" });
-      const held = await pooled.provision({ leaseKey: "thread:h", signal: new AbortController().signal });
+      const { resourceId: held } = await pooled.provision({
+        leaseKey: "thread:h",
+        signal: new AbortController().signal,
+      });
       // Handed over by an owner that has since closed (it is in no store), then its new holder's lease ended.
       const handedOver = driver.addContainer(labelled("pai-sandbox-5", "closed-cleanly"));
       const otherPool = driver.addContainer(labelled("browser", "someone"));
@@ -248,7 +257,10 @@ describe("createPooledBinding ownership", () => {
     const driver = createFakeDriver();
     const pooled = binding(driver, "pai-sandbox-4");
     await pooled.start({ ownerId: "me" });
-    const kept = await pooled.provision({ leaseKey: "thread:k", signal: new AbortController().signal });
+    const { resourceId: kept } = await pooled.provision({
+      leaseKey: "thread:k",
+      signal: new AbortController().signal,
+    });
     await pooled.close();
     expect([...driver.containers.keys()]).toEqual([kept]);
     await driver.remove(kept);

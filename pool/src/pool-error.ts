@@ -9,6 +9,7 @@ export type PoolErrorCode =
   | "POOL_CLOSED"
   | "DOCKER_UNAVAILABLE"
   | "CONTAINER_FAILED"
+  | "CONTAINER_LOST"
   | "NOT_FOUND";
 
 const poolErrorCodes: ReadonlySet<string> = new Set<PoolErrorCode>([
@@ -16,6 +17,7 @@ const poolErrorCodes: ReadonlySet<string> = new Set<PoolErrorCode>([
   "POOL_CLOSED",
   "DOCKER_UNAVAILABLE",
   "CONTAINER_FAILED",
+  "CONTAINER_LOST",
   "NOT_FOUND",
 ]);
 

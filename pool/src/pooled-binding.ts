@@ -1,19 +1,27 @@
-import type { Lease } from "./container-pool.ts";
+import type { ContainerDriver } from "./container-driver.ts";
+import type { ContainerPoolOptions } from "./container-pool.ts";
+import { guardLostFacade } from "./guard-lost-facade.ts";
 import {
-  type ContainerPool,
-  type ContainerPoolMetrics,
-  type ContainerPoolOptions,
-  createContainerPool,
-} from "./container-pool.ts";
-import { poolLabels } from "./labels.ts";
+  createMultiEnginePool,
+  type EngineCheckOptions,
+  type EngineLease,
+  type MultiEnginePool,
+  type MultiEnginePoolEventMap,
+  type MultiEnginePoolMetrics,
+  type PoolEngine,
+} from "./multi-engine-pool.ts";
 import { PoolError } from "./pool-error.ts";
+import { createPoolEvents, type PoolEvents } from "./pool-events.ts";
 import { specHash } from "./spec-hash.ts";
 
-/** How a capability binding sizes and tunes its pool (the user-facing part of `createContainerPool`'s options). */
+/**
+ * How a capability binding sizes and tunes its pool (the user-facing part of `createMultiEnginePool`'s options).
+ * With several engines, `min` and `max` are per engine (an engine's own `min`/`max` override them).
+ */
 export interface PooledBindingPoolOptions {
-  /** Started containers kept ready. @default 1 */
+  /** Started containers kept ready on each reachable engine. @default 1 */
   min?: number;
-  /** Containers in total, leased ones included. @default 10 */
+  /** Containers on each engine, leased ones included. @default 10 */
   max?: number;
   /** How long provisioning waits for a container before failing with `POOL_EXHAUSTED`. @default 30000 */
   acquireTimeoutMs?: number;
@@ -27,26 +35,52 @@ export interface PooledBindingTuning {
   softIdleTimeoutMs?: number;
   /** @default 250 ms doubling to 10 s */
   createBackoff?: { initialMs?: number; maxMs?: number };
+  /** Health checks of the engines and refreshes of their `docker info`; see `EngineCheckOptions`. */
+  engineChecks?: EngineCheckOptions;
+}
+
+/**
+ * What a pooled binding's resource must offer for the pool to watch it: the facade tools see (and, optionally,
+ * per-run views of it), which the binding guards against a lost container, and the `meta` it records.
+ */
+export interface PooledResource {
+  facade: object;
+  meta?: Record<string, unknown>;
+  /** Takes whatever scope the binding's views take (passed through unchanged). */
+  bind?(scope: never): object;
 }
 
 /** What {@link createPooledBinding} needs to know about one kind of pooled resource. */
 export interface PooledBindingOptions<STATE, RESOURCE> {
   /** The capability's name: prefixes lease keys and names the binding in errors. */
   name: string;
+  /** The engines the pool spans, at least one (see `dockerPoolEngines`). */
+  engines: readonly PoolEngine[];
   pool?: PooledBindingPoolOptions;
   tuning?: PooledBindingTuning;
   /** The pool id; by default `pai-<name>-<spec hash>`, so a restarted process finds its own containers. */
   poolId?: string;
   /**
-   * Called once, on the first start: the image and the pool's container options (spec, driver, hooks).
-   * Image resolution and one-time engine set-up belong here.
+   * Called once, on the first start: the image and the pool's container options (spec, hooks; the hooks get the
+   * driver of the container's engine). Image resolution belongs here.
    */
   preparePool(): Promise<
-    { image: string } & Pick<ContainerPoolOptions<STATE>, "driver" | "spec"> &
+    { image: string } & Pick<ContainerPoolOptions<STATE>, "spec"> &
       Partial<Pick<ContainerPoolOptions<STATE>, "setup" | "teardown" | "beforeStart" | "healthCheck">>
   >;
-  /** Turns a lease into the resource the binding hands out. */
-  resourceOf(lease: Lease<STATE>, pool: { image: string; poolId: string }): RESOURCE;
+  /** One-time set-up of each engine (after `preparePool`, before the engine's first container). */
+  prepareEngine?(context: {
+    engineId: string;
+    driver: ContainerDriver;
+    image: string;
+    signal: AbortSignal;
+  }): Promise<void>;
+  /**
+   * Turns a lease into the resource the binding hands out; build it on `lease.driver` (the lease's engine). The
+   * binding adds `engine: lease.engineId` to its `meta` and guards its facade: once the lease is lost, calls
+   * fail with `CONTAINER_LOST`.
+   */
+  resourceOf(lease: EngineLease<STATE>, pool: { image: string; poolId: string }): RESOURCE;
   /** The error for calls on a closed binding. */
   closedError(): Error;
 }
@@ -81,6 +115,11 @@ export interface ReapContext {
 /** The lifecycle a capability binding needs from a warm pool: start, provision, reattach, reap, close. */
 export interface PooledBinding<RESOURCE> {
   /**
+   * The pool's events, from the first start on: among them `engine` (an engine became reachable or unreachable)
+   * and `lost` (a lease was lost with its engine).
+   */
+  readonly events: PoolEvents<MultiEnginePoolEventMap>;
+  /**
    * Makes and warms the pool once; its containers carry `context.ownerId` as `pai.owner`. Later calls share the
    * first one (provisioning calls it without a context). A binding warmed by hand without a context takes the
    * owner of the first start that names one, for the containers it creates from then on.
@@ -88,13 +127,17 @@ export interface PooledBinding<RESOURCE> {
    */
   start(context?: BindingStartContext): Promise<void>;
   provision(request: { leaseKey: string; signal: AbortSignal }): Promise<RESOURCE>;
-  /** Adopts the container recorded on `lease` (after a restart); `undefined` when it is gone or not this pool's. */
+  /**
+   * Adopts the container recorded on `lease` (after a restart) on the engine its `meta.engine` names (the first
+   * engine without one); `undefined` when it is gone, not this pool's, or its engine does not answer.
+   */
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
   /**
-   * Removes the managed containers of this binding's engine that no kept lease names and whose owner is known
-   * dead (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`), and the
-   * managed containers `orphanResourceIds` names that this pool does not hold.
-   * @throws PoolError `CONTAINER_FAILED` when some could not be removed (after trying them all)
+   * Removes the managed containers of this binding's engines that no kept lease names and whose owner is known
+   * dead (any pool id), this pool id's containers without an owner (see `ContainerPool.reapStrays`), and the
+   * managed containers `orphanResourceIds` names that this pool does not hold, on every reachable engine.
+   * @throws PoolError `CONTAINER_FAILED` when some could not be removed (after trying them all), or
+   * `DOCKER_UNAVAILABLE` when an engine could not be reaped (unreachable, or its reap failed)
    */
   reapUnowned(context: ReapContext): Promise<void>;
   /**
@@ -104,7 +147,8 @@ export interface PooledBinding<RESOURCE> {
   close(): Promise<void>;
   readonly poolId: string | undefined;
   readonly image: string | undefined;
-  metrics(): ContainerPoolMetrics | undefined;
+  /** Summed over the engines, with each engine's status, free capacity and lost leases. */
+  metrics(): MultiEnginePoolMetrics | undefined;
 }
 
 /**
@@ -128,16 +172,17 @@ export function asCapabilityBinding<RESOURCE, NAME extends string>(
  * and warmed once on first use, each provisioning takes a fresh container (an abort leaves none behind), a
  * restarted process adopts the containers its leases recorded, and closing removes the rest.
  */
-export function createPooledBinding<STATE, RESOURCE>(
+export function createPooledBinding<STATE, RESOURCE extends PooledResource>(
   options: PooledBindingOptions<STATE, RESOURCE>,
 ): PooledBinding<RESOURCE> {
-  let pool: ContainerPool<STATE> | undefined;
+  let pool: MultiEnginePool<STATE> | undefined;
   let image: string | undefined;
   let poolId: string | undefined;
   let ownerId: string | undefined;
   let starting: Promise<void> | undefined;
   let closed = false;
   const tuning = options.tuning ?? {};
+  const events = createPoolEvents<MultiEnginePoolEventMap>();
 
   function start(context?: BindingStartContext): Promise<void> {
     if (closed) return Promise.reject(options.closedError());
@@ -155,10 +200,15 @@ export function createPooledBinding<STATE, RESOURCE>(
       if (starting) return starting.then(() => pool?.claimOwner(owner));
     }
     starting ??= (async () => {
-      const prepared = await options.preparePool();
+      const { image: preparedImage, ...prepared } = await options.preparePool();
       const id = options.poolId ?? `pai-${options.name}-${specHash(prepared.spec)}`;
-      const created = createContainerPool<STATE>({
+      const { prepareEngine } = options;
+      const created = createMultiEnginePool<STATE>({
         ...prepared,
+        engines: options.engines,
+        ...(prepareEngine
+          ? { prepareEngine: (context) => prepareEngine({ ...context, image: preparedImage }) }
+          : {}),
         poolId: id,
         ...(ownerId !== undefined ? { ownerId } : {}),
         ...(options.pool?.min !== undefined ? { min: options.pool.min } : {}),
@@ -171,7 +221,11 @@ export function createPooledBinding<STATE, RESOURCE>(
           : {}),
         ...(tuning.softIdleTimeoutMs !== undefined ? { softIdleTimeoutMs: tuning.softIdleTimeoutMs } : {}),
         ...(tuning.createBackoff !== undefined ? { createBackoff: tuning.createBackoff } : {}),
+        ...(tuning.engineChecks !== undefined ? { engineChecks: tuning.engineChecks } : {}),
       });
+      for (const name of ["engine", "lost", "error"] as const) {
+        created.events.on(name, (event) => events.emit(name, event as never));
+      }
       if (closed) {
         await created.close();
         throw options.closedError();
@@ -183,7 +237,7 @@ export function createPooledBinding<STATE, RESOURCE>(
         throw error;
       }
       pool = created;
-      image = prepared.image;
+      image = preparedImage;
       poolId = id;
     })();
     starting.catch(() => {
@@ -193,16 +247,28 @@ export function createPooledBinding<STATE, RESOURCE>(
     return starting;
   }
 
-  async function ready(): Promise<ContainerPool<STATE>> {
+  async function ready(): Promise<MultiEnginePool<STATE>> {
     await start();
     if (!pool || closed) throw options.closedError();
     return pool;
   }
 
-  const resourceOf = (lease: Lease<STATE>) =>
-    options.resourceOf(lease, { image: image ?? "", poolId: poolId ?? "" });
+  /** The binding's resource for a lease: `meta.engine` recorded, the facade and its per-run views guarded. */
+  const resourceOf = (lease: EngineLease<STATE>): RESOURCE => {
+    const resource = options.resourceOf(lease, { image: image ?? "", poolId: poolId ?? "" });
+    const { bind } = resource;
+    return {
+      ...resource,
+      meta: { ...resource.meta, engine: lease.engineId },
+      facade: guardLostFacade(resource.facade, lease),
+      ...(bind
+        ? { bind: (scope: unknown) => guardLostFacade(bind.call(resource, scope as never), lease) }
+        : {}),
+    };
+  };
 
   return {
+    events,
     start,
     async provision(request) {
       const current = await ready();
@@ -224,6 +290,7 @@ export function createPooledBinding<STATE, RESOURCE>(
         const lease = await current.adopt(record.resourceId, {
           leaseKey: `${options.name}:${record.lifetime}:${record.key}`,
           signal,
+          ...(typeof record.meta.engine === "string" ? { engineId: record.meta.engine } : {}),
         });
         return resourceOf(lease);
       } catch {
@@ -232,28 +299,24 @@ export function createPooledBinding<STATE, RESOURCE>(
     },
     async reapUnowned(context) {
       const current = await ready();
-      const { failed } = await current.reapStrays({
+      const { failed, unreached } = await current.reapStrays({
         keep: context.keepResourceIds,
         deadOwners: context.deadOwnerIds,
+        orphans: context.orphanResourceIds ?? [],
       });
-      const held = new Set(current.leases().map((lease) => lease.containerId));
-      for (const id of context.orphanResourceIds ?? []) {
-        if (held.has(id) || context.keepResourceIds.includes(id)) continue;
-        try {
-          const { labels } = await current.driver.inspect(id);
-          if (labels[poolLabels.managed] === "true") await current.driver.remove(id);
-        } catch (error) {
-          if (!PoolError.hasCode(error, "NOT_FOUND")) failed.push(id);
-        }
-      }
       // The runtime forgets dead owners only once they are reaped: a failure must reach it.
       if (failed.length > 0) {
         throw new PoolError(
           "CONTAINER_FAILED",
           `${options.name} binding: could not remove ${failed.length} stray containers`,
-          {
-            details: { containerIds: failed },
-          },
+          { details: { containerIds: failed } },
+        );
+      }
+      if (unreached.length > 0) {
+        throw new PoolError(
+          "DOCKER_UNAVAILABLE",
+          `${options.name} binding: could not reap strays on engines ${unreached.join(", ")}`,
+          { details: { engineIds: unreached } },
         );
       }
     },

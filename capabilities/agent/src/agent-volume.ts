@@ -33,6 +33,28 @@ function loadAgentArchive(): Promise<Buffer> {
   return agentArchive;
 }
 
+/** The read-only mount of an agent volume in a container (`ContainerSpec.sharedVolumes`). */
+export interface AgentVolumeMount {
+  /** The volume's name, `pai-agent-<hash of the build>`: the same on every engine and in every process. */
+  name: string;
+  target: string;
+}
+
+function mountOf(archive: Buffer): AgentVolumeMount {
+  return {
+    name: `pai-agent-${createHash("sha256").update(archive).digest("hex").slice(0, 12)}`,
+    target: AGENT_DIRECTORY,
+  };
+}
+
+/**
+ * The mount of this agent build's volume, without touching an engine: what a container spec names before any
+ * engine is prepared (fill the volume on each engine with {@link prepareAgentVolume}).
+ */
+export async function agentVolumeMount(): Promise<AgentVolumeMount> {
+  return mountOf(await loadAgentArchive());
+}
+
 /**
  * The named volume holding this agent build on `driver`'s engine, filled once per engine and mounted read-only
  * at {@link AGENT_DIRECTORY} by every container that runs the agent (sandboxes and browsers): nothing is copied
@@ -40,31 +62,34 @@ function loadAgentArchive(): Promise<Buffer> {
  * never started mounts it writable, the binary goes in, and that container is removed; the volume stays. Its
  * name carries the binary's hash, so a new build gets a new volume.
  *
- * @returns the mount for `ContainerSpec.sharedVolumes`
+ * @returns the mount for `ContainerSpec.sharedVolumes` (the same as {@link agentVolumeMount})
  */
 export async function prepareAgentVolume(options: {
   driver: ContainerDriver;
   /** Any local image: it only hosts the short-lived container that fills the volume. */
   image: string;
-}): Promise<{ name: string; target: string }> {
-  const { driver, image } = options;
+  signal?: AbortSignal;
+}): Promise<AgentVolumeMount> {
+  const { driver, image, signal } = options;
   const archive = await loadAgentArchive();
-  const name = `pai-agent-${createHash("sha256").update(archive).digest("hex").slice(0, 12)}`;
+  const mount = mountOf(archive);
+  const { name } = mount;
   const { id } = await driver.create(
     { image, writablePaths: [], sharedVolumes: [{ name, target: AGENT_DIRECTORY, readOnly: false }] },
     { [poolLabels.managed]: "true", "pai.purpose": "agent-volume" },
+    signal ? { signal } : {},
   );
   try {
     const present = await driver
-      .getArchive(id, AGENT_PATH)
+      .getArchive(id, AGENT_PATH, signal ? { signal } : {})
       .then((stream) => {
         stream.resume();
         return true;
       })
       .catch(() => false);
-    if (!present) await driver.putArchive(id, AGENT_DIRECTORY, archive);
+    if (!present) await driver.putArchive(id, AGENT_DIRECTORY, archive, signal ? { signal } : {});
   } finally {
     await driver.remove(id).catch(() => undefined);
   }
-  return { name, target: AGENT_DIRECTORY };
+  return mount;
 }

@@ -28,7 +28,13 @@ export {
   signalNumber,
 } from "./agent-protocol.ts";
 export { AgentStream, STREAM_WINDOW_BYTES } from "./agent-stream.ts";
-export { AGENT_DIRECTORY, AGENT_PATH, prepareAgentVolume } from "./agent-volume.ts";
+export {
+  AGENT_DIRECTORY,
+  AGENT_PATH,
+  type AgentVolumeMount,
+  agentVolumeMount,
+  prepareAgentVolume,
+} from "./agent-volume.ts";
 export {
   type ConnectContainerAgentOptions,
   type ContainerAgentConnection,

@@ -1,4 +1,5 @@
 import {
+  agentVolumeMount,
   type ConnectionAudience,
   createConnectionAudience,
   createEgressProxy,
@@ -24,10 +25,13 @@ import {
   asCapabilityBinding,
   type ContainerDriver,
   type ContainerLimits,
-  type ContainerPoolMetrics,
   type ContainerSpec,
-  createDockerDriver,
   createPooledBinding,
+  type DockerEngine,
+  dockerPoolEngines,
+  type MultiEnginePoolEventMap,
+  type MultiEnginePoolMetrics,
+  type PoolEvents,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
 } from "@pai/pool";
@@ -61,6 +65,14 @@ export interface DockerBrowserOptions {
   idleTtlMs?: number;
   /** The engine. @default createDockerDriver() (DOCKER_HOST or the default socket) */
   driver?: ContainerDriver;
+  /**
+   * Several engines (instead of `driver`): each new browser goes to the reachable engine with the most free
+   * capacity; `pool.min` and `pool.max` count per engine. The lease records the engine (`meta.engine`) for a
+   * restarted process; a browser whose engine stops answering is lost (`CONTAINER_LOST` naming the engine).
+   * An engine may be remote: DevTools and the egress proxy travel over the agent's connection through the
+   * engine's API, so nothing but the API needs to be reachable.
+   */
+  engines?: readonly DockerEngine[];
   /**
    * The pool's `pai.pool` label: a restarted process finds its containers (to reattach or reap) by it. Runtime
    * processes with identical bindings (replicas of an app, two demos) share it safely: each container carries its
@@ -135,8 +147,10 @@ export interface DockerBrowserBinding extends CapabilityBinding<BrowserFacade> {
   readonly poolId: string | undefined;
   /** The image, once started. */
   readonly image: string | undefined;
-  /** The pool's metrics, once started. */
-  metrics(): ContainerPoolMetrics | undefined;
+  /** The pool's metrics (summed, and per engine: status, free capacity, lost leases), once started. */
+  metrics(): MultiEnginePoolMetrics | undefined;
+  /** The pool's events: `engine` (an engine became reachable or unreachable), `lost` (a lease was lost), `error`. */
+  readonly events: PoolEvents<MultiEnginePoolEventMap>;
 }
 
 const MIN_SHM_BYTES = 256 * 1024 * 1024;
@@ -160,7 +174,7 @@ const DEFAULT_LIMITS = { memoryBytes: 1024 ** 3, nanoCpus: 1_000_000_000, pidsLi
  * });
  */
 export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowserBinding {
-  const driver = options.driver ?? createDockerDriver();
+  const engines = dockerPoolEngines({ engines: options.engines, driver: options.driver });
   const timeoutMs = options.timeoutMs ?? 30_000;
   const network = options.network ?? { allow: ["*:*"] };
   if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
@@ -178,11 +192,12 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
   });
 
   async function setup(context: {
+    driver: ContainerDriver;
     containerId: string;
     signal: AbortSignal | undefined;
     adopted: boolean;
   }): Promise<BrowserState> {
-    const { containerId, signal } = context;
+    const { driver, containerId, signal } = context;
     const audience = createConnectionAudience();
     const proxy = policy
       ? createEgressProxy({
@@ -213,13 +228,15 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
 
   const pooled = createPooledBinding<BrowserState, ProvisionedBrowser>({
     name: "browser",
+    engines,
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
     closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultBrowserImage());
-      const agentVolume = await prepareAgentVolume({ driver, image });
+      // The agent's volume, filled on each engine by prepareEngine (it starts Chromium and relays its pipe).
+      const agentVolume = await agentVolumeMount();
       const spec: ContainerSpec = {
         image,
         // The main process only keeps the container up; the agent starts Chromium.
@@ -241,10 +258,9 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
       };
       return {
         image,
-        driver,
         spec,
         // A container counts as warm once its Chromium runs and Playwright is attached.
-        setup: ({ containerId, signal, adopted }) => setup({ containerId, signal, adopted }),
+        setup: ({ containerId, driver, signal, adopted }) => setup({ driver, containerId, signal, adopted }),
         teardown: async ({ state }) => {
           // The lease ended: its connections close with it.
           state?.proxy?.close();
@@ -252,6 +268,9 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         },
         healthCheck: ({ state }) => state?.connection.isConnected() === true,
       };
+    },
+    async prepareEngine({ driver, image, signal }) {
+      await prepareAgentVolume({ driver, image, signal });
     },
     resourceOf(lease, pool) {
       const { connection, proxy, audience } = lease.state;

@@ -1,6 +1,7 @@
 import {
   AGENT_PATH,
   type AgentClient,
+  agentVolumeMount,
   type ConnectionAudience,
   createConnectionAudience,
   createEgressProxy,
@@ -25,10 +26,13 @@ import {
   asCapabilityBinding,
   type ContainerDriver,
   type ContainerLimits,
-  type ContainerPoolMetrics,
   type ContainerSpec,
-  createDockerDriver,
   createPooledBinding,
+  type DockerEngine,
+  dockerPoolEngines,
+  type MultiEnginePoolEventMap,
+  type MultiEnginePoolMetrics,
+  type PoolEvents,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
 } from "@pai/pool";
@@ -80,6 +84,13 @@ export interface DockerSandboxOptions {
   idleTtlMs?: number;
   /** The engine. @default createDockerDriver() (DOCKER_HOST or the default socket) */
   driver?: ContainerDriver;
+  /**
+   * Several engines (instead of `driver`): a socket, TCP with TLS, or SSH each. Each new sandbox goes to the
+   * reachable engine with the most free capacity; `pool.min` and `pool.max` count per engine. The lease records
+   * the engine (`meta.engine`), so a restarted process reattaches the sandbox there. When an engine stops
+   * answering its sandboxes are lost: their calls fail with `CONTAINER_LOST` naming the engine.
+   */
+  engines?: readonly DockerEngine[];
   /**
    * The pool's `pai.pool` label: a restarted process finds its containers (to reattach or reap) by it. Runtime
    * processes with identical bindings (replicas of an app, two demos) share it safely: each container carries its
@@ -139,8 +150,10 @@ export interface DockerSandboxBinding extends CapabilityBinding<SandboxFacade> {
   readonly poolId: string | undefined;
   /** The image, once started. */
   readonly image: string | undefined;
-  /** The pool's metrics, once started. */
-  metrics(): ContainerPoolMetrics | undefined;
+  /** The pool's metrics (summed, and per engine: status, free capacity, lost leases), once started. */
+  metrics(): MultiEnginePoolMetrics | undefined;
+  /** The pool's events: `engine` (an engine became reachable or unreachable), `lost` (a lease was lost), `error`. */
+  readonly events: PoolEvents<MultiEnginePoolEventMap>;
 }
 
 const WORKSPACE = "/workspace";
@@ -159,7 +172,7 @@ const WORKSPACE = "/workspace";
  * });
  */
 export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandboxBinding {
-  const driver = options.driver ?? createDockerDriver();
+  const engines = dockerPoolEngines({ engines: options.engines, driver: options.driver });
   const useAgent = (options.executor ?? "agent") === "agent";
   const network = options.network ?? "none";
   if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
@@ -175,11 +188,12 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
   }
 
   async function setup(context: {
+    driver: ContainerDriver;
     containerId: string;
     signal: AbortSignal | undefined;
     adopted: boolean;
   }): Promise<SandboxState> {
-    const { containerId, signal } = context;
+    const { driver, containerId, signal } = context;
     const audience = createConnectionAudience();
     if (!useAgent) {
       return { executor: createDockerExecExecutor({ driver, containerId }), proxy: undefined, audience };
@@ -215,15 +229,16 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
 
   const pooled = createPooledBinding<SandboxState, ProvisionedSandbox>({
     name: "sandbox",
+    engines,
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
     closedError: () => new PaiError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultSandboxImage());
-      // The agent lives on a read-only volume shared by every container of this engine (sandboxes and
-      // browsers), filled once through the archive API, so nothing is copied into each container.
-      const agentVolume = useAgent ? await prepareAgentVolume({ driver, image }) : undefined;
+      // The agent lives on a read-only volume shared by every container of an engine (sandboxes and browsers),
+      // filled once per engine (prepareEngine) through the archive API, so nothing is copied into each container.
+      const agentVolume = useAgent ? await agentVolumeMount() : undefined;
       const spec: ContainerSpec = {
         image,
         env: { HOME: WORKSPACE, ...(policy ? egressEnvironment(policy) : {}), ...(options.env ?? {}) },
@@ -234,9 +249,8 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       };
       return {
         image,
-        driver,
         spec,
-        setup: ({ containerId, signal, adopted }) => setup({ containerId, signal, adopted }),
+        setup: ({ containerId, driver, signal, adopted }) => setup({ driver, containerId, signal, adopted }),
         teardown: async ({ state }) => {
           // The lease ended: its connections close with it.
           state?.proxy?.close();
@@ -246,11 +260,14 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         ...(useAgent ? { healthCheck: ({ state }) => state?.executor.kind === "agent" } : {}),
       };
     },
+    async prepareEngine({ driver, image, signal }) {
+      if (useAgent) await prepareAgentVolume({ driver, image, signal });
+    },
     resourceOf(lease, pool) {
       const { executor, audience } = lease.state;
       const facade = createSandboxFacade({
         executor,
-        driver,
+        driver: lease.driver,
         containerId: lease.containerId,
         image: pool.image,
         workspace: WORKSPACE,

@@ -470,13 +470,15 @@ describe("several processes on one store and one engine", () => {
   });
 
   it("fails the call with CAPABILITY_BUSY, told to the model, when the holder does not hand over in time", async () => {
+    // A user's lease, used by the holder's run on one of the user's threads while another process runs another
+    // (one thread never runs in two processes at once: its thread lease sees to that).
     const store = sharedStore();
     const engine: FakeEngine = new Map();
     let release!: () => void;
     const held = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const a = fakeBinding({ engine, prefix: "a" });
+    const a = fakeBinding({ engine, prefix: "a", lifetime: "user" });
     // A run of the holder's that goes on using the lease.
     const hold = defineTool({
       id: "hold",
@@ -505,17 +507,13 @@ describe("several processes on one store and one engine", () => {
     const errors: unknown[] = [];
     const b = replica(store, engine, "b", {
       handoverTimeoutMs: 300,
+      binding: { lifetime: "user" },
       onRuntimeError: (error) => errors.push(error),
     });
     const holding = await holder.run({ agentId: "a", identity: ann, message: "hold" });
     while (engine.size === 0) await new Promise((resolve) => setTimeout(resolve, 5));
 
-    const second = await b.runtime.run({
-      agentId: "a",
-      identity: ann,
-      threadId: holding.threadId,
-      message: "more",
-    });
+    const second = await b.runtime.run({ agentId: "a", identity: ann, message: "more" });
     const result = await second.done;
     const part = result.messages.flatMap((m) => m.parts).find((p) => p.type === "tool-count");
     expect(part).toMatchObject({
@@ -605,15 +603,15 @@ describe("several processes on one store and one engine", () => {
     await b.runtime.close();
   });
 
-  it("frees the loser's resource when two processes provision a new thread at the same moment", async () => {
+  it("frees the loser's resource when two processes provision one user's new lease at the same moment", async () => {
     const store = sharedStore();
     const engine: FakeEngine = new Map();
-    const a = replica(store, engine, "a", { binding: { provisionDelayMs: 30 } });
-    const b = replica(store, engine, "b", { binding: { provisionDelayMs: 30 } });
+    // A user's lease spans the user's threads: two threads of one user run at once, one in each process.
+    const binding = { provisionDelayMs: 30, lifetime: "user" as const };
+    const a = replica(store, engine, "a", { binding });
+    const b = replica(store, engine, "b", { binding });
     const runs = await Promise.all(
-      [a, b].map((replica) =>
-        replica.runtime.run({ agentId: "a", identity: ann, threadId: "t-new", message: "count" }),
-      ),
+      [a, b].map((replica) => replica.runtime.run({ agentId: "a", identity: ann, message: "count" })),
     );
     for (const run of runs) expect(lastCount((await run.done).messages)).toBe(1);
     expect(engine.size).toBe(2);
@@ -681,6 +679,41 @@ describe("several processes on one store and one engine", () => {
     expect(b.runtime.leases()).toMatchObject([{ key: "t1", resourceId: "dead-thread" }]);
     await b.runtime.close();
     expect(engine.size).toBe(0);
+  });
+
+  it("keeps a lease provisioned while a sync was reading the store's leases", async () => {
+    const memory = createMemoryThreadStore();
+    let holdListing = false;
+    let deliver: (() => void) | undefined;
+    // A listing of every lease that reaches the process late: taken before the new lease's record was written.
+    const store: ThreadStore = {
+      ...memory,
+      listLeases: async (query) => {
+        const snapshot = await memory.listLeases(query);
+        if (query === undefined && holdListing) {
+          holdListing = false;
+          await new Promise<void>((resolve) => {
+            deliver = resolve;
+          });
+        }
+        return snapshot;
+      },
+    };
+    const engine: FakeEngine = new Map();
+    const a = replica(store, engine, "a", { steps: [oneCall, { text: "" }, oneCall] });
+    await (await a.runtime.run({ agentId: "a", identity: ann, message: "one" })).done;
+    holdListing = true;
+    while (!deliver) await new Promise((resolve) => setTimeout(resolve, 5));
+
+    const second = await a.runtime.run({ agentId: "a", identity: ann, message: "two" });
+    await second.done;
+    deliver();
+    await a.runtime.sweep();
+
+    expect(a.runtime.leases().map((lease) => lease.key)).toContain(second.threadId);
+    expect(a.released).toEqual([]);
+    expect(engine.has("ar2")).toBe(true);
+    await a.runtime.close();
   });
 
   it("lets go of a lease another process took over, and releases one whose thread was ended elsewhere", async () => {

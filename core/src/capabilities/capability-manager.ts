@@ -528,16 +528,26 @@ export class CapabilityManager {
       const resource = lease.settled;
       if (!resource || (lease.lifetime !== "thread" && lease.lifetime !== "user")) continue;
       const record = records.get(id);
-      if (!record) {
-        this.#leases.delete(id);
-        await resource.release().catch(() => undefined);
-      } else if (record.resourceId !== resource.resourceId) {
-        if (lease.users.size > 0) continue;
-        this.#leases.delete(id);
-        await resource.release().catch(() => undefined);
-      } else if (record.ownerId !== self) {
-        this.#leases.delete(id);
-        await resource.detach?.().catch(() => undefined);
+      if (!record || record.ownerId !== self || record.resourceId !== resource.resourceId) {
+        // The listing may predate this lease's record (provisioned or taken over meanwhile): read it again.
+        const [current] = await this.#store.listLeases({
+          capability: lease.capability,
+          lifetime: lease.lifetime,
+          key: lease.key,
+        });
+        if (this.#leases.get(id) !== lease) continue;
+        if (!current) {
+          this.#leases.delete(id);
+          await resource.release().catch(() => undefined);
+        } else if (current.resourceId !== resource.resourceId) {
+          // Another process's record won for the same key: free this process's resource once no run uses it.
+          if (lease.users.size > 0) continue;
+          this.#leases.delete(id);
+          await resource.release().catch(() => undefined);
+        } else if (current.ownerId !== self) {
+          this.#leases.delete(id);
+          await resource.detach?.().catch(() => undefined);
+        }
       } else if (
         record.handoverTo !== undefined &&
         record.handoverTo !== self &&

@@ -78,7 +78,8 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  *   message stream (SSE). A last message that is the assistant's carries `useChat`'s answers instead: approval
  *   responses (`addToolApprovalResponse`) and client tool outputs (`addToolOutput`), bound as the action route binds
  *   answers; the continuation is streamed (header `x-pai-answer: accepted | already-settled`)
- * - `GET /chat/:threadId/stream` — the run in progress on a thread, from its start (204 when none)
+ * - `GET /chat/:threadId/stream` — the run in progress on a thread, from its start (204 when none), in whichever
+ *   process sharing the store runs it
  * - `POST /chat/:threadId/stop`, `POST /runs/:runId/stop` — stop a run
  * - `POST /threads/:threadId/actions/:actionId` — answer a pending action `{ toolCallId, toolId, inputHash, answer }`;
  *   JSON, or (with `Accept: text/event-stream`) the continuation's UI message stream
@@ -183,7 +184,7 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
         headers: { ...headers, "x-pai-run-id": continuation.runId },
       });
     }
-    const active = runtime.activeRun(threadId);
+    const active = await runtime.followRun(threadId);
     if (active) {
       return createUIMessageStreamResponse({
         stream: active.stream(),
@@ -208,7 +209,7 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
 
   async function resumeStream(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
     await requireThread(threadId!, identity);
-    const active = runtime.activeRun(threadId!);
+    const active = await runtime.followRun(threadId!);
     if (!active) return new Response(null, { status: 204 });
     return createUIMessageStreamResponse({
       stream: active.stream(),
@@ -283,7 +284,7 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
   async function readThread(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
     const snapshot = await runtime.getThread(threadId!, { identity });
     if (!snapshot) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
-    const active = runtime.activeRun(threadId!);
+    const active = await runtime.followRun(threadId!);
     return json(200, { ...snapshot, activeRunId: active?.runId ?? null });
   }
 

@@ -15,6 +15,8 @@ export interface OwnerRegistryOptions {
 /** This process as an owner in the store: its heartbeats, and which owners are alive (on any host). */
 export interface OwnerRegistry extends OwnerLiveness {
   readonly ownerId: string;
+  /** An owner whose last heartbeat is older than this is dead. */
+  readonly ownerTtlMs: number;
   /** When this process started as an owner. */
   readonly startedAt: number;
   /** Records that this process is alive now. */
@@ -47,6 +49,7 @@ export function createOwnerRegistry(options: OwnerRegistryOptions): OwnerRegistr
 
   return {
     ownerId,
+    ownerTtlMs,
     startedAt,
     heartbeat: () =>
       store.heartbeatOwner({ ownerId, host, pid: process.pid, startedAt, heartbeatAt: Date.now() }),

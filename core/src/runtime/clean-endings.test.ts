@@ -197,4 +197,135 @@ describe("clean endings", () => {
     expect(prompt).toContain("The process running this tool call stopped before it finished.");
     await runtime.close();
   });
+
+  it("applies an approval once: a call whose continuation died applying it ends interrupted, never executed again", async () => {
+    const store = createMemoryThreadStore();
+    await threadOfDeadRun(store, "owner-gone");
+    // The answer was taken and a continuation claimed it, then its process died mid-execute.
+    await store.settlePendingAction("a2", "pending", {
+      status: "resumed",
+      answer: { type: "resume", resume: {} },
+      settledAt: Date.now(),
+    });
+    expect(await store.claimPendingAction("a2", "r-continuation")).toBe(true);
+    const runtime = runtimeOn(store, createScriptedModel({ steps: [{ text: "It may not have run." }] }));
+
+    const result = await (await runtime.run({ agentId: "a", threadId: "t1", message: "did it deploy?" }))
+      .done;
+
+    expect(result.status).toBe("completed");
+    expect(partOf(result.messages, "c2")).toMatchObject({ state: "output-error" });
+    expect(toolEndOf(partOf(result.messages, "c2"))).toEqual({ reason: "interrupted" });
+    expect((await store.getPendingAction("a2"))?.appliedBy).toBe("r-continuation");
+    await runtime.close();
+  });
+
+  it("applies an approval its continuation never got to: the next run claims it and executes it once", async () => {
+    const store = createMemoryThreadStore();
+    await threadOfDeadRun(store, "owner-gone");
+    await store.settlePendingAction("a2", "pending", {
+      status: "resumed",
+      answer: { type: "resume", resume: {} },
+      settledAt: Date.now(),
+    });
+    const runtime = runtimeOn(store, createScriptedModel({ steps: [{ text: "Deployed." }] }));
+
+    const run = await runtime.run({ agentId: "a", threadId: "t1", message: "did it deploy?" });
+    const result = await run.done;
+
+    expect(partOf(result.messages, "c2")).toMatchObject({
+      state: "output-available",
+      output: { deployed: true },
+    });
+    expect((await store.getPendingAction("a2"))?.appliedBy).toBe(run.runId);
+    await runtime.close();
+  });
+
+  it("applies an answer below a call once: a call whose continuation died applying it is not executed again", async () => {
+    let releases = 0;
+    const confirm = defineTool({
+      id: "confirm",
+      description: "Asks before a release",
+      inputSchema: z.object({}),
+      execute: (ctx) => (ctx.entry.type === "resume" ? { ok: true } : ctx.suspend({ question: "Release?" })),
+    });
+    const release = defineTool({
+      id: "release",
+      description: "Releases after a nested confirmation",
+      inputSchema: z.object({}),
+      tools: { confirm },
+      execute: async (ctx) => {
+        releases++;
+        await ctx.tools.confirm({});
+        return { released: true };
+      },
+    });
+    const store = createMemoryThreadStore();
+    const now = Date.now();
+    await store.commitRun({
+      thread: { id: "t1", agentId: "a", ownerKey: "anonymous", createdAt: now, updatedAt: now },
+      messages: [
+        { id: "m1", role: "user", parts: [{ type: "text", text: "release" }] },
+        {
+          id: "m2",
+          role: "assistant",
+          parts: [{ type: "tool-release", toolCallId: "c1", state: "input-available", input: {} }],
+        },
+      ],
+      run: {
+        id: "r1",
+        threadId: "t1",
+        agentId: "a",
+        status: "running",
+        startedAt: now - 5000,
+        ownerId: "gone",
+      },
+    });
+    // The wait was below the call; a deny was taken and a continuation claimed it, then its process died.
+    await store.putPendingAction({
+      id: "a1",
+      threadId: "t1",
+      runId: "r1",
+      toolCallId: "c1",
+      toolId: "release",
+      toolName: "release",
+      inputHash: "h",
+      input: {},
+      kind: "suspend",
+      name: "default",
+      payload: { question: "Release?" },
+      suspendHistory: [],
+      status: "denied",
+      answer: { type: "deny", reason: "no" },
+      createdAt: now,
+      settledAt: now,
+      inner: { path: ["release", "confirm"], key: "0", toolId: "confirm", input: {} },
+      journal: [
+        {
+          key: "0",
+          toolId: "confirm",
+          inputHash: "h0",
+          state: "waiting",
+          name: "default",
+          suspendHistory: [],
+        },
+      ],
+    });
+    expect(await store.claimPendingAction("a1", "r-continuation")).toBe(true);
+    const runtime = createAgentRuntime({
+      pai: createPai({ agents: { a: defineAgent({ tools: { release } }) } }),
+      store,
+      model: createScriptedModel({ steps: [{ text: "It may not have run." }] }),
+      ownerId: "owner-live",
+      ownerTtlMs: 1000,
+    });
+
+    const result = await (await runtime.run({ agentId: "a", threadId: "t1", message: "did it release?" }))
+      .done;
+
+    expect(result.status).toBe("completed");
+    expect(toolEndOf(partOf(result.messages, "c1"))).toEqual({ reason: "interrupted" });
+    expect(releases).toBe(0);
+    await runtime.close();
+  });
 });

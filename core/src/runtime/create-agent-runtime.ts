@@ -25,6 +25,7 @@ import type {
 } from "../threads/thread-store.ts";
 import type { AnyToolDefinition } from "../tools/define-tool.ts";
 import type { AgentRun } from "./agent-run.ts";
+import { followStoredRun } from "./follow-stored-run.ts";
 import { defaultIdentityKey } from "./identity-key.ts";
 import { type MessageLimits, messageLimits } from "./message-limits.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
@@ -33,6 +34,10 @@ import { createRuntimeMaintenance } from "./runtime-maintenance.ts";
 import { type StartedRun, startRun } from "./start-run.ts";
 import { createSubagentRunner } from "./subagent-runner.ts";
 import { createThreadAccess, type ThreadAccess } from "./thread-access.ts";
+import { createThreadRunLeases } from "./thread-run-leases.ts";
+
+/** How long an answer waits for a thread another process holds while it may be storing an answer to the same action. */
+const ANSWER_WAIT_MS = 5000;
 
 /** What `createAgentRuntime` accepts. */
 export type AgentRuntimeOptions<PAI extends Pai> = {
@@ -63,9 +68,13 @@ export interface OwnershipOptions {
    * @default `<hostname>:<pid>:<8 random hex>`
    */
   ownerId?: string;
-  /** How often the process heartbeats (and hands leases over when asked). @default 5000 */
+  /** How often the process heartbeats, renews its thread leases and hands leases over when asked. @default 5000 */
   heartbeatIntervalMs?: number;
-  /** An owner whose last heartbeat is older than this is dead. @default 20000 */
+  /**
+   * An owner whose last heartbeat is older than this is dead. It is also how long a thread's lease outlives the
+   * process running it: a thread whose process died takes new messages after at most this long.
+   * @default 20000
+   */
   ownerTtlMs?: number;
   /**
    * How often dead owners' runs are interrupted and their leases and containers taken over or freed. A dead
@@ -150,8 +159,16 @@ export interface AgentRuntime {
   listPendingActions(query: { threadId: string; identity?: unknown }): Promise<PublicPendingAction[]>;
   /** Cancels a running run; `false` when no such run is active. */
   cancel(runId: string): boolean;
-  /** The run in progress on a thread, if any. */
+  /** The run in progress on a thread in this process, if any. */
   activeRun(threadId: string): { runId: string; stream(): ReadableStream<UIMessageChunk> } | undefined;
+  /**
+   * The run in progress on a thread in any process sharing the store, if any: this process's run as
+   * {@link activeRun} has it, another's read from the chunks that process stores (its stream from the first chunk,
+   * then live until the run ends or its process dies). Check the caller's access first (`access`).
+   */
+  followRun(
+    threadId: string,
+  ): Promise<{ runId: string; ownerId: string; stream(): ReadableStream<UIMessageChunk> } | undefined>;
   /**
    * The stored thread, or `undefined`. With `identity`, only the owner sees it. While a run of this process is in
    * progress on it, `messages` is the thread that run's stream builds on (follow `activeRun(threadId).stream()`
@@ -211,9 +228,29 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     ...(options.handoverTimeoutMs !== undefined ? { handoverTimeoutMs: options.handoverTimeoutMs } : {}),
     onError: onBackgroundError,
   });
+  const identityKeyOf = options.identityKey ?? defaultIdentityKey;
+  const limits = messageLimits(options.limits);
+  const access = createThreadAccess({ pai, store, identityKey: identityKeyOf });
+  const active = new Map<string, StartedRun>();
+  const threadLeases = createThreadRunLeases({
+    store,
+    ownerId: owners.ownerId,
+    ttlMs: owners.ownerTtlMs,
+    onLost(threadId, runId) {
+      active.get(runId)?.cancel();
+      onBackgroundError(
+        new PaiError(
+          "THREAD_BUSY",
+          `thread "${threadId}" is no longer this process's: its lease lapsed (not renewed within ownerTtlMs), so its run "${runId}" was stopped`,
+          { details: { threadId, runId } },
+        ),
+      );
+    },
+  });
   const maintenance = createRuntimeMaintenance({
     store,
     owners,
+    threadLeases,
     capabilities,
     intervals: {
       ...(options.heartbeatIntervalMs !== undefined
@@ -225,11 +262,6 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     },
     onError: onBackgroundError,
   });
-  const identityKeyOf = options.identityKey ?? defaultIdentityKey;
-  const limits = messageLimits(options.limits);
-  const access = createThreadAccess({ pai, store, identityKey: identityKeyOf });
-  const active = new Map<string, StartedRun>();
-  const busyThreads = new Set<string>();
   let closed = false;
 
   const deps = {
@@ -257,10 +289,11 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
         },
         runningOn: (threadId) => [...active.values()].find((entry) => entry.threadId === threadId)?.done,
       }),
-    onEnded: (runId: string, threadId: string) => {
+    onEnded: async (runId: string, threadId: string) => {
       active.delete(runId);
-      busyThreads.delete(threadId);
+      await threadLeases.release(threadId, runId).catch(onBackgroundError);
     },
+    onBackgroundError,
   };
 
   function modelOf(agent: RegisteredAgent): LanguageModel {
@@ -275,15 +308,14 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   }
 
   /**
-   * Reserves a thread for one run at a time (`THREAD_BUSY` when it has one). The reservation either starts a
-   * run (then held until the run ends) or is released.
+   * Reserves a thread for one run at a time, across every process sharing the store (its thread lease;
+   * `THREAD_BUSY` when a run has it). The reservation either starts the run `runId` (then held until it ends) or
+   * is released.
    */
-  function reserve(threadId: string, busyMessage: string) {
-    if (busyThreads.has(threadId)) {
-      throw new PaiError("THREAD_BUSY", `thread "${threadId}" ${busyMessage}`, { details: { threadId } });
-    }
-    busyThreads.add(threadId);
+  async function reserve(threadId: string, runId: string, busyMessage: string) {
+    await threadLeases.acquire(threadId, runId, busyMessage);
     let started = false;
+    const release = () => threadLeases.release(threadId, runId).catch(onBackgroundError);
     return {
       async start(start: () => Promise<StartedRun>): Promise<AgentRun> {
         try {
@@ -292,15 +324,40 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
           active.set(run.runId, run);
           return run;
         } catch (error) {
-          busyThreads.delete(threadId);
+          await release();
           throw error;
         }
       },
       /** Frees the thread when no run was started under this reservation. */
-      releaseUnlessStarted() {
-        if (!started) busyThreads.delete(threadId);
+      async releaseUnlessStarted() {
+        if (!started) await release();
       },
     };
+  }
+
+  /**
+   * Reserves the thread to store an answer. While another process holds it, that process may be storing an
+   * answer to the same action: wait (up to {@link ANSWER_WAIT_MS}) until the thread is free or the action is
+   * settled, which is returned then (the answer comes too late). `THREAD_BUSY` past the wait.
+   */
+  async function reserveToAnswer(
+    threadId: string,
+    runId: string,
+    actionId: string,
+    signal: AbortSignal | undefined,
+  ): Promise<Awaited<ReturnType<typeof reserve>> | PendingActionRecord> {
+    const deadline = Date.now() + ANSWER_WAIT_MS;
+    for (;;) {
+      try {
+        return await reserve(threadId, runId, "has a run in progress; answer once it ends");
+      } catch (error) {
+        if (!PaiError.hasCode(error, "THREAD_BUSY")) throw error;
+        const current = await store.getPendingAction(actionId);
+        if (current && current.status !== "pending") return current;
+        if (Date.now() >= deadline) throw error;
+        await delay(25, signal);
+      }
+    }
   }
 
   async function run(runOptions: RunOptions): Promise<AgentRun> {
@@ -329,8 +386,11 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       createdAt: now,
       updatedAt: now,
     };
-    return reserve(threadId, "already has a run in progress").start(() =>
+    const runId = generateId();
+    const reservation = await reserve(threadId, runId, "already has a run in progress");
+    return reservation.start(() =>
       startRun(deps, {
+        runId,
         agent,
         model,
         identity,
@@ -400,7 +460,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     }
     const validated = await validateAnswer(answer, action.kind, waiting.tool);
     // Reserved before the answer is stored, so an answer is never taken and then refused as busy.
-    const reservation = reserve(threadId, "has a run in progress; answer once it ends");
+    const runId = generateId();
+    const reservation = await reserveToAnswer(threadId, runId, actionId, respondOptions.signal);
+    if (!("start" in reservation)) return { status: "already-settled", action: publicAction(reservation) };
     try {
       const settled = await store.settlePendingAction(actionId, "pending", {
         status: statusOfAnswer(validated),
@@ -415,6 +477,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
         return { status: "accepted", action: publicAction(settled.action), run: undefined, waiting };
       const continuation = await reservation.start(() =>
         startRun(deps, {
+          runId,
           agent,
           model: modelOf(agent),
           identity,
@@ -427,7 +490,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       );
       return { status: "accepted", action: publicAction(settled.action), run: continuation, waiting: 0 };
     } finally {
-      reservation.releaseUnlessStarted();
+      await reservation.releaseUnlessStarted();
     }
   }
 
@@ -494,6 +557,17 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
         if (entry.threadId === threadId) return { runId: entry.runId, stream: () => entry.subscribe() };
       }
       return undefined;
+    },
+    async followRun(threadId) {
+      const local = runtime.activeRun(threadId);
+      if (local) return { ...local, ownerId: owners.ownerId };
+      const lease = await store.getThreadLease(threadId);
+      if (!lease) return undefined;
+      return {
+        runId: lease.runId,
+        ownerId: lease.ownerId,
+        stream: () => followStoredRun({ store, threadId, runId: lease.runId }),
+      };
     },
     async getThread(threadId, query = {}) {
       const thread = await ownedThread(threadId, query);
@@ -564,6 +638,22 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     [Symbol.asyncDispose]: () => runtime.close(),
   };
   return runtime;
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason once it aborts. */
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    signal?.throwIfAborted();
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 /**

@@ -49,6 +49,8 @@ export async function finalizeRun(run: PreparedRun, modelError: unknown): Promis
       : undefined;
   const endedAt = Date.now();
   await run.checkpoints.close();
+  // Followers in other processes have the whole stream before the run gives its thread up.
+  await run.chunks.close();
   await state.store.commitRun({
     thread: { ...thread, updatedAt: endedAt },
     messages,

@@ -1,9 +1,10 @@
-import { generateId, type Tool } from "ai";
+import type { Tool } from "ai";
 import type { AgentResolverArgs, RuntimeErrorInfo } from "../agents/define-agent.ts";
 import type { LeaseScope } from "../capabilities/capability-manager.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { RunRecord } from "../threads/thread-store.ts";
 import { createRunCheckpoints, type RunCheckpoints } from "./run-checkpoints.ts";
+import { createRunChunkSink, type RunChunkSink } from "./run-chunk-sink.ts";
 import type { RunState } from "./run-state.ts";
 import { createRunTranscript, type RunTranscript } from "./run-transcript.ts";
 import type { RunDependencies, StartRunOptions } from "./start-run.ts";
@@ -25,6 +26,8 @@ export interface PreparedRun {
   /** The run as recorded while it goes on. */
   readonly record: RunRecord;
   readonly checkpoints: RunCheckpoints;
+  /** Stores the run's stream for followers in other processes. */
+  readonly chunks: RunChunkSink;
   /** Stops following the caller's signal. */
   detach(): void;
 }
@@ -36,7 +39,7 @@ export interface PreparedRun {
 export async function prepareRun(deps: RunDependencies, options: StartRunOptions): Promise<PreparedRun> {
   const { agent, identity, identityKey, thread, clientData } = options;
   const threadId = thread.id;
-  const runId = generateId();
+  const { runId } = options;
   const controller = new AbortController();
   const onExternalAbort = () => controller.abort({ type: "cancelled" });
   if (options.signal?.aborted) onExternalAbort();
@@ -90,10 +93,12 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     ownerId: deps.ownerId,
   };
   const pendingToolCallIds = new Set<string>();
+  const chunks = createRunChunkSink({ store: deps.store, runId, onError: deps.onBackgroundError });
   const transcript = createRunTranscript({
     messages,
     hidden: pendingToolCallIds,
     continuing: options.userMessage === undefined,
+    onChunk: (chunk) => chunks.push(chunk),
   });
   const leaseScope: LeaseScope = {
     runId,
@@ -114,6 +119,7 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     pendingToolCallIds,
     transcript,
     checkpoint: (call) => checkpoints.request(call),
+    storeCall: (call) => checkpoints.storeNow(call),
     reportError,
     files: createThreadFiles(() => transcript.messages, controller.signal),
     subagents: deps.subagents({ identity, clientData }),
@@ -130,5 +136,17 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     runners.set(registration.name, runner);
     tools[registration.name] = runner.aiTool;
   }
-  return { deps, options, state, transcript, runners, tools, startedAt, record, checkpoints, detach };
+  return {
+    deps,
+    options,
+    state,
+    transcript,
+    runners,
+    tools,
+    startedAt,
+    record,
+    checkpoints,
+    chunks,
+    detach,
+  };
 }

@@ -16,6 +16,11 @@ export interface RunCheckpoints {
    */
   request(call: StartingCall): () => void;
   /**
+   * Stores the reply so far with `call` on it now, after any checkpoint being written; rejects when the write
+   * fails. For a call about to wait for an answer: its pending action is recorded only once the call is stored.
+   */
+  storeNow(call: StartingCall): Promise<void>;
+  /**
    * Stops checkpointing (a call still running, having ignored its signal, stores nothing more) and resolves once
    * no checkpoint is being written: the run's final commit comes after.
    */
@@ -34,6 +39,10 @@ export function createRunCheckpoints(options: {
   let chain: Promise<void> = Promise.resolve();
   let queued: StartingCall[] | undefined;
   let closed = false;
+  const commit = async (calls: StartingCall[]) => {
+    const messages = await transcript.soFar(calls);
+    await store.commitRun({ thread: { ...thread, updatedAt: Date.now() }, messages, run });
+  };
   const write = (call: StartingCall) => {
     if (closed) return;
     if (queued) {
@@ -46,8 +55,7 @@ export function createRunCheckpoints(options: {
       .then(async () => {
         queued = undefined;
         if (closed) return;
-        const messages = await transcript.soFar(calls);
-        await store.commitRun({ thread: { ...thread, updatedAt: Date.now() }, messages, run });
+        await commit(calls);
       })
       .catch(() => undefined);
   };
@@ -56,6 +64,11 @@ export function createRunCheckpoints(options: {
       const timer = setTimeout(() => write(call), CHECKPOINT_AFTER_MS);
       timer.unref();
       return () => clearTimeout(timer);
+    },
+    storeNow(call) {
+      const writing = chain.then(() => commit([call]));
+      chain = writing.catch(() => undefined);
+      return writing;
     },
     close() {
       closed = true;

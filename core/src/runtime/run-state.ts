@@ -42,6 +42,8 @@ export interface RunState {
    * call the returned function when it ends. Never blocks the call.
    */
   checkpoint(call: StartingCall): () => void;
+  /** Stores the thread with `call` on the reply now (rejects when the write fails). */
+  storeCall(call: StartingCall): Promise<void>;
   /** Capability facades for a tool call, provisioned lazily by the capability layer. */
   capabilitiesFor(capabilityNames: Record<string, string>): Record<string, unknown>;
 }

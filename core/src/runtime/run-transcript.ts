@@ -89,8 +89,10 @@ export function createRunTranscript(options: {
   hidden: ReadonlySet<string>;
   /** Whether the run continues the thread's last (assistant) message rather than answering a new user message. */
   continuing: boolean;
+  /** Hears every chunk sent to the stream, in order (the run stores them for followers in other processes). */
+  onChunk?: (chunk: UIMessageChunk) => void;
 }): RunTranscript {
-  const { messages, hidden } = options;
+  const { messages, hidden, onChunk } = options;
   const ends = new Map<string, ToolEnd>();
   const dataParts: DataChunk[] = [];
   const updates: ToolPartUpdate[] = [];
@@ -104,7 +106,11 @@ export function createRunTranscript(options: {
   /** Calls whose approval goes out once their part is on the client (when the SDK reports their placeholder). */
   const approvalsDue = new Set<string>();
 
-  const broadcast = createRunBroadcast<UIMessageChunk>((chunk) => {
+  /**
+   * What clients see of a chunk: a hidden call's placeholder result is dropped (or becomes its approval request),
+   * a call PAI ended says why.
+   */
+  const shown = (chunk: UIMessageChunk): UIMessageChunk | undefined => {
     if (chunk.type === "start" && chunk.messageId !== undefined) streamedId = chunk.messageId;
     // A waiting call's placeholder result never reaches a client: an approval is requested in its place.
     if (chunk.type === "tool-output-available" && hidden.has(chunk.toolCallId))
@@ -113,6 +119,11 @@ export function createRunTranscript(options: {
     if (chunk.type === "tool-output-error" && end)
       return { ...chunk, toolMetadata: withToolEnd(chunk.toolMetadata, end) as never };
     return chunk;
+  };
+  const broadcast = createRunBroadcast<UIMessageChunk>((chunk) => {
+    const sent = shown(chunk);
+    if (sent !== undefined) onChunk?.(sent);
+    return sent;
   });
 
   /** The AI SDK's approval request for a suspended call (`approval-requested` on the client). */

@@ -2,6 +2,10 @@ import type { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { OwnerRegistry } from "../ownership/owner-registry.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
 import { interruptDeadRuns } from "./interrupt-dead-runs.ts";
+import type { ThreadRunLeases } from "./thread-run-leases.ts";
+
+/** How long a finished run's stored stream stays for followers still reading it. */
+const RUN_CHUNKS_KEPT_MS = 60_000;
 
 /** How often the runtime's background work runs. */
 export interface MaintenanceIntervals {
@@ -27,22 +31,23 @@ export interface RuntimeMaintenance {
 }
 
 /**
- * Starts the runtime's maintenance. Every heartbeat interval it records this process as alive, on its own: a
- * heartbeat never waits behind the other work, which may take long (reattaching and reaping containers), so
- * that work never makes a live process look dead. Every heartbeat it also follows its leases in the store
- * (handovers); every reconcile interval it interrupts dead owners' runs, takes over or frees their leases and
- * has the bindings reap, then forgets the dead owners every binding has dealt with; every idle interval it
- * releases idle leases. A pass never overlaps the previous one; errors go to `onError` and the next pass tries
- * again.
+ * Starts the runtime's maintenance. Every heartbeat interval it records this process as alive and renews the leases
+ * of the threads it runs, on its own: a beat never waits behind the other work, which may take long (reattaching
+ * and reaping containers), so that work never makes a live process look dead. Every heartbeat it also follows its
+ * capability leases in the store (handovers); every reconcile interval it interrupts dead owners' runs, takes over
+ * or frees their leases and has the bindings reap, then forgets the dead owners every binding has dealt with, and
+ * deletes the stored streams of runs that ended a minute ago; every idle interval it releases idle leases. A pass
+ * never overlaps the previous one; errors go to `onError` and the next pass tries again.
  */
 export function createRuntimeMaintenance(options: {
   store: ThreadStore;
   owners: OwnerRegistry;
+  threadLeases: ThreadRunLeases;
   capabilities: CapabilityManager;
   intervals?: MaintenanceIntervals;
   onError: (error: unknown) => void;
 }): RuntimeMaintenance {
-  const { store, owners, capabilities, onError } = options;
+  const { store, owners, threadLeases, capabilities, onError } = options;
   const heartbeatIntervalMs = options.intervals?.heartbeatIntervalMs ?? 5000;
   const reconcileIntervalMs = options.intervals?.reconcileIntervalMs ?? 15_000;
   const sweepIdleIntervalMs = options.intervals?.sweepIdleIntervalMs ?? 30_000;
@@ -55,15 +60,19 @@ export function createRuntimeMaintenance(options: {
   /** One step of a pass; a failing step does not stop the others. */
   const step = (work: () => Promise<unknown>) => work().catch(onError);
 
-  /** Writes a heartbeat, unless one is being written. */
+  /**
+   * Says this process is alive and keeps its threads, unless a beat is under way. On its own beat: a pass slowed
+   * down by a busy engine (reaping lists containers) must never make a live process look dead to the others, who
+   * would free what it holds.
+   */
   const beat = (): Promise<void> => {
     if (beating) return beating;
-    const current = owners
-      .heartbeat()
-      .catch(onError)
-      .finally(() => {
-        beating = undefined;
-      });
+    const current = (async () => {
+      await step(() => owners.heartbeat());
+      await step(() => threadLeases.renew());
+    })().finally(() => {
+      beating = undefined;
+    });
     beating = current;
     return current;
   };
@@ -83,6 +92,7 @@ export function createRuntimeMaintenance(options: {
         const dead = await owners.deadOwners();
         if (await capabilities.reconcile(live, dead)) await owners.forget(dead);
       });
+      await step(() => store.pruneRunChunks(now - RUN_CHUNKS_KEPT_MS));
     }
     if (force || now - lastSweep >= sweepIdleIntervalMs) {
       lastSweep = now;

@@ -8,10 +8,12 @@ const SUPERSEDED = "The action was cancelled: the user sent a new message.";
 
 /**
  * Settles the thread's calls that waited for an answer: answered actions are applied (a resume — or any answer to
- * a call below the top-level one — runs `execute` again over the call's journal); a call without any action (its
- * run died mid-call) ends as `interrupted`. With `supersede` (a new user message arrived), actions still pending
- * are cancelled first and their calls end at once, without running again (a subagent's own action is cancelled
- * too), so the model never sees an orphan call; without it they stay pending and the run will not call the model.
+ * a call below the top-level one — runs `execute` again over the call's journal, once: the run claims the action
+ * first, and a call whose action another run claimed — that run died applying it — ends as `interrupted`); a call
+ * without any action (its run died mid-call) ends as `interrupted`. With `supersede` (a new user message arrived),
+ * actions still pending are cancelled first and their calls end at once, without running again (a subagent's own
+ * action is cancelled too), so the model never sees an orphan call; without it they stay pending and the run will
+ * not call the model.
  */
 export async function settleAnswers(run: PreparedRun, options: { supersede: boolean }): Promise<void> {
   const { state, transcript, runners } = run;
@@ -34,6 +36,12 @@ export async function settleAnswers(run: PreparedRun, options: { supersede: bool
       ({ action, superseded } = await supersede(state.store, action));
     }
     const answer = action.answer as PendingActionAnswer | undefined;
+    // Running `execute` again happens once: a run that claimed the action before this one died applying it.
+    const reenters = !superseded && (answer?.type === "resume" || (answer && action.inner));
+    if (reenters && !(await state.store.claimPendingAction(action.id, state.runId))) {
+      transcript.apply(endedCall(toolCallId, { reason: "interrupted" }));
+      continue;
+    }
     const runner = runners.get(action.toolName);
     const outcome: CallOutcome =
       superseded || !answer

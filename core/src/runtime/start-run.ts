@@ -18,12 +18,16 @@ export interface RunDependencies {
   capabilities: CapabilityManager;
   /** Runs subagents (`ctx.agents.run`) as the run's caller. */
   subagents: (caller: { identity: unknown; clientData: unknown }) => SubagentRunner;
-  /** Called once the run has ended and its thread is stored. */
-  onEnded: (runId: string, threadId: string) => void;
+  /** Called once the run has ended and its thread is stored; the run's `done` waits for it. */
+  onEnded: (runId: string, threadId: string) => Promise<void>;
+  /** Errors of work beside the run (storing its stream for followers). */
+  onBackgroundError: (error: unknown) => void;
 }
 
 /** One run to start: a new user message, or (without one) the continuation after answered pending actions. */
 export interface StartRunOptions {
+  /** The run's id, chosen by the caller (it took the thread's lease for it). */
+  runId: string;
   agent: RegisteredAgent;
   model: LanguageModel;
   /** The parsed identity. */
@@ -57,6 +61,7 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
       run.transcript.appendUserMessage(options.userMessage);
     }
     await recordStart(run);
+    run.chunks.start();
   } catch (error) {
     run.detach();
     throw error;
@@ -104,7 +109,7 @@ async function drive(run: PreparedRun): Promise<RunResult> {
   } finally {
     run.detach();
     await deps.capabilities.endRun(state.runId).catch(() => undefined);
-    deps.onEnded(state.runId, state.threadId);
+    await deps.onEnded(state.runId, state.threadId);
     // Last: a client that sees the stream end finds the thread stored and free for its next request.
     run.transcript.end();
   }

@@ -4,6 +4,7 @@ import { hashInput } from "../actions/input-hash.ts";
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import { publicAction } from "../actions/public-action.ts";
 import type { ToolEnd } from "../actions/tool-end.ts";
+import { toolPartOf } from "../actions/tool-part-updates.ts";
 import type { ToolResultEvent } from "../agents/define-agent.ts";
 import type { NormalizedRegistration } from "../agents/tool-registration.ts";
 import type { CapabilityMap } from "../capabilities/define-capability.ts";
@@ -226,6 +227,9 @@ export function createToolRunner(registration: NormalizedRegistration, state: Ru
     // The action itself says how the call that waits was entered; an earlier answer to it is spent.
     if (wait.key === "") scope.journal.drop("");
     const journal = scope.journal.entries();
+    // A call of this run's reply is stored before its action: an action whose run dies is never without its call.
+    if (!toolPartOf(state.transcript.messages, toolCallId))
+      await state.storeCall({ toolCallId, toolName: name, toolId: tool.id, input });
     const action: PendingActionRecord = {
       id: generateId(),
       threadId: state.threadId,

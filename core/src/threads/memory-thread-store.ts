@@ -14,7 +14,9 @@ import type {
   LeaseRecord,
   OwnerRecord,
   PendingActionRecord,
+  RunChunkRecord,
   RunRecord,
+  ThreadLeaseRecord,
   ThreadRecord,
   ThreadStore,
   ToolDataRecord,
@@ -41,11 +43,25 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
   const actions = new Map<string, PendingActionRecord>();
   const leases = new Map<string, LeaseRecord>();
   const owners = new Map<string, OwnerRecord>();
+  const threadLeases = new Map<string, ThreadLeaseRecord>();
+  /** Each run's stream chunks as JSON text, by seq. */
+  const runChunks = new Map<string, Map<number, string>>();
+  const watchers = new Map<string, Set<() => void>>();
   let nextSeq = 1;
   let closed = false;
 
   function assertOpen(): void {
     if (closed) throw storeClosedError();
+  }
+
+  /** The thread's lease if it has not lapsed. */
+  function liveThreadLease(threadId: string): ThreadLeaseRecord | undefined {
+    const lease = threadLeases.get(threadId);
+    return lease && lease.expiresAt > Date.now() ? lease : undefined;
+  }
+
+  function notify(runId: string): void {
+    for (const onChange of watchers.get(runId) ?? []) queueMicrotask(onChange);
   }
 
   const store: ThreadStore & AsyncDisposable = {
@@ -81,7 +97,11 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
       for (const [key, lease] of leases) {
         if (ownedByThread(lease, threadId, runIds)) leases.delete(key);
       }
-      for (const runId of runIds) runs.delete(runId);
+      for (const runId of runIds) {
+        runs.delete(runId);
+        runChunks.delete(runId);
+      }
+      threadLeases.delete(threadId);
       for (const [actionId, action] of actions) {
         if (action.threadId === threadId) actions.delete(actionId);
       }
@@ -216,6 +236,15 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
       return { changed: true, action: copy(settled) };
     },
 
+    async claimPendingAction(actionId, runId) {
+      assertOpen();
+      const applier = parseStoreInput(schemas.id, runId, "run id");
+      const action = actions.get(actionId);
+      if (!action || action.appliedBy !== undefined) return false;
+      action.appliedBy = applier;
+      return true;
+    },
+
     async putLease(input) {
       assertOpen();
       const lease = asStored(parseStoreInput(schemas.lease, input, "lease"), "lease");
@@ -267,6 +296,96 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
       if (!lease || lease.ownerId !== from) return false;
       lease.handoverTo = to;
       return true;
+    },
+
+    async acquireThreadLease(input) {
+      assertOpen();
+      const request = parseStoreInput(schemas.threadLeaseRequest, input, "thread lease request");
+      const held = liveThreadLease(request.threadId);
+      if (held) return { acquired: false, lease: copy(held) };
+      const lease: ThreadLeaseRecord = {
+        threadId: request.threadId,
+        runId: request.runId,
+        ownerId: request.ownerId,
+        expiresAt: Date.now() + request.ttlMs,
+      };
+      threadLeases.set(lease.threadId, lease);
+      return { acquired: true, lease: copy(lease) };
+    },
+
+    async renewThreadLeases(ownerId, ttlInput) {
+      assertOpen();
+      const ttlMs = parseStoreInput(schemas.ttlMs, ttlInput, "ttlMs");
+      const now = Date.now();
+      const renewed: ThreadLeaseRecord[] = [];
+      for (const lease of threadLeases.values()) {
+        if (lease.ownerId !== ownerId || lease.expiresAt <= now) continue;
+        lease.expiresAt = now + ttlMs;
+        renewed.push(copy(lease));
+      }
+      return renewed;
+    },
+
+    async releaseThreadLease(threadId, runId) {
+      assertOpen();
+      if (threadLeases.get(threadId)?.runId !== runId) return;
+      threadLeases.delete(threadId);
+      notify(runId);
+    },
+
+    async getThreadLease(threadId) {
+      assertOpen();
+      return copy(liveThreadLease(threadId));
+    },
+
+    async appendRunChunks(input) {
+      assertOpen();
+      const batch = parseStoreInput(schemas.runChunks, input, "run chunks");
+      const texts = batch.chunks.map((chunk, index) => toStoredJson(chunk, `run chunk ${batch.seq + index}`));
+      let stored = runChunks.get(batch.runId);
+      if (!stored) {
+        stored = new Map();
+        runChunks.set(batch.runId, stored);
+      }
+      for (const [index, text] of texts.entries()) {
+        if (!stored.has(batch.seq + index)) stored.set(batch.seq + index, text ?? "null");
+      }
+      notify(batch.runId);
+    },
+
+    async listRunChunks(runId, input = {}) {
+      assertOpen();
+      const query = parseStoreInput(schemas.runChunkQuery, input, "run chunk query");
+      const after = query.afterSeq ?? -1;
+      const found: RunChunkRecord[] = [];
+      for (const [seq, text] of runChunks.get(runId) ?? []) {
+        if (seq > after) found.push({ runId, seq, chunk: JSON.parse(text) });
+      }
+      return found.sort((a, b) => a.seq - b.seq);
+    },
+
+    async pruneRunChunks(endedBefore) {
+      assertOpen();
+      const before = parseStoreInput(schemas.timestamp, endedBefore, "endedBefore");
+      for (const runId of runChunks.keys()) {
+        const run = runs.get(runId);
+        if (run && run.status !== "running" && run.endedAt !== undefined && run.endedAt < before)
+          runChunks.delete(runId);
+      }
+    },
+
+    watchRun(runId, onChange) {
+      let set = watchers.get(runId);
+      if (!set) {
+        set = new Set();
+        watchers.set(runId, set);
+      }
+      const own = () => onChange();
+      set.add(own);
+      return () => {
+        set.delete(own);
+        if (set.size === 0 && watchers.get(runId) === set) watchers.delete(runId);
+      };
     },
 
     async heartbeatOwner(input) {

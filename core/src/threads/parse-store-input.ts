@@ -129,6 +129,7 @@ const pendingAction = z.object({
   answer: z.unknown().optional(),
   inner: pendingActionInner.optional(),
   journal: z.array(journalEntry).optional(),
+  appliedBy: id.optional(),
 }) satisfies z.ZodType<
   OptionalUnknown<PendingActionRecord, "input" | "payload" | "answer" | "inner" | "journal">
 >;
@@ -206,6 +207,10 @@ export const storeInputSchemas = {
   }),
   lifetime,
   leaseOwners: z.object({ from: id.optional(), to: id }),
+  threadLeaseRequest: z.object({ threadId: id, runId: id, ownerId: id, ttlMs: z.number().int().positive() }),
+  ttlMs: z.number().int().positive(),
+  runChunks: z.object({ runId: id, seq: z.number().int().nonnegative(), chunks: z.array(z.unknown()) }),
+  runChunkQuery: z.object({ afterSeq: z.number().int().optional() }),
   owner,
 };
 

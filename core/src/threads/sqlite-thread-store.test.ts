@@ -145,7 +145,7 @@ describe("createSqliteThreadStore", () => {
     const raw = new DatabaseSync(path);
     try {
       expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 3 });
+      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 4 });
       const tables = raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
       expect(tables.map((table) => table.name)).toEqual(
         expect.arrayContaining([
@@ -153,7 +153,9 @@ describe("createSqliteThreadStore", () => {
           "messages",
           "owners",
           "pending_actions",
+          "run_chunks",
           "runs",
+          "thread_leases",
           "threads",
           "tool_data",
         ]),
@@ -168,6 +170,7 @@ describe("createSqliteThreadStore", () => {
     // Back to the version 1 schema, with a run and a lease written by a PAI without owners.
     const raw = new DatabaseSync(path);
     raw.exec(`
+      DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
       DROP TABLE owners; DROP INDEX runs_status;
       ALTER TABLE runs DROP COLUMN owner_id;
       ALTER TABLE leases DROP COLUMN owner_id; ALTER TABLE leases DROP COLUMN handover_to;
@@ -207,6 +210,7 @@ describe("createSqliteThreadStore", () => {
     await open().close();
     const raw = new DatabaseSync(path);
     raw.exec(`
+      DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
       ALTER TABLE pending_actions DROP COLUMN inner_call; ALTER TABLE pending_actions DROP COLUMN journal;
       INSERT INTO pending_actions (id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input,
         kind, name, payload, suspend_history, status, created_at)
@@ -224,6 +228,37 @@ describe("createSqliteThreadStore", () => {
     const inner = { path: ["deploy", "check"], key: "0", toolId: "check", input: { a: 1 } };
     await store.putPendingAction({ ...stored!, inner, journal: [] });
     expect(await store.getPendingAction("a1")).toMatchObject({ inner, journal: [] });
+  });
+
+  it("migrates a version 3 store: an answered nested action stays, unclaimed, and threads can be leased", async () => {
+    await open().close();
+    const raw = new DatabaseSync(path);
+    raw.exec(`
+      DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
+      INSERT INTO pending_actions (id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input,
+        kind, name, payload, suspend_history, status, created_at, settled_at, answer, inner_call, journal)
+        VALUES ('a1', 't1', 'r1', 'c1', 'deploy', 'deploy', 'h', '{}', 'suspend', 'default', '"Deploy?"', '[]',
+          'resumed', 1, 2, '{"type":"resume","resume":true}',
+          '{"path":["deploy","check"],"key":"0","toolId":"check","input":{}}', '[]');
+      PRAGMA user_version = 3;
+    `);
+    raw.close();
+
+    const store = open();
+    const stored = await store.getPendingAction("a1");
+    expect(stored).toMatchObject({ id: "a1", status: "resumed", inner: { key: "0" }, journal: [] });
+    expect(stored).not.toHaveProperty("appliedBy");
+    expect(await store.claimPendingAction("a1", "r2")).toBe(true);
+    expect((await store.getPendingAction("a1"))?.appliedBy).toBe("r2");
+    const taken = await store.acquireThreadLease({
+      threadId: "t1",
+      runId: "r2",
+      ownerId: "o",
+      ttlMs: 10_000,
+    });
+    expect(taken.acquired).toBe(true);
+    await store.appendRunChunks({ runId: "r2", seq: 0, chunks: [{ type: "start" }] });
+    expect(await store.listRunChunks("r2")).toEqual([{ runId: "r2", seq: 0, chunk: { type: "start" } }]);
   });
 
   it("adopts an empty file as a new store", async () => {
@@ -277,7 +312,7 @@ describe("createSqliteThreadStore", () => {
 
     expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
     expect((error as PaiError).message).toMatch(/schema version 99, written by a newer PAI/);
-    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 3 });
+    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 4 });
     expect(readFileSync(path).equals(bytes)).toBe(true);
   });
 

@@ -19,8 +19,10 @@ import type {
   OwnerRecord,
   PendingActionRecord,
   PendingActionStatus,
+  RunChunkRecord,
   RunRecord,
   RunStatus,
+  ThreadLeaseRecord,
   ThreadRecord,
   ThreadStore,
   ToolDataRecord,
@@ -143,6 +145,25 @@ const migrations: ReadonlyArray<(db: DatabaseSync) => void> = [
       ALTER TABLE pending_actions ADD COLUMN inner_call TEXT;
       ALTER TABLE pending_actions ADD COLUMN journal TEXT;
     `),
+  // Thread leases (one run of a thread at a time across processes), the stored chunks of runs' streams, and the run
+  // that applied each answer.
+  (db) =>
+    db.exec(`
+      CREATE TABLE thread_leases (
+        thread_id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        owner_id TEXT NOT NULL,
+        expires_at REAL NOT NULL
+      );
+      CREATE INDEX thread_leases_owner ON thread_leases (owner_id);
+      CREATE TABLE run_chunks (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        chunk TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      ) WITHOUT ROWID;
+      ALTER TABLE pending_actions ADD COLUMN applied_by TEXT;
+    `),
 ];
 
 /** The schema version this build writes and the newest it reads. */
@@ -243,6 +264,8 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
       use("write", () =>
         transaction(() => {
           s.deleteThreadLeases.run(threadId, threadId);
+          s.deleteThreadRunChunks.run(threadId);
+          s.deleteThreadLease.run(threadId);
           s.deleteThreadRuns.run(threadId);
           s.deleteThreadActions.run(threadId);
           s.deleteThreadToolData.run(threadId);
@@ -371,6 +394,12 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
         });
       }),
 
+    claimPendingAction: (actionId, runId) =>
+      use("write", () => {
+        const applier = parseStoreInput(schemas.id, runId, "run id");
+        return s.claimAction.run(applier, actionId).changes === 1;
+      }),
+
     putLease: (input) =>
       use("write", () => {
         const lease = parseStoreInput(schemas.lease, input, "lease");
@@ -416,6 +445,58 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
       use("write", () => {
         const { from, to } = parseStoreInput(schemas.leaseOwners, input, "lease owners");
         return s.requestHandover.run(to, capability, lifetime, key, from ?? null).changes === 1;
+      }),
+
+    acquireThreadLease: (input) =>
+      use("write", () => {
+        const request = parseStoreInput(schemas.threadLeaseRequest, input, "thread lease request");
+        return transaction(() => {
+          const taken = s.acquireThreadLease.get(
+            request.threadId,
+            request.runId,
+            request.ownerId,
+            request.ttlMs,
+          );
+          if (taken) return { acquired: true, lease: toThreadLease(taken)! };
+          return { acquired: false, lease: toThreadLease(s.getThreadLeaseRow.get(request.threadId))! };
+        });
+      }),
+
+    renewThreadLeases: (ownerId, ttlInput) =>
+      use("write", () => {
+        const ttlMs = parseStoreInput(schemas.ttlMs, ttlInput, "ttlMs");
+        return s.renewThreadLeases.all(ttlMs, ownerId).map((row) => toThreadLease(row)!);
+      }),
+
+    releaseThreadLease: (threadId, runId) =>
+      use("write", () => {
+        s.releaseThreadLease.run(threadId, runId);
+      }),
+
+    getThreadLease: (threadId) => use("read", () => toThreadLease(s.getLiveThreadLease.get(threadId))),
+
+    appendRunChunks: (input) =>
+      use("write", () => {
+        const batch = parseStoreInput(schemas.runChunks, input, "run chunks");
+        const texts = batch.chunks.map((chunk, index) =>
+          toStoredJson(chunk, `run chunk ${batch.seq + index}`),
+        );
+        transaction(() => {
+          for (const [index, text] of texts.entries())
+            s.insertRunChunk.run(batch.runId, batch.seq + index, text ?? "null");
+        });
+      }),
+
+    listRunChunks: (runId, input = {}) =>
+      use("read", () => {
+        const query = parseStoreInput(schemas.runChunkQuery, input, "run chunk query");
+        return s.listRunChunks.all(runId, query.afterSeq ?? -1).map((row) => toRunChunk(row)!);
+      }),
+
+    pruneRunChunks: (endedBefore) =>
+      use("write", () => {
+        const before = parseStoreInput(schemas.timestamp, endedBefore, "endedBefore");
+        s.pruneRunChunks.run(before);
       }),
 
     heartbeatOwner: (input) =>
@@ -586,11 +667,14 @@ function prepareStatements(db: DatabaseSync) {
   const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id";
   const actionColumns =
     "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
-    "suspend_history, status, created_at, settled_at, answer, inner_call, journal";
+    "suspend_history, status, created_at, settled_at, answer, inner_call, journal, applied_by";
   const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
   const leaseColumns =
     "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
   const ownerColumns = "owner_id, host, pid, started_at, heartbeat_at";
+  const threadLeaseColumns = "thread_id, run_id, owner_id, expires_at";
+  /** The store's clock in milliseconds since the epoch. */
+  const now = "(unixepoch('subsec') * 1000)";
   const newestFirst = "ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT ?";
   return {
     getThread: db.prepare(`SELECT ${threadColumns} FROM threads WHERE id = ?`),
@@ -656,15 +740,16 @@ function prepareStatements(db: DatabaseSync) {
          AND (?2 IS NULL OR status = ?2) ORDER BY created_at, rowid`,
     ),
     upsertAction: db.prepare(
-      `INSERT INTO pending_actions (${actionColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO pending_actions (${actionColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET
          thread_id = excluded.thread_id, run_id = excluded.run_id, tool_call_id = excluded.tool_call_id,
          tool_id = excluded.tool_id, tool_name = excluded.tool_name, input_hash = excluded.input_hash,
          input = excluded.input, kind = excluded.kind, name = excluded.name, payload = excluded.payload,
          suspend_history = excluded.suspend_history, status = excluded.status,
          created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer,
-         inner_call = excluded.inner_call, journal = excluded.journal`,
+         inner_call = excluded.inner_call, journal = excluded.journal, applied_by = excluded.applied_by`,
     ),
+    claimAction: db.prepare("UPDATE pending_actions SET applied_by = ? WHERE id = ? AND applied_by IS NULL"),
     /** The compare-and-set: changes one row only while the status is still the expected one. */
     settleAction: db.prepare(
       `UPDATE pending_actions SET status = ?1,
@@ -694,6 +779,39 @@ function prepareStatements(db: DatabaseSync) {
          heartbeat_at = excluded.heartbeat_at`,
     ),
     listOwners: db.prepare(`SELECT ${ownerColumns} FROM owners ORDER BY started_at, owner_id`),
+
+    /** Takes the lease when there is none or it lapsed (`now` is the store's clock: this host's). */
+    acquireThreadLease: db.prepare(
+      `INSERT INTO thread_leases (${threadLeaseColumns}) VALUES (?1, ?2, ?3, ${now} + ?4)
+         ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, owner_id = excluded.owner_id,
+           expires_at = excluded.expires_at
+         WHERE thread_leases.expires_at <= ${now}
+       RETURNING ${threadLeaseColumns}`,
+    ),
+    getThreadLeaseRow: db.prepare(`SELECT ${threadLeaseColumns} FROM thread_leases WHERE thread_id = ?`),
+    getLiveThreadLease: db.prepare(
+      `SELECT ${threadLeaseColumns} FROM thread_leases WHERE thread_id = ? AND expires_at > ${now}`,
+    ),
+    renewThreadLeases: db.prepare(
+      `UPDATE thread_leases SET expires_at = ${now} + ?1 WHERE owner_id = ?2 AND expires_at > ${now}
+       RETURNING ${threadLeaseColumns}`,
+    ),
+    releaseThreadLease: db.prepare("DELETE FROM thread_leases WHERE thread_id = ? AND run_id = ?"),
+    deleteThreadLease: db.prepare("DELETE FROM thread_leases WHERE thread_id = ?"),
+
+    insertRunChunk: db.prepare(
+      "INSERT INTO run_chunks (run_id, seq, chunk) VALUES (?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING",
+    ),
+    listRunChunks: db.prepare(
+      "SELECT run_id, seq, chunk FROM run_chunks WHERE run_id = ? AND seq > ? ORDER BY seq",
+    ),
+    pruneRunChunks: db.prepare(
+      `DELETE FROM run_chunks WHERE run_id IN
+         (SELECT id FROM runs WHERE status <> 'running' AND ended_at < ?)`,
+    ),
+    deleteThreadRunChunks: db.prepare(
+      "DELETE FROM run_chunks WHERE run_id IN (SELECT id FROM runs WHERE thread_id = ?)",
+    ),
     deleteOwner: db.prepare("DELETE FROM owners WHERE owner_id = ?"),
     listLeases: db.prepare(
       `SELECT ${leaseColumns} FROM leases WHERE (?1 IS NULL OR capability = ?1)
@@ -752,6 +870,7 @@ function actionValues(action: PendingActionRecord): SQLInputValue[] {
     toStoredJson(action.answer, "pending action answer"),
     toStoredJson(action.inner, "pending action inner call"),
     toStoredJson(action.journal, "pending action journal"),
+    action.appliedBy ?? null,
   ];
 }
 
@@ -820,6 +939,7 @@ function toAction(row: Row): PendingActionRecord | undefined {
     answer: fromStoredJson(row.answer as string | null),
     inner: fromStoredJson(row.inner_call as string | null) as PendingActionRecord["inner"],
     journal: fromStoredJson(row.journal as string | null) as PendingActionRecord["journal"],
+    appliedBy: optional<string>(row.applied_by),
   });
 }
 
@@ -847,4 +967,19 @@ function toOwner(row: Row): OwnerRecord | undefined {
     startedAt: row.started_at as number,
     heartbeatAt: row.heartbeat_at as number,
   };
+}
+
+function toThreadLease(row: Row): ThreadLeaseRecord | undefined {
+  if (!row) return undefined;
+  return {
+    threadId: row.thread_id as string,
+    runId: row.run_id as string,
+    ownerId: row.owner_id as string,
+    expiresAt: row.expires_at as number,
+  };
+}
+
+function toRunChunk(row: Row): RunChunkRecord | undefined {
+  if (!row) return undefined;
+  return { runId: row.run_id as string, seq: row.seq as number, chunk: JSON.parse(row.chunk as string) };
 }

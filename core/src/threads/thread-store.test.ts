@@ -22,7 +22,7 @@ interface StoreFixture {
   cleanup(): Promise<void>;
 }
 
-const implementations: Array<{ name: string; create(): Promise<StoreFixture> }> = [
+const implementations: Array<{ name: "memory" | "sqlite" | "postgres"; create(): Promise<StoreFixture> }> = [
   { name: "memory", create: async () => ({ store: createMemoryThreadStore(), cleanup: async () => {} }) },
   {
     name: "sqlite",
@@ -125,6 +125,16 @@ const conversation: UIMessage[] = [
   },
 ];
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function eventually(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 async function expectCode(promise: Promise<unknown>, code: PaiError["code"]): Promise<PaiError> {
   const error = await promise.then(
     () => undefined,
@@ -134,7 +144,7 @@ async function expectCode(promise: Promise<unknown>, code: PaiError["code"]): Pr
   return error as PaiError;
 }
 
-describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
+describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }) => {
   let store: ThreadStore;
   let cleanup: () => Promise<void>;
 
@@ -436,6 +446,24 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
       expect(result.action).toEqual(action({ status: "succeeded", answer: { resume: 1 } }));
     });
 
+    it("lets exactly one run claim an answered action to apply it, and keeps the claim on later writes", async () => {
+      await store.putPendingAction(action({ status: "resumed", answer: { type: "resume", resume: {} } }));
+
+      const claims = await Promise.all([
+        store.claimPendingAction("a1", "run-a"),
+        store.claimPendingAction("a1", "run-b"),
+      ]);
+
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      const winner = claims[0] ? "run-a" : "run-b";
+      expect((await store.getPendingAction("a1"))?.appliedBy).toBe(winner);
+      expect(await store.claimPendingAction("a1", "run-c")).toBe(false);
+      expect(await store.claimPendingAction("missing", "run-c")).toBe(false);
+      await store.settlePendingAction("a1", "resumed", { status: "failed" });
+      expect((await store.getPendingAction("a1"))?.appliedBy).toBe(winner);
+      await expectCode(store.claimPendingAction("a1", ""), "INVALID_ARGUMENT");
+    });
+
     it("keeps the inner call an action waits on and its top-level call's journal, through a settle", async () => {
       const nested = action({
         toolId: "codeMode",
@@ -612,6 +640,170 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
     });
   });
 
+  describe("thread leases", () => {
+    const request = (
+      overrides: Partial<{ threadId: string; runId: string; ownerId: string; ttlMs: number }>,
+    ) => ({
+      threadId: "t1",
+      runId: "r1",
+      ownerId: "a",
+      ttlMs: 60_000,
+      ...overrides,
+    });
+
+    it("lets one run hold a thread, refusing every other (its own owner's too) until it releases it", async () => {
+      const before = Date.now();
+      const first = await store.acquireThreadLease(request({}));
+      expect(first.acquired).toBe(true);
+      expect(first.lease).toMatchObject({ threadId: "t1", runId: "r1", ownerId: "a" });
+      expect(first.lease.expiresAt).toBeGreaterThanOrEqual(before + 59_000);
+
+      const other = await store.acquireThreadLease(request({ runId: "r2", ownerId: "b" }));
+      const same = await store.acquireThreadLease(request({ runId: "r3" }));
+      expect(other).toEqual({ acquired: false, lease: first.lease });
+      expect(same).toEqual({ acquired: false, lease: first.lease });
+      expect(await store.getThreadLease("t1")).toEqual(first.lease);
+      expect((await store.acquireThreadLease(request({ threadId: "t2", runId: "r4" }))).acquired).toBe(true);
+
+      await store.releaseThreadLease("t1", "r2");
+      expect(await store.getThreadLease("t1")).toEqual(first.lease);
+      await store.releaseThreadLease("t1", "r1");
+      expect(await store.getThreadLease("t1")).toBeUndefined();
+      expect((await store.acquireThreadLease(request({ runId: "r2", ownerId: "b" }))).acquired).toBe(true);
+    });
+
+    it("gives exactly one of several processes taking a free thread at once the lease", async () => {
+      const results = await Promise.all(
+        ["a", "b", "c", "d"].map((ownerId) =>
+          store.acquireThreadLease(request({ ownerId, runId: `r-${ownerId}` })),
+        ),
+      );
+
+      expect(results.filter((result) => result.acquired)).toHaveLength(1);
+      const holder = results.find((result) => result.acquired)!.lease;
+      expect(results.map((result) => result.lease)).toEqual([holder, holder, holder, holder]);
+    });
+
+    it("lets a lapsed lease go: it reads as free and another process takes it", async () => {
+      await store.acquireThreadLease(request({ ttlMs: 1 }));
+      await sleep(20);
+
+      expect(await store.getThreadLease("t1")).toBeUndefined();
+      const taken = await store.acquireThreadLease(request({ runId: "r2", ownerId: "b" }));
+      expect(taken.acquired).toBe(true);
+      expect(taken.lease).toMatchObject({ runId: "r2", ownerId: "b" });
+      // The first holder's release comes too late to end the new run's lease.
+      await store.releaseThreadLease("t1", "r1");
+      expect(await store.getThreadLease("t1")).toEqual(taken.lease);
+    });
+
+    it("renews an owner's unexpired leases only", async () => {
+      await store.acquireThreadLease(request({ threadId: "t1", runId: "r1", ttlMs: 300 }));
+      await store.acquireThreadLease(request({ threadId: "t2", runId: "r2", ttlMs: 300 }));
+      await store.acquireThreadLease(request({ threadId: "t3", runId: "r3", ttlMs: 1 }));
+      await store.acquireThreadLease(request({ threadId: "t4", runId: "r4", ownerId: "b", ttlMs: 300 }));
+      await sleep(20);
+
+      const renewed = await store.renewThreadLeases("a", 60_000);
+
+      expect(renewed.map((lease) => lease.threadId).sort()).toEqual(["t1", "t2"]);
+      await sleep(400);
+      expect((await store.getThreadLease("t1"))?.runId).toBe("r1");
+      expect((await store.getThreadLease("t2"))?.expiresAt).toBe(
+        renewed.find((l) => l.threadId === "t2")!.expiresAt,
+      );
+      expect(await store.getThreadLease("t3")).toBeUndefined();
+      expect(await store.getThreadLease("t4")).toBeUndefined();
+      await expectCode(store.renewThreadLeases("a", 0), "INVALID_ARGUMENT");
+      await expectCode(store.acquireThreadLease(request({ runId: "" })), "INVALID_ARGUMENT");
+    });
+  });
+
+  describe("run chunks", () => {
+    const chunks = [
+      { type: "start", messageId: "m2" },
+      { type: "text-delta", id: "t", delta: "Hel" },
+      { type: "text-delta", id: "t", delta: "lo ✓ \u0000" },
+      { type: "data-pai-action", data: { nested: [1, null, "x"] } },
+    ];
+
+    it("stores a run's chunks in order, keeps a chunk written twice as first stored, and reads after a seq", async () => {
+      await store.appendRunChunks({ runId: "r1", seq: 0, chunks: chunks.slice(0, 2) });
+      await store.appendRunChunks({ runId: "r1", seq: 2, chunks: chunks.slice(2) });
+      await store.appendRunChunks({ runId: "r1", seq: 1, chunks: [{ type: "rewritten" }] });
+      await store.appendRunChunks({ runId: "r2", seq: 0, chunks: [{ type: "other run" }] });
+
+      const all = await store.listRunChunks("r1");
+      expect(all).toEqual(chunks.map((chunk, seq) => ({ runId: "r1", seq, chunk })));
+      expect((await store.listRunChunks("r1", { afterSeq: 1 })).map((record) => record.seq)).toEqual([2, 3]);
+      expect(await store.listRunChunks("r1", { afterSeq: 3 })).toEqual([]);
+      expect(await store.listRunChunks("missing")).toEqual([]);
+      await expectCode(store.appendRunChunks({ runId: "r1", seq: -1, chunks: [] }), "INVALID_ARGUMENT");
+      await expectCode(store.appendRunChunks({ runId: "r1", seq: 9, chunks: [1n] }), "INVALID_ARGUMENT");
+    });
+
+    it("prunes the chunks of runs that ended before a time, keeping running and recent runs'", async () => {
+      await store.createRun(run({ id: "old", status: "completed", endedAt: 1000 }));
+      await store.createRun(run({ id: "interrupted", status: "interrupted", endedAt: 1500 }));
+      await store.createRun(run({ id: "live" }));
+      await store.createRun(run({ id: "recent", status: "completed", endedAt: 5000 }));
+      for (const runId of ["old", "interrupted", "live", "recent"])
+        await store.appendRunChunks({ runId, seq: 0, chunks: [{ type: "start" }] });
+
+      await store.pruneRunChunks(2000);
+
+      expect(await store.listRunChunks("old")).toEqual([]);
+      expect(await store.listRunChunks("interrupted")).toEqual([]);
+      expect(await store.listRunChunks("live")).toHaveLength(1);
+      expect(await store.listRunChunks("recent")).toHaveLength(1);
+    });
+
+    it("deletes a thread's run chunks and its thread lease with the thread", async () => {
+      await store.commitRun({ thread: thread(), messages: conversation, run: run() });
+      await store.commitRun({
+        thread: thread({ id: "t2" }),
+        messages: [],
+        run: run({ id: "r2", threadId: "t2" }),
+      });
+      await store.appendRunChunks({ runId: "r1", seq: 0, chunks });
+      await store.appendRunChunks({ runId: "r2", seq: 0, chunks });
+      await store.acquireThreadLease({ threadId: "t1", runId: "r1", ownerId: "a", ttlMs: 60_000 });
+
+      await store.deleteThread("t1");
+
+      expect(await store.listRunChunks("r1")).toEqual([]);
+      expect(await store.getThreadLease("t1")).toBeUndefined();
+      expect(await store.listRunChunks("r2")).toHaveLength(chunks.length);
+    });
+
+    it("wakes a run's watchers on new chunks and on its lease's release (SQLite cannot tell: readers poll)", async () => {
+      if (name === "sqlite") {
+        expect(store.watchRun).toBeUndefined();
+        return;
+      }
+      const woken: string[] = [];
+      const stop = store.watchRun!("r1", () => woken.push("r1"));
+      const other = store.watchRun!("r2", () => woken.push("r2"));
+      await store.acquireThreadLease({ threadId: "t1", runId: "r1", ownerId: "a", ttlMs: 60_000 });
+      // The first notification may wait for the listening connection; the watcher sees a later one.
+      const deadline = Date.now() + 10_000;
+      for (let seq = 0; !woken.includes("r1") && Date.now() < deadline; seq++) {
+        await store.appendRunChunks({ runId: "r1", seq, chunks: [{ type: "start" }] });
+        await sleep(50);
+      }
+      expect(woken).toContain("r1");
+      woken.length = 0;
+      await store.releaseThreadLease("t1", "r1");
+      await eventually(() => woken.includes("r1"));
+      stop();
+      woken.length = 0;
+      await store.appendRunChunks({ runId: "r1", seq: 100, chunks: [{ type: "start" }] });
+      await sleep(200);
+      expect(woken).toEqual([]);
+      other();
+    });
+  });
+
   describe("close", () => {
     it("rejects every method with STORE_CLOSED after close", async () => {
       await store.ensureThread(thread());
@@ -634,6 +826,7 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
       await expectCode(store.getPendingAction("a1"), "STORE_CLOSED");
       await expectCode(store.listPendingActions({}), "STORE_CLOSED");
       await expectCode(store.settlePendingAction("a1", "pending", { status: "cancelled" }), "STORE_CLOSED");
+      await expectCode(store.claimPendingAction("a1", "r1"), "STORE_CLOSED");
       await expectCode(store.putLease(lease()), "STORE_CLOSED");
       await expectCode(store.listLeases(), "STORE_CLOSED");
       await expectCode(store.touchLease("sandbox", "thread", "t1", 1), "STORE_CLOSED");
@@ -651,6 +844,16 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ create }) => {
       );
       await expectCode(store.listOwners(), "STORE_CLOSED");
       await expectCode(store.removeOwner("a"), "STORE_CLOSED");
+      await expectCode(
+        store.acquireThreadLease({ threadId: "t1", runId: "r1", ownerId: "a", ttlMs: 1000 }),
+        "STORE_CLOSED",
+      );
+      await expectCode(store.renewThreadLeases("a", 1000), "STORE_CLOSED");
+      await expectCode(store.releaseThreadLease("t1", "r1"), "STORE_CLOSED");
+      await expectCode(store.getThreadLease("t1"), "STORE_CLOSED");
+      await expectCode(store.appendRunChunks({ runId: "r1", seq: 0, chunks: [] }), "STORE_CLOSED");
+      await expectCode(store.listRunChunks("r1"), "STORE_CLOSED");
+      await expectCode(store.pruneRunChunks(1), "STORE_CLOSED");
     });
   });
 });

@@ -143,6 +143,11 @@ export interface PendingActionRecord {
   inner?: PendingActionInner | undefined;
   /** The top-level call's journal when it suspended: replayed when it resumes. */
   journal?: JournalEntry[] | undefined;
+  /**
+   * The run that applied a resume answer (re-entered `execute` with it). Set once, by
+   * {@link ThreadStore.claimPendingAction}: a run that dies while applying it is never followed by a second execution.
+   */
+  appliedBy?: string | undefined;
 }
 
 export type CapabilityLifetime = "run" | "thread" | "user" | "process";
@@ -181,6 +186,29 @@ export interface OwnerRecord {
   heartbeatAt: number;
 }
 
+/**
+ * Which runtime process runs a thread now: one run at a time across every process sharing the store. Taken before
+ * a run starts (or an answer is stored), renewed by its holder while the run goes on, released when it ends; a
+ * holder that dies stops renewing, and the lease lapses at `expiresAt`.
+ */
+export interface ThreadLeaseRecord {
+  threadId: string;
+  /** The run it was taken for (not started yet while an answer is being stored). */
+  runId: string;
+  /** The runtime process holding it. */
+  ownerId: string;
+  /** When it lapses unless renewed: milliseconds since the epoch on the store's clock, not the caller's. */
+  expiresAt: number;
+}
+
+/** One chunk of a run's UI message stream, stored so that any process sharing the store can follow the run. */
+export interface RunChunkRecord {
+  runId: string;
+  /** 0, 1, 2, … in stream order. */
+  seq: number;
+  chunk: unknown;
+}
+
 /** Everything a run writes when it ends, committed atomically (all or nothing). */
 export interface RunCommit {
   thread: ThreadRecord;
@@ -199,7 +227,10 @@ export interface ThreadStore {
   ensureThread(thread: ThreadRecord): Promise<ThreadRecord>;
   /** Threads of one owner, newest first. */
   listThreads(query: { ownerKey: string; agentId?: string; limit?: number }): Promise<ThreadRecord[]>;
-  /** Deletes the thread and everything recorded on it (messages, runs, tool data, actions, leases). */
+  /**
+   * Deletes the thread and everything recorded on it (messages, runs and their stored chunks, tool data, actions,
+   * capability leases, its thread lease).
+   */
   deleteThread(threadId: string): Promise<void>;
 
   loadMessages(threadId: string): Promise<UIMessage[]>;
@@ -242,6 +273,12 @@ export interface ThreadStore {
     patch: Pick<PendingActionRecord, "status"> & Partial<Pick<PendingActionRecord, "answer" | "settledAt">>,
   ): Promise<{ changed: boolean; action: PendingActionRecord | undefined }>;
 
+  /**
+   * Compare-and-set: records that run `runId` applies the action's answer, only while no run has. True when this
+   * call recorded it; false when another run has (or the action is missing).
+   */
+  claimPendingAction(actionId: string, runId: string): Promise<boolean>;
+
   putLease(lease: LeaseRecord): Promise<void>;
   listLeases(query?: {
     capability?: string;
@@ -270,6 +307,40 @@ export interface ThreadStore {
     key: string,
     owners: { from: string | undefined; to: string },
   ): Promise<boolean>;
+
+  /**
+   * Takes the thread's lease for `runId` by `ownerId` for `ttlMs` (on the store's clock) unless an unexpired lease
+   * holds it — this owner's included: a process runs a thread once at a time too. Returns whether this call took
+   * it and the lease as it stands.
+   */
+  acquireThreadLease(request: {
+    threadId: string;
+    runId: string;
+    ownerId: string;
+    ttlMs: number;
+  }): Promise<{ acquired: boolean; lease: ThreadLeaseRecord }>;
+  /** Extends every unexpired thread lease of `ownerId` to `ttlMs` from now; returns the leases it still holds. */
+  renewThreadLeases(ownerId: string, ttlMs: number): Promise<ThreadLeaseRecord[]>;
+  /** Ends the thread's lease if it is still the one taken for `runId` (otherwise does nothing). */
+  releaseThreadLease(threadId: string, runId: string): Promise<void>;
+  /** The thread's unexpired lease, if any. */
+  getThreadLease(threadId: string): Promise<ThreadLeaseRecord | undefined>;
+
+  /**
+   * Stores chunks of a run's stream: `chunks[i]` gets `seq + i`. A chunk already stored under its `seq` is kept
+   * (a retried write changes nothing).
+   */
+  appendRunChunks(batch: { runId: string; seq: number; chunks: unknown[] }): Promise<void>;
+  /** A run's stored chunks in stream order, those after `afterSeq` when given. */
+  listRunChunks(runId: string, query?: { afterSeq?: number }): Promise<RunChunkRecord[]>;
+  /** Deletes the chunks of runs that ended (any status but `running`) before `endedBefore`. */
+  pruneRunChunks(endedBefore: number): Promise<void>;
+  /**
+   * Calls `onChange` soon after chunks of `runId` are appended, or a thread lease taken for it is released, by
+   * any process — a hint to read again, never the data. Returns the function that stops it. Stores that cannot
+   * tell (SQLite) leave it out: readers poll.
+   */
+  watchRun?(runId: string, onChange: () => void): () => void;
 
   /** Records that `owner` is alive (insert or update). */
   heartbeatOwner(owner: OwnerRecord): Promise<void>;

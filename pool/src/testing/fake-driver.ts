@@ -4,6 +4,8 @@ import type {
   ContainerDriver,
   ContainerEvent,
   ContainerInspection,
+  EngineCheck,
+  EngineInfo,
   ExecOptions,
   ExecResult,
   ExecSession,
@@ -39,6 +41,15 @@ export interface FakeDriverOptions {
    * Replaceable later with `setFailCreate`.
    */
   failCreate?: (attempt: number) => Error | boolean | undefined;
+  /**
+   * The engine's host as `info` reports it (`containersRunning` is counted from the fake's containers).
+   * @default 8 GiB and 4 CPUs
+   */
+  host?: { memoryBytes?: number; cpus?: number };
+  /** The images the engine has (`checkEngine` refuses others). @default every image */
+  images?: readonly string[];
+  /** The runtime `checkEngine` reports for a spec that names none. @default "runc" */
+  defaultRuntime?: string;
   /** Answers `exec`. @default exit 0 with empty output */
   onExec?: (container: FakeContainer, options: ExecOptions) => ExecResult | Promise<ExecResult>;
 }
@@ -51,6 +62,9 @@ export interface FakeDriverCalls {
   inspect: number;
   list: number;
   exec: number;
+  ping: number;
+  info: number;
+  checkEngine: number;
 }
 
 /** An in-memory {@link ContainerDriver} for unit tests, with failure injection and counters. */
@@ -70,6 +84,8 @@ export interface FakeDriver extends ContainerDriver {
   setFailCreate(failCreate: FakeDriverOptions["failCreate"]): void;
   /** When set, every call rejects with `DOCKER_UNAVAILABLE` (the engine went away). */
   setUnavailable(unavailable: boolean): void;
+  /** Makes `ping` answer after `ms` milliseconds (a busy engine); its signal still aborts it. */
+  setPingDelay(ms: number): void;
 }
 
 function delay(ms: number, signal?: AbortSignal): Promise<void> {
@@ -103,9 +119,20 @@ function matches(labels: Record<string, string>, filter: LabelFilter): boolean {
 export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
   const containers = new Map<string, FakeContainer>();
   const subscribers = new Set<{ filter: LabelFilter; onEvent: (event: ContainerEvent) => void }>();
-  const calls: FakeDriverCalls = { create: 0, start: 0, remove: 0, inspect: 0, list: 0, exec: 0 };
+  const calls: FakeDriverCalls = {
+    create: 0,
+    start: 0,
+    remove: 0,
+    inspect: 0,
+    list: 0,
+    exec: 0,
+    ping: 0,
+    info: 0,
+    checkEngine: 0,
+  };
   let failCreate = options.failCreate;
   let unavailable = false;
+  let pingDelayMs = 0;
   let inFlightCreates = 0;
   let peakInFlightCreates = 0;
   let peakContainers = 0;
@@ -286,8 +313,31 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
       };
     },
 
-    async ping() {
+    async ping(callOptions = {}) {
+      calls.ping++;
+      await delay(pingDelayMs, callOptions.signal);
       checkAvailable();
+    },
+
+    async checkEngine(spec): Promise<EngineCheck> {
+      calls.checkEngine++;
+      checkAvailable();
+      if (options.images && !options.images.includes(spec.image)) {
+        throw new PoolError("NOT_FOUND", `Image ${spec.image} is not on the fake engine`, {
+          details: { image: spec.image },
+        });
+      }
+      return { runtime: spec.runtime ?? options.defaultRuntime ?? "runc" };
+    },
+
+    async info(): Promise<EngineInfo> {
+      calls.info++;
+      checkAvailable();
+      return {
+        memoryBytes: options.host?.memoryBytes ?? 8 * 1024 ** 3,
+        cpus: options.host?.cpus ?? 4,
+        containersRunning: [...containers.values()].filter((c) => c.status === "running").length,
+      };
     },
 
     kill(id, killOptions = {}) {
@@ -327,6 +377,10 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
 
     setUnavailable(next) {
       unavailable = next;
+    },
+
+    setPingDelay(ms) {
+      pingDelayMs = ms;
     },
   };
   return driver;

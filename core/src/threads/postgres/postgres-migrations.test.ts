@@ -18,8 +18,10 @@ const storeTables = [
   "messages",
   "owners",
   "pending_actions",
+  "run_chunks",
   "runs",
   "schema_migrations",
+  "thread_leases",
   "threads",
   "tool_data",
 ];
@@ -146,6 +148,48 @@ describe("Postgres thread store migrations", () => {
       });
       expect(await store.claimLease("sandbox", "thread", "t1", { from: undefined, to: "a" })).toBe(true);
       expect(await store.listOwners()).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("upgrades a version-3 store in place: an answered nested action stays, unclaimed, and threads can be leased", async () => {
+    // A store as the approvals release left it: steps 1 to 3, with an answered action waiting below its call.
+    const quoted = `"${schema.name}"`;
+    await schema.sql(`CREATE SCHEMA ${quoted}`);
+    await schema.sql(`CREATE TABLE ${quoted}.schema_migrations
+      (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    for (const step of postgresMigrations.filter((candidate) => candidate.version <= 3)) {
+      await schema.sql(step.sql(quoted));
+      await schema.sql(`INSERT INTO ${quoted}.schema_migrations (version, name) VALUES ($1, $2)`, [
+        step.version,
+        step.name,
+      ]);
+    }
+    await schema.sql(`INSERT INTO ${quoted}.pending_actions (id, thread_id, run_id, tool_call_id, tool_id,
+        tool_name, input_hash, input, kind, name, payload, suspend_history, status, created_at, settled_at, answer,
+        inner_call, journal)
+      VALUES ('a1', 't1', 'r1', 'c1', 'deploy', 'deploy', 'h', '{}', 'suspend', 'default', '"Deploy?"', '[]',
+        'resumed', 1, 2, '{"type":"resume","resume":true}',
+        '{"path":["deploy","check"],"key":"0","toolId":"check","input":{}}', '[]')`);
+
+    expect(await migrate()).toEqual({ from: 3, to: POSTGRES_SCHEMA_VERSION });
+    const store = await createPostgresThreadStore({ pool, schema: schema.name });
+    try {
+      const stored = await store.getPendingAction("a1");
+      expect(stored).toMatchObject({ id: "a1", status: "resumed", inner: { key: "0" }, journal: [] });
+      expect(stored).not.toHaveProperty("appliedBy");
+      expect(await store.claimPendingAction("a1", "r2")).toBe(true);
+      expect(await store.claimPendingAction("a1", "r3")).toBe(false);
+      const taken = await store.acquireThreadLease({
+        threadId: "t1",
+        runId: "r2",
+        ownerId: "o",
+        ttlMs: 10_000,
+      });
+      expect(taken.acquired).toBe(true);
+      await store.appendRunChunks({ runId: "r2", seq: 0, chunks: [{ type: "start" }] });
+      expect(await store.listRunChunks("r2")).toEqual([{ runId: "r2", seq: 0, chunk: { type: "start" } }]);
     } finally {
       await store.close();
     }

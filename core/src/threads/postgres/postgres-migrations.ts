@@ -123,6 +123,26 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       ALTER TABLE ${s}.pending_actions ADD COLUMN journal json;
     `,
   },
+  {
+    version: 4,
+    name: "thread leases (one run of a thread at a time across processes), stored run stream chunks, answers' appliers",
+    sql: (s) => `
+      CREATE TABLE ${s}.thread_leases (
+        thread_id text COLLATE "C" PRIMARY KEY,
+        run_id text COLLATE "C" NOT NULL,
+        owner_id text COLLATE "C" NOT NULL,
+        expires_at double precision NOT NULL
+      );
+      CREATE INDEX thread_leases_owner ON ${s}.thread_leases (owner_id);
+      CREATE TABLE ${s}.run_chunks (
+        run_id text COLLATE "C" NOT NULL,
+        seq integer NOT NULL,
+        chunk json NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      );
+      ALTER TABLE ${s}.pending_actions ADD COLUMN applied_by text COLLATE "C";
+    `,
+  },
 ];
 
 /** The schema version this build writes and the newest it reads. */

@@ -222,6 +222,31 @@ describe("createPostgresThreadStore", () => {
     expect(settled.map((result) => result.action)).toEqual([stored, stored, stored]);
   });
 
+  it("wakes a run's watchers in one store when another store's connections append to it or release its thread", async () => {
+    const follower = await open();
+    const runner = await open();
+    let woken = 0;
+    const stop = follower.watchRun!("r1", () => {
+      woken += 1;
+    });
+    await runner.acquireThreadLease({ threadId: "t1", runId: "r1", ownerId: "a", ttlMs: 60_000 });
+    // The follower's listening connection comes up in the background: append until it hears one.
+    const deadline = Date.now() + 10_000;
+    for (let seq = 0; woken === 0 && Date.now() < deadline; seq++) {
+      await runner.appendRunChunks({ runId: "r1", seq, chunks: [{ type: "start" }] });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(woken).toBeGreaterThan(0);
+    const before = woken;
+    await runner.releaseThreadLease("t1", "r1");
+    while (woken === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(woken).toBeGreaterThan(before);
+    stop();
+    // Closing a store with a watch still on ends its listening connection too.
+    follower.watchRun!("r2", () => {});
+    await follower.close();
+  });
+
   it("keeps the old messages, thread and run when a commit fails midway", async () => {
     const store = await open();
     await store.commitRun({ thread, messages: conversation, run });

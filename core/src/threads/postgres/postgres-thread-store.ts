@@ -16,13 +16,16 @@ import type {
   OwnerRecord,
   PendingActionRecord,
   PendingActionStatus,
+  RunChunkRecord,
   RunRecord,
   RunStatus,
+  ThreadLeaseRecord,
   ThreadRecord,
   ThreadStore,
   ToolDataRecord,
 } from "../thread-store.ts";
 import { migratePostgresSchema, quoteIdentifier } from "./postgres-migrations.ts";
+import { createPostgresRunWatcher, RUN_CHANNEL } from "./postgres-run-watcher.ts";
 import { toPostgresStoreError } from "./postgres-store-error.ts";
 
 interface PostgresThreadStoreCommonOptions {
@@ -197,6 +200,10 @@ export async function createPostgresThreadStore(
     });
     return result.rows;
   }
+
+  const watcher = createPostgresRunWatcher({ pool, schema });
+  /** What a notification about `runId` carries (the channel is shared by every schema of the database). */
+  const notice = (runId: string) => `${schema}:${runId}`;
 
   let closed = false;
   let closing: Promise<void> | undefined;
@@ -385,6 +392,12 @@ export async function createPostgresThreadStore(
         return { changed: false, action: toAction((await query("getAction", [actionId]))[0]) };
       }),
 
+    claimPendingAction: (actionId, runId) =>
+      use("write", async () => {
+        const applier = parseStoreInput(schemas.id, runId, "run id");
+        return (await query("claimAction", [actionId, applier])).length === 1;
+      }),
+
     putLease: (input) =>
       use("write", async () => {
         const lease = parseStoreInput(schemas.lease, input, "lease");
@@ -435,6 +448,56 @@ export async function createPostgresThreadStore(
         return (await query("requestHandover", [capability, lifetime, key, from ?? null, to])).length === 1;
       }),
 
+    acquireThreadLease: (input) =>
+      use("write", async () => {
+        const request = parseStoreInput(schemas.threadLeaseRequest, input, "thread lease request");
+        const values = [request.threadId, request.runId, request.ownerId, request.ttlMs];
+        // Empty only when another connection inserted the lease during the statement: read again.
+        for (;;) {
+          const [row] = await query("acquireThreadLease", values);
+          if (row) return { acquired: row.acquired as boolean, lease: toThreadLease(row)! };
+        }
+      }),
+
+    renewThreadLeases: (ownerId, ttlInput) =>
+      use("write", async () => {
+        const ttlMs = parseStoreInput(schemas.ttlMs, ttlInput, "ttlMs");
+        return (await query("renewThreadLeases", [ownerId, ttlMs])).map((row) => toThreadLease(row)!);
+      }),
+
+    releaseThreadLease: (threadId, runId) =>
+      use("write", async () => {
+        await query("releaseThreadLease", [threadId, runId, notice(runId)]);
+      }),
+
+    getThreadLease: (threadId) =>
+      use("read", async () => toThreadLease((await query("getThreadLease", [threadId]))[0])),
+
+    appendRunChunks: (input) =>
+      use("write", async () => {
+        const batch = parseStoreInput(schemas.runChunks, input, "run chunks");
+        const text = toStoredJson(batch.chunks, "run chunks") ?? "[]";
+        await query("appendRunChunks", [batch.runId, batch.seq, text, notice(batch.runId)]);
+      }),
+
+    listRunChunks: (runId, input = {}) =>
+      use("read", async () => {
+        const filter = parseStoreInput(schemas.runChunkQuery, input, "run chunk query");
+        const rows = await query("listRunChunks", [runId, filter.afterSeq ?? -1]);
+        return rows.map((row) => toRunChunk(row)!);
+      }),
+
+    pruneRunChunks: (endedBefore) =>
+      use("write", async () => {
+        const before = parseStoreInput(schemas.timestamp, endedBefore, "endedBefore");
+        await query("pruneRunChunks", [before]);
+      }),
+
+    watchRun(runId, onChange) {
+      if (closed) throw storeClosedError();
+      return watcher.watch(runId, onChange);
+    },
+
     heartbeatOwner: (input) =>
       use("write", async () => {
         const owner = parseStoreInput(schemas.owner, input, "owner");
@@ -458,6 +521,7 @@ export async function createPostgresThreadStore(
       closing ??= (async () => {
         closed = true;
         await Promise.all(inFlight);
+        watcher.close();
         if (!ownPool) return;
         try {
           await pool.end();
@@ -498,11 +562,14 @@ function statements(s: string) {
   const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id";
   const actionColumns =
     "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
-    "suspend_history, status, created_at, settled_at, answer, inner_call, journal";
+    "suspend_history, status, created_at, settled_at, answer, inner_call, journal, applied_by";
   const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
   const leaseColumns =
     "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
   const ownerColumns = "owner_id, host, pid, started_at, heartbeat_at";
+  const threadLeaseColumns = "thread_id, run_id, owner_id, expires_at";
+  /** The server's clock in milliseconds since the epoch: every process reads lease expiry on the same clock. */
+  const now = "(extract(epoch FROM clock_timestamp()) * 1000)::double precision";
   const runUpdate = `thread_id = excluded.thread_id, agent_id = excluded.agent_id, status = excluded.status,
     started_at = excluded.started_at, ended_at = excluded.ended_at, error = excluded.error,
     owner_id = excluded.owner_id`;
@@ -520,7 +587,10 @@ function statements(s: string) {
         runs AS (DELETE FROM ${s}.runs WHERE thread_id = $1),
         actions AS (DELETE FROM ${s}.pending_actions WHERE thread_id = $1),
         tool_data AS (DELETE FROM ${s}.tool_data WHERE thread_id = $1),
-        messages AS (DELETE FROM ${s}.messages WHERE thread_id = $1)
+        messages AS (DELETE FROM ${s}.messages WHERE thread_id = $1),
+        chunks AS (DELETE FROM ${s}.run_chunks
+          WHERE run_id IN (SELECT id FROM ${s}.runs WHERE thread_id = $1)),
+        thread_lease AS (DELETE FROM ${s}.thread_leases WHERE thread_id = $1)
       DELETE FROM ${s}.threads WHERE id = $1`,
 
     loadMessages: `SELECT coalesce(json_agg(message ORDER BY position), '[]') AS messages
@@ -569,13 +639,16 @@ function statements(s: string) {
       WHERE ($1::text IS NULL OR thread_id = $1) AND ($2::text IS NULL OR status = $2)
       ORDER BY created_at, ordinal`,
     upsertAction: `INSERT INTO ${s}.pending_actions (${actionColumns})
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
       ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, run_id = excluded.run_id,
         tool_call_id = excluded.tool_call_id, tool_id = excluded.tool_id, tool_name = excluded.tool_name,
         input_hash = excluded.input_hash, input = excluded.input, kind = excluded.kind, name = excluded.name,
         payload = excluded.payload, suspend_history = excluded.suspend_history, status = excluded.status,
         created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer,
-        inner_call = excluded.inner_call, journal = excluded.journal`,
+        inner_call = excluded.inner_call, journal = excluded.journal, applied_by = excluded.applied_by`,
+    /** The applier's compare-and-set: of two runs, the second finds it set. */
+    claimAction: `UPDATE ${s}.pending_actions SET applied_by = $2 WHERE id = $1 AND applied_by IS NULL
+      RETURNING id`,
     /**
      * The compare-and-set. Of two connections settling one action, the second waits for the first's row lock,
      * then finds the status changed and updates nothing.
@@ -606,6 +679,43 @@ function statements(s: string) {
         started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
     listOwners: `SELECT ${ownerColumns} FROM ${s}.owners ORDER BY started_at, owner_id`,
     deleteOwner: `DELETE FROM ${s}.owners WHERE owner_id = $1`,
+
+    /**
+     * Takes the lease when there is none or it lapsed, in one statement: the row as it stands afterwards, with
+     * whether this statement took it. (Of two connections taking a lapsed lease, the second waits for the first's
+     * row lock, then finds it unexpired.)
+     */
+    acquireThreadLease: `WITH taken AS (
+        INSERT INTO ${s}.thread_leases (${threadLeaseColumns})
+          VALUES ($1, $2, $3, ${now} + $4::double precision)
+        ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, owner_id = excluded.owner_id,
+          expires_at = excluded.expires_at
+          WHERE thread_leases.expires_at <= ${now}
+        RETURNING ${threadLeaseColumns})
+      SELECT ${threadLeaseColumns}, true AS acquired FROM taken
+      UNION ALL
+      SELECT ${threadLeaseColumns}, false AS acquired FROM ${s}.thread_leases
+        WHERE thread_id = $1 AND NOT EXISTS (SELECT 1 FROM taken)`,
+    renewThreadLeases: `UPDATE ${s}.thread_leases SET expires_at = ${now} + $2::double precision
+      WHERE owner_id = $1 AND expires_at > ${now} RETURNING ${threadLeaseColumns}`,
+    /** Wakes the run's followers in every process: the run is over (or its thread was taken from it). */
+    releaseThreadLease: `WITH released AS (
+        DELETE FROM ${s}.thread_leases WHERE thread_id = $1 AND run_id = $2 RETURNING run_id)
+      SELECT pg_notify('${RUN_CHANNEL}', $3::text) FROM released`,
+    getThreadLease: `SELECT ${threadLeaseColumns} FROM ${s}.thread_leases
+      WHERE thread_id = $1 AND expires_at > ${now}`,
+
+    /** The chunks and the notification that wakes the run's followers go in one statement. */
+    appendRunChunks: `WITH written AS (
+        INSERT INTO ${s}.run_chunks (run_id, seq, chunk)
+          SELECT $1, $2::integer + (ordinality - 1)::integer, value
+          FROM json_array_elements($3::json) WITH ORDINALITY
+        ON CONFLICT (run_id, seq) DO NOTHING)
+      SELECT pg_notify('${RUN_CHANNEL}', $4::text)`,
+    listRunChunks: `SELECT run_id, seq, chunk FROM ${s}.run_chunks WHERE run_id = $1 AND seq > $2
+      ORDER BY seq`,
+    pruneRunChunks: `DELETE FROM ${s}.run_chunks AS chunks USING ${s}.runs AS runs
+      WHERE chunks.run_id = runs.id AND runs.status <> 'running' AND runs.ended_at < $1`,
   };
 }
 
@@ -655,6 +765,7 @@ function actionValues(action: PendingActionRecord): unknown[] {
     toStoredJson(action.answer, "pending action answer"),
     toStoredJson(action.inner, "pending action inner call"),
     toStoredJson(action.journal, "pending action journal"),
+    action.appliedBy ?? null,
   ];
 }
 
@@ -727,6 +838,7 @@ function toAction(row: Row | undefined): PendingActionRecord | undefined {
     answer: json(row.answer),
     inner: json(row.inner_call) as PendingActionRecord["inner"],
     journal: json(row.journal) as PendingActionRecord["journal"],
+    appliedBy: optional<string>(row.applied_by),
   });
 }
 
@@ -754,4 +866,19 @@ function toOwner(row: Row | undefined): OwnerRecord | undefined {
     startedAt: row.started_at as number,
     heartbeatAt: row.heartbeat_at as number,
   };
+}
+
+function toThreadLease(row: Row | undefined): ThreadLeaseRecord | undefined {
+  if (!row) return undefined;
+  return {
+    threadId: row.thread_id as string,
+    runId: row.run_id as string,
+    ownerId: row.owner_id as string,
+    expiresAt: row.expires_at as number,
+  };
+}
+
+function toRunChunk(row: Row | undefined): RunChunkRecord | undefined {
+  if (!row) return undefined;
+  return { runId: row.run_id as string, seq: row.seq as number, chunk: json(row.chunk) };
 }
