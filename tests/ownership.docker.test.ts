@@ -303,6 +303,13 @@ describe.skipIf(dockerOptedOut)(
       );
       expect(stdoutOf(await d.run("tK", "sh", "cat k.txt"))).toBe("keep\n");
       expect(stdoutOf(await d.run("tB", "sh", "cat b.txt"))).toBe("b\n");
+      // Once its binding has reaped them, D forgets the dead owners (at its next reconcile pass).
+      await waitFor(
+        async () =>
+          (await withStore((store) => store.listOwners())).every((owner) => owner.ownerId === d.ownerId),
+        "the dead owners to be forgotten",
+        FREED_WITHIN_MS,
+      );
       await d.close();
       expect([...(await engine()).keys()]).toEqual([]);
       expect(await leaseRecords()).toEqual([]);
