@@ -10,6 +10,7 @@ import {
   type MultiEnginePoolMetrics,
   type PoolEngine,
 } from "./multi-engine-pool.ts";
+import { PoolError } from "./pool-error.ts";
 import { createPoolEvents, type PoolEvents } from "./pool-events.ts";
 import { specHash } from "./spec-hash.ts";
 
@@ -104,6 +105,11 @@ export interface ReapContext {
   keepResourceIds: readonly string[];
   /** Owners the runtime's store knows to be dead: their containers are removed. */
   deadOwnerIds: ReadonlySet<string>;
+  /**
+   * Containers of leases the runtime ended without reattaching them: each managed one still there is removed,
+   * whatever its owner label (an adopted container keeps its creator's, and the creator may be gone).
+   */
+  orphanResourceIds?: readonly string[];
 }
 
 /** The lifecycle a capability binding needs from a warm pool: start, provision, reattach, reap, close. */
@@ -128,8 +134,10 @@ export interface PooledBinding<RESOURCE> {
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
   /**
    * Removes the managed containers of this binding's engines that no kept lease names and whose owner is known
-   * dead (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`), on
-   * every reachable engine.
+   * dead (any pool id), this pool id's containers without an owner (see `ContainerPool.reapStrays`), and the
+   * managed containers `orphanResourceIds` names that this pool does not hold, on every reachable engine.
+   * @throws PoolError `CONTAINER_FAILED` when some could not be removed (after trying them all), or
+   * `DOCKER_UNAVAILABLE` when an engine could not be reaped (unreachable, or its reap failed)
    */
   reapUnowned(context: ReapContext): Promise<void>;
   /**
@@ -291,7 +299,26 @@ export function createPooledBinding<STATE, RESOURCE extends PooledResource>(
     },
     async reapUnowned(context) {
       const current = await ready();
-      await current.reapStrays({ keep: context.keepResourceIds, deadOwners: context.deadOwnerIds });
+      const { failed, unreached } = await current.reapStrays({
+        keep: context.keepResourceIds,
+        deadOwners: context.deadOwnerIds,
+        orphans: context.orphanResourceIds ?? [],
+      });
+      // The runtime forgets dead owners only once they are reaped: a failure must reach it.
+      if (failed.length > 0) {
+        throw new PoolError(
+          "CONTAINER_FAILED",
+          `${options.name} binding: could not remove ${failed.length} stray containers`,
+          { details: { containerIds: failed } },
+        );
+      }
+      if (unreached.length > 0) {
+        throw new PoolError(
+          "DOCKER_UNAVAILABLE",
+          `${options.name} binding: could not reap strays on engines ${unreached.join(", ")}`,
+          { details: { engineIds: unreached } },
+        );
+      }
     },
     async close() {
       closed = true;
