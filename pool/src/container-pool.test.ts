@@ -411,6 +411,52 @@ describe("createContainerPool", () => {
   });
 
   describe("hibernation", () => {
+    it("detaches a hibernated lease as it is (stopped, out of max, never hibernated here); its adopter wakes it", async () => {
+      const driver = createFakeDriver();
+      let teardowns = 0;
+      const pool = makePool(driver, {
+        min: 0,
+        max: 1,
+        poolId: "handover",
+        hibernateAfterMs: 0,
+        teardown: () => {
+          teardowns++;
+        },
+      });
+      const sleeper = await pool.acquire({ leaseKey: "thread:run" });
+      sleeper.idle();
+      // Detached while it hibernates: the hibernation finishes first, and the teardown runs once.
+      const hibernating = sleeper.hibernate();
+      await sleeper.detach();
+      await hibernating;
+      expect(teardowns).toBe(1);
+      expect(driver.containers.get(sleeper.containerId)?.status).toBe("exited");
+      expect(pool.metrics()).toMatchObject({ size: 0, borrowed: 0, hibernated: 0 });
+      await expect(sleeper.wake()).rejects.toMatchObject({ code: "NOT_FOUND" });
+      // Its one slot is free exactly once: one new lease fits, a second waits.
+      const next = await pool.acquire({ leaseKey: "thread:next" });
+      expect(pool.metrics().size).toBe(1);
+      await expect(
+        pool.acquire({ leaseKey: "thread:more", signal: AbortSignal.timeout(100) }),
+      ).rejects.toThrow();
+      await next.release();
+
+      // Another process takes it over: adopted as a hibernated lease, started by its first wake.
+      const other = makePool(driver, { min: 0, poolId: "handover" });
+      const adopted = await other.adopt(sleeper.containerId, { leaseKey: "thread:run" });
+      expect(adopted.hibernated).toBe(true);
+      expect(await adopted.wake()).toBe(true);
+      expect(driver.containers.get(sleeper.containerId)?.status).toBe("running");
+      // A running lease detached stays running and out of this pool's hands too.
+      const kept = await other.acquire({ leaseKey: "thread:kept" });
+      kept.idle();
+      await kept.detach();
+      await new Promise((resolve) => setTimeout(resolve, 100)); // sweeps pass: it is not hibernated
+      expect(driver.containers.get(kept.containerId)?.status).toBe("running");
+      await adopted.release();
+      await driver.remove(kept.containerId);
+    });
+
     it("stops a lease idle past hibernateAfterMs, frees its room and wakes it on use with a new state", async () => {
       const driver = createFakeDriver();
       let setups = 0;

@@ -153,6 +153,15 @@ export interface Lease<STATE = undefined> {
    * Rejects (after the pool has forgotten the container) when the engine fails to remove it.
    */
   release(): Promise<void>;
+  /**
+   * Forgets the container without removing it: it stays for whoever takes it over (a lease handed over to
+   * another process, which `adopt`s it). `teardown` runs, and it no longer counts against `max`. It is left as
+   * it is: running, or stopped when hibernated (a hibernation under way finishes first), and `adopt` then takes
+   * it as a hibernated lease that its first `wake()` starts. This pool never hibernates a detached container
+   * (it is no longer this pool's), and `wake()` on the detached lease rejects with `NOT_FOUND`. Idempotent;
+   * after it (or `release`) the other is a no-op.
+   */
+  detach(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -190,6 +199,12 @@ export interface ReapStraysOptions {
    * an owner unknown to the caller may be a live process of another app or store on the same engine.
    */
   deadOwners?: Iterable<string>;
+  /**
+   * Full ids of managed containers removed whatever their owner label, unless this pool holds them or `keep`
+   * names them: the containers of leases the caller ended without taking them over (one handed over between
+   * processes keeps its creator's label, and the creator may be gone). Ids not on this engine are ignored.
+   */
+  orphans?: Iterable<string>;
   signal?: AbortSignal;
 }
 
@@ -271,7 +286,8 @@ export interface ContainerPool<STATE = undefined> {
   /**
    * Removes the engine's stray managed containers, except those in `keep` and those this pool object holds:
    * containers of this pool id that carry no owner or this pool's owner, and containers of any pool id whose
-   * owner is one of `deadOwners`. A container of any other owner is never removed.
+   * owner is one of `deadOwners`, and the `orphans` (whatever their owner). A container of any other owner is
+   * never removed.
    */
   reapStrays(options?: ReapStraysOptions): Promise<{ removed: string[]; failed: string[] }>;
   /** Resolves when `min` containers are ready (or as many as `max` leaves room for). */
@@ -462,6 +478,8 @@ export function createContainerPool<STATE = undefined>(
   const containers = new Map<string, Entry<STATE>>();
   /** Ids created by this pool and not yet removed (including ones whose removal failed). */
   const knownIds = new Set<string>();
+  /** Containers this pool let go of running (detached, or kept leased at close): no longer its own creations. */
+  const letGo = new Set<string>();
   const removals = new Set<Promise<unknown>>();
   const waiters = new Set<{ reject: (error: unknown) => void }>();
   let creating = 0;
@@ -515,6 +533,30 @@ export function createContainerPool<STATE = undefined>(
     removals.add(removal);
     void removal.finally(() => removals.delete(removal));
     return removal;
+  }
+
+  /** Lets go of a leased container without removing it (see `Lease.detach`). */
+  function forgetEntry(entry: Entry<STATE>): Promise<{ ok: boolean; error?: unknown }> {
+    if (entry.removal) return entry.removal;
+    entry.phase = "removing";
+    const forgetting = (async () => {
+      try {
+        // A hibernation under way finishes first: the container is let go of stopped, as a hibernated lease.
+        await entry.transition?.catch(() => undefined);
+        if (!entry.tornDown) await runTeardown(entry.id, entry.state);
+        return { ok: true };
+      } finally {
+        containers.delete(entry.id);
+        knownIds.delete(entry.id);
+        letGo.add(entry.id);
+        if (entry.permit) capacity.release();
+        entry.permit = false;
+      }
+    })();
+    entry.removal = forgetting;
+    removals.add(forgetting);
+    void forgetting.finally(() => removals.delete(forgetting));
+    return forgetting;
   }
 
   /** Runs the `teardown` hook; its failure is reported, never thrown. */
@@ -701,13 +743,14 @@ export function createContainerPool<STATE = undefined>(
       { labels: { [poolLabels.managed]: "true" } },
       reapOptions.signal ? { signal: reapOptions.signal } : {},
     );
+    const orphans = new Set(reapOptions.orphans ?? []);
     const strays = rows.filter(
       (row) =>
-        isStray(row.labels) &&
         !isKept(row.id) &&
         !containers.has(row.id) &&
         !knownIds.has(row.id) &&
-        row.labels[poolLabels.instance] !== instanceId,
+        (orphans.has(row.id) ||
+          (isStray(row.labels) && (row.labels[poolLabels.instance] !== instanceId || letGo.has(row.id)))),
     );
     const removed: string[] = [];
     const failed: string[] = [];
@@ -745,13 +788,14 @@ export function createContainerPool<STATE = undefined>(
 
   function makeLease(entry: Entry<STATE>, leaseKey: string, adopted: boolean): Lease<STATE> {
     const acquiredAt = new Date();
-    let releasing: Promise<void> | undefined;
-    const release = () => {
-      releasing ??= removeEntry(entry, closed ? "close" : "release").then((result) => {
+    let ending: Promise<void> | undefined;
+    const end = (how: () => Promise<{ ok: boolean; error?: unknown }>) => {
+      ending ??= how().then((result) => {
         if (!result.ok) throw result.error;
       });
-      return releasing;
+      return ending;
     };
+    const release = () => end(() => removeEntry(entry, closed ? "close" : "release"));
     const lease: Lease<STATE> = {
       containerId: entry.id,
       leaseKey,
@@ -764,6 +808,7 @@ export function createContainerPool<STATE = undefined>(
       adopted,
       acquiredAt,
       release,
+      detach: () => end(() => forgetEntry(entry)),
       wake: (wakeOptions = {}) => wakeEntry(entry, wakeOptions.signal),
       idle() {
         if (!entry.busy) return;
@@ -1103,6 +1148,7 @@ export function createContainerPool<STATE = undefined>(
     };
     containers.set(containerId, entry);
     knownIds.add(containerId);
+    letGo.delete(containerId);
     try {
       if (options.setup && !hibernated) {
         const setupSignal = signal
@@ -1190,12 +1236,11 @@ export function createContainerPool<STATE = undefined>(
       for (const waiter of [...waiters]) waiter.reject(closedError());
       await drained.catch(() => {});
       await generic.clear().catch(() => {});
-      /** Leased containers left running for whoever recorded them. */
-      const kept = new Set<string>();
       const teardowns: Promise<void>[] = [];
       for (const entry of [...containers.values()]) {
         if (closeOptions.keepLeased && entry.phase === "leased") {
-          kept.add(entry.id);
+          // Left running for whoever recorded it.
+          letGo.add(entry.id);
           containers.delete(entry.id);
           knownIds.delete(entry.id);
           if (!entry.tornDown) teardowns.push(runTeardown(entry.id, entry.state));
@@ -1209,7 +1254,7 @@ export function createContainerPool<STATE = undefined>(
       const leftovers = new Set(knownIds);
       try {
         for (const row of await driver.list({ labels: { [poolLabels.instance]: instanceId } }))
-          if (!kept.has(row.id)) leftovers.add(row.id);
+          if (!letGo.has(row.id)) leftovers.add(row.id);
       } catch (error) {
         events.emit("error", { operation: "destroy", error });
       }

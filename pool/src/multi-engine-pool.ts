@@ -167,8 +167,13 @@ export interface MultiEnginePool<STATE = undefined> {
    * unreachable, and what `ContainerPool.adopt` throws.
    */
   adopt(containerId: string, options?: AdoptOptions & { engineId?: string }): Promise<EngineLease<STATE>>;
-  /** `ContainerPool.reapStrays` on every reachable engine; an engine that fails is reported as an `error` event. */
-  reapStrays(options?: ReapStraysOptions): Promise<{ removed: string[]; failed: string[] }>;
+  /**
+   * `ContainerPool.reapStrays` on every reachable engine; an engine that fails is reported as an `error` event.
+   * `unreached` names the engines not reaped (unreachable, or failed): what dead owners left there is still there.
+   */
+  reapStrays(
+    options?: ReapStraysOptions,
+  ): Promise<{ removed: string[]; failed: string[]; unreached: string[] }>;
   /**
    * Resolves when every reachable engine that could be prepared has its `min` containers ready; rejects when one
    * of them cannot warm, or when no engine answers or can be prepared (with the preparation's error).
@@ -587,9 +592,9 @@ export function createMultiEnginePool<STATE = undefined>(
         events.emit("lost", { engineId: record.id, containerId, leaseKey, error: lostError });
       },
     });
-    let releasing: Promise<void> | undefined;
+    let ending: Promise<void> | undefined;
     const release = () => {
-      releasing ??= (async () => {
+      ending ??= (async () => {
         record.leases.delete(containerId);
         try {
           await lease.release();
@@ -599,7 +604,15 @@ export function createMultiEnginePool<STATE = undefined>(
           if (!lostError) throw error;
         }
       })();
-      return releasing;
+      return ending;
+    };
+    // A lost container stays among the lost ones: removed once its engine answers, whoever took it over.
+    const detach = () => {
+      ending ??= (async () => {
+        record.leases.delete(containerId);
+        await lease.detach();
+      })();
+      return ending;
     };
     return {
       containerId,
@@ -627,6 +640,7 @@ export function createMultiEnginePool<STATE = undefined>(
       idle: () => lease.idle(),
       hibernate: () => (lostError ? Promise.reject(lostError) : lease.hibernate()),
       release,
+      detach,
       [Symbol.asyncDispose]: release,
     };
   }
@@ -713,14 +727,19 @@ export function createMultiEnginePool<STATE = undefined>(
 
   async function reapStrays(reapOptions: ReapStraysOptions = {}) {
     await firstChecks;
+    const unreached: string[] = [];
     const results = await Promise.all(
       records.map(async (record) => {
-        if (record.status === "unreachable") return { removed: [], failed: [] };
+        if (record.status === "unreachable") {
+          unreached.push(record.id);
+          return { removed: [], failed: [] };
+        }
         try {
           return await (await ensurePool(record)).reapStrays(reapOptions);
         } catch (error) {
           if (reapOptions.signal?.aborted) throw reapOptions.signal.reason;
           events.emit("error", { operation: "reap", error, engineId: record.id });
+          unreached.push(record.id);
           return { removed: [], failed: [] };
         }
       }),
@@ -728,6 +747,7 @@ export function createMultiEnginePool<STATE = undefined>(
     return {
       removed: results.flatMap((result) => result.removed),
       failed: results.flatMap((result) => result.failed),
+      unreached,
     };
   }
 

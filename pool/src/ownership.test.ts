@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type ContainerPool, type ContainerPoolOptions, createContainerPool } from "./container-pool.ts";
 import { poolLabels } from "./labels.ts";
+import { PoolError } from "./pool-error.ts";
 import { createPooledBinding } from "./pooled-binding.ts";
 import { createFakeDriver, type FakeDriver } from "./testing/fake-driver.ts";
 
@@ -105,6 +106,46 @@ describe("container ownership", () => {
     expect(driver.containers.size).toBe(0);
     expect(teardowns.filter((id) => id === lease.containerId)).toHaveLength(1);
   });
+
+  it("detach() lets a leased container go running: it frees its place under max and survives close", async () => {
+    const driver = createFakeDriver();
+    const teardowns: string[] = [];
+    const pool = makePool(driver, {
+      min: 0,
+      max: 1,
+      acquireTimeoutMs: 200,
+      ownerId: "me",
+      teardown: ({ containerId }) => {
+        teardowns.push(containerId);
+      },
+    });
+    const first = await pool.acquire({ leaseKey: "thread:1" });
+    await expect(pool.acquire({ leaseKey: "thread:2" })).rejects.toMatchObject({ code: "POOL_EXHAUSTED" });
+    await first.detach();
+    await first.release(); // a no-op once detached
+    expect(teardowns).toEqual([first.containerId]);
+    expect(pool.metrics().borrowed).toBe(0);
+    const second = await pool.acquire({ leaseKey: "thread:2" });
+    await pool.close();
+    expect([...driver.containers.keys()]).toEqual([first.containerId]);
+    expect(driver.containers.get(first.containerId)?.status).toBe("running");
+    expect(driver.containers.has(second.containerId)).toBe(false);
+  });
+
+  it("reaps a container it let go of once no one keeps it, and can adopt it back", async () => {
+    const driver = createFakeDriver();
+    const pool = makePool(driver, { poolId: "sandbox", min: 0, ownerId: "me" });
+    const handedOver = await pool.acquire({ leaseKey: "thread:1" });
+    await handedOver.detach();
+    // Another process holds it now (its lease record names it): kept.
+    expect((await pool.reapStrays({ keep: [handedOver.containerId] })).removed).toEqual([]);
+    // Handed back: this pool adopts it, and then holds it again.
+    const back = await pool.adopt(handedOver.containerId, { leaseKey: "thread:1" });
+    expect((await pool.reapStrays()).removed).toEqual([]);
+    await back.detach();
+    // No lease names it any more: it is this owner's stray.
+    expect((await pool.reapStrays()).removed).toEqual([handedOver.containerId]);
+  });
 });
 
 describe("createPooledBinding ownership", () => {
@@ -171,6 +212,36 @@ describe("createPooledBinding ownership", () => {
     }
   });
 
+  it("removes the orphans the runtime names whatever their owner label, except those it holds or keeps", async () => {
+    const driver = createFakeDriver();
+    const pooled = binding(driver, "pai-sandbox-5");
+    try {
+      await pooled.start({ ownerId: "me" });
+      const { resourceId: held } = await pooled.provision({
+        leaseKey: "thread:h",
+        signal: new AbortController().signal,
+      });
+      // Handed over by an owner that has since closed (it is in no store), then its new holder's lease ended.
+      const handedOver = driver.addContainer(labelled("pai-sandbox-5", "closed-cleanly"));
+      const otherPool = driver.addContainer(labelled("browser", "someone"));
+      const kept = driver.addContainer(labelled("pai-sandbox-5", "someone"));
+      const unmanaged = driver.addContainer({ [poolLabels.owner]: "someone" });
+
+      await pooled.reapUnowned({
+        keepResourceIds: [kept],
+        deadOwnerIds: new Set(),
+        orphanResourceIds: [handedOver, otherPool, held, kept, unmanaged, "gone"],
+      });
+
+      expect(driver.containers.has(handedOver)).toBe(false);
+      expect(driver.containers.has(otherPool)).toBe(false);
+      for (const id of [held, kept, unmanaged]) expect(driver.containers.has(id)).toBe(true);
+      await Promise.all([kept, unmanaged].map((id) => driver.remove(id)));
+    } finally {
+      await pooled.close();
+    }
+  });
+
   it("refuses to start again for another owner", async () => {
     const driver = createFakeDriver();
     const pooled = binding(driver, "pai-sandbox-3");
@@ -194,5 +265,95 @@ describe("createPooledBinding ownership", () => {
     await pooled.close();
     expect([...driver.containers.keys()]).toEqual([kept]);
     await driver.remove(kept);
+  });
+});
+
+describe("createPooledBinding ownership on several engines", () => {
+  /** A binding over two fake engines, whose health checks notice a lost engine within milliseconds. */
+  function twoEngines(one: FakeDriver, two: FakeDriver, poolId: string) {
+    return createPooledBinding<undefined, object, unknown>({
+      name: "sandbox",
+      engines: [
+        { id: "one", driver: one },
+        { id: "two", driver: two },
+      ],
+      poolId,
+      pool: { min: 0, max: 4, acquireTimeoutMs: 2_000 },
+      tuning: { engineChecks: { intervalMs: 20, timeoutMs: 200, backoff: { initialMs: 20, maxMs: 40 } } },
+      closedError: () => new Error("closed"),
+      preparePool: async () => ({ image: spec.image, spec }),
+      facadeOf: () => ({ facade: {} }),
+    });
+  }
+
+  it("removes the orphans it is told of on whichever engine they are, whatever their owner", async () => {
+    const [one, two] = [createFakeDriver(), createFakeDriver()];
+    const pooled = twoEngines(one, two, "pai-sandbox-7");
+    try {
+      await pooled.start({ ownerId: "me" });
+      const onOne = one.addContainer(labelled("pai-sandbox-7", "closed-cleanly"));
+      const onTwo = two.addContainer(labelled("pai-sandbox-7", "closed-cleanly"));
+      const kept = two.addContainer(labelled("pai-sandbox-7", "closed-cleanly"));
+      await pooled.reapUnowned({
+        keepResourceIds: [kept],
+        deadOwnerIds: new Set(),
+        orphanResourceIds: [onOne, onTwo, kept],
+      });
+      expect(one.containers.has(onOne)).toBe(false);
+      expect(two.containers.has(onTwo)).toBe(false);
+      expect(two.containers.has(kept)).toBe(true);
+    } finally {
+      await pooled.close();
+    }
+  });
+
+  it("lets a detached container go running on its engine, out of max, and reaps it once no lease keeps it", async () => {
+    const [one, two] = [createFakeDriver(), createFakeDriver()];
+    const pooled = twoEngines(one, two, "pai-sandbox-8");
+    const next = new AbortController().signal;
+    try {
+      await pooled.start({ ownerId: "me" });
+      const handedOver = await pooled.provision({ leaseKey: "thread:a", signal: next });
+      await handedOver.detach();
+      const where = one.containers.has(handedOver.resourceId) ? one : two;
+      expect(where.containers.get(handedOver.resourceId)?.status).toBe("running");
+      expect(pooled.metrics()?.borrowed).toBe(0);
+      // Its new holder's lease keeps it; once none does, it is this owner's stray.
+      await pooled.reapUnowned({ keepResourceIds: [handedOver.resourceId], deadOwnerIds: new Set() });
+      expect(where.containers.has(handedOver.resourceId)).toBe(true);
+      await pooled.reapUnowned({ keepResourceIds: [], deadOwnerIds: new Set() });
+      expect(where.containers.has(handedOver.resourceId)).toBe(false);
+    } finally {
+      await pooled.close();
+    }
+  });
+
+  it("fails a reap that could not reach an engine (the runtime keeps the dead owner), still reaping the others", async () => {
+    const [one, two] = [createFakeDriver(), createFakeDriver()];
+    const pooled = twoEngines(one, two, "pai-sandbox-9");
+    try {
+      await pooled.start({ ownerId: "me" });
+      const deadOnOne = one.addContainer(labelled("pai-sandbox-9", "dead"));
+      const deadOnTwo = two.addContainer(labelled("pai-sandbox-9", "dead"));
+      two.setUnavailable(true);
+      await vi.waitFor(() =>
+        expect(pooled.metrics()?.engines.find((engine) => engine.id === "two")?.status).toBe("unreachable"),
+      );
+      const failure = await pooled
+        .reapUnowned({ keepResourceIds: [], deadOwnerIds: new Set(["dead"]) })
+        .catch((error: unknown) => error);
+      expect(PoolError.hasCode(failure, "DOCKER_UNAVAILABLE")).toBe(true);
+      expect((failure as PoolError).details).toMatchObject({ engineIds: ["two"] });
+      expect(one.containers.has(deadOnOne)).toBe(false);
+
+      two.setUnavailable(false);
+      await vi.waitFor(() =>
+        expect(pooled.metrics()?.engines.find((engine) => engine.id === "two")?.status).toBe("reachable"),
+      );
+      await pooled.reapUnowned({ keepResourceIds: [], deadOwnerIds: new Set(["dead"]) });
+      expect(two.containers.has(deadOnTwo)).toBe(false);
+    } finally {
+      await pooled.close();
+    }
   });
 });

@@ -113,6 +113,11 @@ export interface PooledResource<FACADE, SCOPE> {
   readonly meta: { poolId: string; image: string; engine: string };
   /** Removes the container (running or hibernated). */
   release(): Promise<void>;
+  /**
+   * Lets go of the container without removing it (a lease handed over to another process, which reattaches it):
+   * left running, or stopped when hibernated (the other process wakes it on first use); see `Lease.detach`.
+   */
+  detach(): Promise<void>;
   /** The facade bound to one run (see `facade`). */
   bind(scope: SCOPE): FACADE;
   readonly hibernation: PooledHibernation;
@@ -138,6 +143,11 @@ export interface ReapContext {
   keepResourceIds: readonly string[];
   /** Owners the runtime's store knows to be dead: their containers are removed. */
   deadOwnerIds: ReadonlySet<string>;
+  /**
+   * Containers of leases the runtime ended without reattaching them: each managed one still there is removed,
+   * whatever its owner label (an adopted container keeps its creator's, and the creator may be gone).
+   */
+  orphanResourceIds?: readonly string[];
 }
 
 /** The lifecycle a capability binding needs from a warm pool: start, provision, reattach, reap, close. */
@@ -163,8 +173,10 @@ export interface PooledBinding<RESOURCE> {
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
   /**
    * Removes the managed containers of this binding's engines that no kept lease names and whose owner is known
-   * dead (any pool id), and this pool id's containers without an owner (see `ContainerPool.reapStrays`), on
-   * every reachable engine.
+   * dead (any pool id), this pool id's containers without an owner (see `ContainerPool.reapStrays`), and the
+   * managed containers `orphanResourceIds` names that this pool does not hold, on every reachable engine.
+   * @throws PoolError `CONTAINER_FAILED` when some could not be removed (after trying them all), or
+   * `DOCKER_UNAVAILABLE` when an engine could not be reaped (unreachable, or its reap failed)
    */
   reapUnowned(context: ReapContext): Promise<void>;
   /**
@@ -321,6 +333,7 @@ export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
       resourceId: lease.containerId,
       meta: { ...pool, engine: lease.engineId },
       release: () => lease.release(),
+      detach: () => lease.detach(),
       bind(scope) {
         const made = current();
         return made.bind ? made.bind(scope) : made.facade;
@@ -371,7 +384,26 @@ export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
     },
     async reapUnowned(context) {
       const current = await ready();
-      await current.reapStrays({ keep: context.keepResourceIds, deadOwners: context.deadOwnerIds });
+      const { failed, unreached } = await current.reapStrays({
+        keep: context.keepResourceIds,
+        deadOwners: context.deadOwnerIds,
+        orphans: context.orphanResourceIds ?? [],
+      });
+      // The runtime forgets dead owners only once they are reaped: a failure must reach it.
+      if (failed.length > 0) {
+        throw new PoolError(
+          "CONTAINER_FAILED",
+          `${options.name} binding: could not remove ${failed.length} stray containers`,
+          { details: { containerIds: failed } },
+        );
+      }
+      if (unreached.length > 0) {
+        throw new PoolError(
+          "DOCKER_UNAVAILABLE",
+          `${options.name} binding: could not reap strays on engines ${unreached.join(", ")}`,
+          { details: { engineIds: unreached } },
+        );
+      }
     },
     async close() {
       closed = true;

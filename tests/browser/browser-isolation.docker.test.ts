@@ -63,7 +63,8 @@ async function startHostChromium(): Promise<{ child: ChildProcess; address: stri
       "--remote-debugging-port=0",
       "about:blank",
     ],
-    { stdio: "ignore" },
+    // Its own process group, so the test ends Chromium's helper processes with it.
+    { stdio: "ignore", detached: true },
   );
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -104,8 +105,15 @@ describe.skipIf(dockerOptedOut)("what a browser's pages can reach", () => {
           await driver.remove(row.id).catch(() => undefined);
         }
       }
-      other?.child.kill("SIGKILL");
-      if (other) await rm(other.profile, { recursive: true, force: true });
+      if (other?.child.pid !== undefined) {
+        const exited = new Promise((resolve) => other.child.once("exit", resolve));
+        if (other.child.exitCode === null && other.child.signalCode === null) {
+          process.kill(-other.child.pid, "SIGKILL");
+          await exited;
+        }
+        // A helper process may still be flushing into the profile for a moment.
+        await rm(other.profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+      }
       await new Promise((resolve) => service?.server.close(resolve));
     }
   });

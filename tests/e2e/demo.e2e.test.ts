@@ -2,7 +2,7 @@
 // the embedded scripted model (no key) and the real Docker engine. Each run gets its own directory (for
 // .pai/demo.db) and its own sandbox pool id, so the engine shows exactly which containers it left behind.
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -95,7 +95,8 @@ function threadIdOf(output: string): string {
   return match[1]!;
 }
 
-describe("npm run demo (examples/code-agent/main.ts)", () => {
+// Generous: a demo warms a pool and runs a whole conversation on a shared, loaded engine.
+describe("npm run demo (examples/code-agent/main.ts)", { timeout: 300_000 }, () => {
   test("counts the end of input at the approval prompt as no, says so, and finishes", async ({ demo }) => {
     const run = demo.start({ stdin: "ignore" });
     const { code } = await run.exited;
@@ -149,6 +150,49 @@ describe("npm run demo (examples/code-agent/main.ts)", () => {
     try {
       const pending = await store.listPendingActions({ threadId: threadIdOf(output), status: "pending" });
       expect(pending.map((action) => action.toolName)).toEqual(["exportFile"]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test("two demos at once in one directory: one waits at its approval while the other runs to the end and exits, then exports", async ({
+    demo,
+  }) => {
+    // Same directory (one .pai/demo.db) and same pool id: two `npm run demo` in one checkout.
+    const waiting = demo.start({ stdin: "pipe" });
+    await waiting.waitForOutput("approve? [y/N]");
+    const other = demo.start({ stdin: "ignore" });
+    const otherExit = await other.exited;
+    expect(otherExit.code, other.output()).toBe(0);
+    expect(other.output()).toContain("summary: completed");
+
+    waiting.child.stdin!.end("y\n");
+    const { code } = await waiting.exited;
+    const output = waiting.output();
+    expect(code, output).toBe(0);
+    expect(output).not.toContain("No such container");
+    const threadId = threadIdOf(output);
+    expect(threadId).not.toBe(threadIdOf(other.output()));
+    expect(output).toContain(`primes.txt is now at .pai/exports/${threadId}/primes.txt.`);
+    expect(output).toContain("summary: completed");
+    const exported = readFileSync(join(demo.directory, ".pai", "exports", threadId, "primes.txt"), "utf8");
+    expect(exported.split(/\s+/).filter(Boolean)).toEqual([
+      "2",
+      "3",
+      "5",
+      "7",
+      "11",
+      "13",
+      "17",
+      "19",
+      "23",
+      "29",
+    ]);
+    expect(await poolContainers(demo.poolId)).toEqual([]);
+    const store = createSqliteThreadStore({ path: join(demo.directory, ".pai", "demo.db") });
+    try {
+      expect(await store.listLeases()).toEqual([]);
+      expect(await store.listOwners()).toEqual([]);
     } finally {
       await store.close();
     }

@@ -96,8 +96,10 @@ export interface DockerSandboxOptions {
    */
   engines?: readonly DockerEngine[];
   /**
-   * The pool's `pai.pool` label: a restarted process finds its containers (to reattach or reap) by it. Two live
-   * processes (or two bindings) on one engine must not share it, as each reaps what it does not own.
+   * The pool's `pai.pool` label: a restarted process finds its containers (to reattach or reap) by it. Runtime
+   * processes with identical bindings (replicas of an app, two demos) share it safely: each container carries its
+   * process's owner (`pai.owner`), and a runtime reaps only the containers of owners its store knows to be dead
+   * (and this pool id's containers that carry no owner, from a binding warmed by hand without a runtime).
    * @default `pai-sandbox-<hash of the container spec>`
    */
   poolId?: string;

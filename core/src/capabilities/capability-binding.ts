@@ -82,6 +82,12 @@ export interface ReapContext {
    * store does not know may be a live process of another app sharing the engine.
    */
   deadOwnerIds: ReadonlySet<string>;
+  /**
+   * Resources of leases the runtime ended without reattaching them (a dead owner's stale lease, or one whose
+   * resource failed to reattach): remove each that still exists, whatever owner it is labelled with. A resource
+   * taken over from another process keeps its creator's label, and that creator may be gone.
+   */
+  orphanResourceIds?: readonly string[];
 }
 
 /**

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { toolEndOf } from "../actions/tool-end.ts";
 import { createPai } from "../agents/create-pai.ts";
@@ -26,8 +26,9 @@ const counter = defineCapability<"counter", Counter>({ name: "counter", defaultL
 type FakeEngine = Map<string, { owner: string | undefined; value: number }>;
 
 /**
- * A binding of our own interface over a fake engine: each resource is a counter labelled with its owner.
- * Records what was provisioned, released, detached and reaped.
+ * A binding of our own interface over a fake engine: each resource is a counter labelled with its owner. Like a
+ * pool, it refuses to reattach a resource it holds already. Records what was provisioned, reattached, released,
+ * detached and reaped.
  */
 function fakeBinding(
   options: {
@@ -38,6 +39,9 @@ function fakeBinding(
     /** Prefixes resource ids, so the bindings of several runtimes on one engine never share one. */
     prefix?: string;
     provisionError?: unknown;
+    /** Runs before each reap: may wait (a slow engine) or throw (a failed removal). */
+    beforeReap?: () => Promise<void> | void;
+    reattachDelayMs?: number;
   } = {},
 ) {
   const engine: FakeEngine = options.engine ?? new Map();
@@ -45,6 +49,9 @@ function fakeBinding(
   const released: string[] = [];
   const detached: string[] = [];
   const reaped: string[] = [];
+  const reattached: string[] = [];
+  /** Resources this binding holds (provisioned or reattached, not yet released or detached). */
+  const held = new Set<string>();
   let ownerId: string | undefined;
   let seq = 0;
   const resourceOf = (id: string) => ({
@@ -58,9 +65,11 @@ function fakeBinding(
     resourceId: id,
     release: async () => {
       engine.delete(id);
+      held.delete(id);
       released.push(id);
     },
     detach: async () => {
+      held.delete(id);
       detached.push(id);
     },
   });
@@ -78,22 +87,29 @@ function fakeBinding(
       const id = `${options.prefix ?? ""}r${++seq}`;
       engine.set(id, { owner: ownerId, value: 0 });
       provisioned.push(`${id}@${request.leaseKey}`);
+      held.add(id);
       return resourceOf(id);
     },
     async reattach(lease) {
-      return engine.has(lease.resourceId) ? resourceOf(lease.resourceId) : undefined;
+      await new Promise((resolve) => setTimeout(resolve, options.reattachDelayMs ?? 0));
+      if (!engine.has(lease.resourceId) || held.has(lease.resourceId)) return undefined;
+      held.add(lease.resourceId);
+      reattached.push(lease.resourceId);
+      return resourceOf(lease.resourceId);
     },
-    async reapUnowned({ keepResourceIds, deadOwnerIds }) {
+    async reapUnowned({ keepResourceIds, deadOwnerIds, orphanResourceIds = [] }) {
+      await options.beforeReap?.();
       for (const [id, entry] of engine) {
-        if (entry.owner === undefined || !deadOwnerIds.has(entry.owner) || keepResourceIds.includes(id))
-          continue;
+        const orphan = orphanResourceIds.includes(id) && !held.has(id);
+        const dead = entry.owner !== undefined && deadOwnerIds.has(entry.owner);
+        if ((!orphan && !dead) || keepResourceIds.includes(id)) continue;
         engine.delete(id);
         reaped.push(id);
       }
     },
     async close() {},
   };
-  return { binding, live: engine, provisioned, released, detached, reaped };
+  return { binding, live: engine, provisioned, reattached, released, detached, reaped };
 }
 
 const count = defineTool({
@@ -512,6 +528,156 @@ describe("several processes on one store and one engine", () => {
     release();
     await holding.done;
     await Promise.all([holder.close(), b.runtime.close()]);
+    expect(engine.size).toBe(0);
+  });
+
+  it("frees a dead owner's resources when the next process starts after it went stale, though it held no lease", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([["dead-warm", { owner: "dead", value: 0 }]]);
+    await deadOwner(store, "dead");
+    const b = replica(store, engine, "b");
+    const owners = async () => (await store.listOwners()).map((owner) => owner.ownerId).sort();
+
+    // Maintenance before the binding has started: nothing reaped it yet, so the dead owner stays known.
+    await b.runtime.sweep();
+    expect(await owners()).toEqual(["dead", "owner-b"]);
+    await b.runtime.startCapabilities();
+    expect(b.reaped).toEqual(["dead-warm"]);
+    await b.runtime.sweep();
+    expect(await owners()).toEqual(["owner-b"]);
+    await b.runtime.close();
+  });
+
+  it("keeps a dead owner known while reaping its resources fails, and frees them on a later pass", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([["dead-warm", { owner: "dead", value: 0 }]]);
+    await deadOwner(store, "dead");
+    let failing = true;
+    const errors: unknown[] = [];
+    const fake = fakeBinding({
+      engine,
+      prefix: "b",
+      beforeReap: () => {
+        if (failing) throw new Error("the engine refused a removal");
+      },
+    });
+    const runtime = createAgentRuntime({
+      pai: createPai({ agents: { a: defineAgent({ tools: { count } }) } }),
+      store,
+      model: createScriptedModel({ steps: [] }),
+      capabilities: { counter: fake.binding },
+      ownerId: "owner-b",
+      onBackgroundError: (error) => errors.push(error),
+    });
+    // The binding starts although its first reap failed; the failure is reported.
+    await runtime.startCapabilities();
+    await runtime.sweep();
+    expect(errors.length).toBeGreaterThanOrEqual(2);
+    expect(engine.has("dead-warm")).toBe(true);
+    expect((await store.listOwners()).map((owner) => owner.ownerId)).toContain("dead");
+
+    failing = false;
+    await runtime.sweep();
+    expect(fake.reaped).toEqual(["dead-warm"]);
+    expect((await store.listOwners()).map((owner) => owner.ownerId)).toEqual(["owner-b"]);
+    await runtime.close();
+  });
+
+  it("keeps heartbeating while a pass is slow (reaping on a busy engine), so it is never taken for dead", async () => {
+    const store = sharedStore();
+    let open!: () => void;
+    let slow = false;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const b = replica(store, new Map(), "b", { binding: { beforeReap: () => (slow ? gate : undefined) } });
+    await b.runtime.startCapabilities();
+    const heartbeat = async () =>
+      (await store.listOwners()).find((owner) => owner.ownerId === "owner-b")?.heartbeatAt ?? 0;
+    slow = true;
+    const stuck = b.runtime.sweep();
+    const before = await heartbeat();
+    await vi.waitFor(async () => expect(await heartbeat()).toBeGreaterThan(before + 100), { timeout: 5000 });
+    open();
+    await stuck;
+    await b.runtime.close();
+  });
+
+  it("frees the loser's resource when two processes provision one user's new lease at the same moment", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map();
+    // A user's lease spans the user's threads: two threads of one user run at once, one in each process.
+    const binding = { provisionDelayMs: 30, lifetime: "user" as const };
+    const a = replica(store, engine, "a", { binding });
+    const b = replica(store, engine, "b", { binding });
+    const runs = await Promise.all(
+      [a, b].map((replica) => replica.runtime.run({ agentId: "a", identity: ann, message: "count" })),
+    );
+    for (const run of runs) expect(lastCount((await run.done).messages)).toBe(1);
+    expect(engine.size).toBe(2);
+
+    // One record won; the process whose record lost frees its resource at its next sync.
+    await Promise.all([a.runtime.sweep(), b.runtime.sweep()]);
+    const [record] = await store.listLeases();
+    expect([...engine.keys()]).toEqual([record?.resourceId]);
+    expect([...a.runtime.leases(), ...b.runtime.leases()]).toMatchObject([
+      { resourceId: record?.resourceId },
+    ]);
+    expect([...a.released, ...b.released]).toHaveLength(1);
+    await Promise.all([a.runtime.close(), b.runtime.close()]);
+    expect(engine.size).toBe(0);
+    expect(await store.listLeases()).toEqual([]);
+  });
+
+  it("removes the resource of a dead owner's lease it cannot reattach, whoever's label it carries", async () => {
+    const store = sharedStore();
+    // Created by a process that has since closed (its record is gone), then taken over by one that died.
+    const engine: FakeEngine = new Map([["handed-over", { owner: "closed-cleanly", value: 7 }]]);
+    await deadOwner(store, "dead");
+    await store.putLease(leaseOf({ key: "t1", resourceId: "handed-over", ownerId: "dead", lastUsedAt: 0 }));
+    const b = replica(store, engine, "b");
+    await b.runtime.startCapabilities();
+    expect(await store.listLeases()).toEqual([]);
+    expect(b.reaped).toEqual(["handed-over"]);
+    expect(engine.size).toBe(0);
+    await b.runtime.close();
+  });
+
+  it("removes at close the resource of a dead owner's stale lease a run found, whoever's label it carries", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([["handed-over", { owner: "closed-cleanly", value: 7 }]]);
+    const b = replica(store, engine, "b");
+    await b.runtime.startCapabilities();
+    await deadOwner(store, "dead");
+    await store.putLease(leaseOf({ key: "t1", resourceId: "handed-over", ownerId: "dead", lastUsedAt: 0 }));
+    await store.ensureThread({ id: "t1", agentId: "a", ownerKey: "user:ann", createdAt: 1, updatedAt: 1 });
+
+    const run = await b.runtime.run({ agentId: "a", identity: ann, threadId: "t1", message: "count" });
+    expect(lastCount((await run.done).messages)).toBe(1);
+    expect(b.provisioned).toEqual(["br1@thread:t1"]);
+    await b.runtime.close();
+    expect(b.reaped).toEqual(["handed-over"]);
+    expect(engine.size).toBe(0);
+  });
+
+  it("shares one reattach between a run on a dead owner's thread and the reconcile taking it over", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([["dead-thread", { owner: "dead", value: 41 }]]);
+    const b = replica(store, engine, "b", { binding: { reattachDelayMs: 50 } });
+    await b.runtime.startCapabilities();
+    await deadOwner(store, "dead");
+    await store.putLease(leaseOf({ key: "t1", resourceId: "dead-thread", ownerId: "dead" }));
+    await store.ensureThread({ id: "t1", agentId: "a", ownerKey: "user:ann", createdAt: 1, updatedAt: 1 });
+
+    const [run] = await Promise.all([
+      b.runtime.run({ agentId: "a", identity: ann, threadId: "t1", message: "again" }),
+      b.runtime.sweep(),
+    ]);
+    expect(lastCount((await run.done).messages)).toBe(42);
+    expect(b.reattached).toEqual(["dead-thread"]);
+    expect(b.provisioned).toEqual([]);
+    expect(b.runtime.leases()).toMatchObject([{ key: "t1", resourceId: "dead-thread" }]);
+    await b.runtime.close();
     expect(engine.size).toBe(0);
   });
 

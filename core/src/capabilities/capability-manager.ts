@@ -82,6 +82,11 @@ export interface CapabilityManagerOptions {
   handoverTimeoutMs?: number;
   /** How often a waiting run looks whether the lease was handed over. @default 250 */
   handoverPollMs?: number;
+  /**
+   * Told when a binding's first reconcile (at its start) fails: the binding is used anyway, and the periodic
+   * reconcile tries again.
+   */
+  onError?: (error: unknown) => void;
 }
 
 /**
@@ -97,8 +102,16 @@ export class CapabilityManager {
   readonly #owners: OwnerLiveness;
   readonly #handoverTimeoutMs: number;
   readonly #handoverPollMs: number;
+  readonly #onError: (error: unknown) => void;
   readonly #leases = new Map<string, Lease>();
   readonly #started = new Map<string, Promise<void>>();
+  /** Leases a reconcile is taking over from a dead owner, by lease id: a run needing one waits for it. */
+  readonly #takeovers = new Map<string, Promise<unknown>>();
+  /**
+   * Resources of leases this process ended without reattaching them, by capability: the binding removes them at
+   * its next reconcile (or at close), whatever owner they are labelled with.
+   */
+  readonly #orphans = new Map<string, Set<string>>();
   /** Bindings whose start finished: the periodic reconcile covers these. */
   readonly #ready = new Set<CapabilityBinding>();
   #closed = false;
@@ -110,6 +123,7 @@ export class CapabilityManager {
     this.#owners = options.owners;
     this.#handoverTimeoutMs = options.handoverTimeoutMs ?? 30_000;
     this.#handoverPollMs = options.handoverPollMs ?? 250;
+    this.#onError = options.onError ?? (() => {});
   }
 
   /** The lifetime a capability's leases have: the binding's override or the declaration's default. */
@@ -206,6 +220,12 @@ export class CapabilityManager {
 
   /** The resource for `capability` in `scope`, provisioning it if needed (concurrent callers share one). */
   async acquire(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
+    const lifetime = this.lifetimeOf(capability);
+    const key = this.#leaseKeyFor(lifetime, scope);
+    const id = leaseId(capability, lifetime, key);
+    // A reconcile taking this lease over settles first: its resource is then this process's lease.
+    for (let takeover = this.#takeovers.get(id); takeover; takeover = this.#takeovers.get(id))
+      await settledOrAborted(takeover, scope.signal);
     if (this.#closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the runtime is closed");
     const binding = this.#bindings.get(capability);
     if (!binding) {
@@ -213,9 +233,6 @@ export class CapabilityManager {
         details: { capability },
       });
     }
-    const lifetime = this.lifetimeOf(capability);
-    const key = this.#leaseKeyFor(lifetime, scope);
-    const id = leaseId(capability, lifetime, key);
     let lease = this.#leases.get(id);
     if (!lease) {
       const started = Date.now();
@@ -329,7 +346,7 @@ export class CapabilityManager {
 
   /**
    * Reattaches the resource of a lease this process now owns. A stale lease, or one whose resource is gone,
-   * is deleted (its resource, if any, is reaped) and `undefined` returned.
+   * is deleted (its resource, if any, is removed at the binding's next reconcile) and `undefined` returned.
    */
   async #reattach(
     binding: CapabilityBinding,
@@ -345,6 +362,7 @@ export class CapabilityManager {
       : undefined;
     if (!reattached) {
       await this.#store.deleteLease(record.capability, record.lifetime, record.key);
+      this.#orphan(binding, record.resourceId);
       return undefined;
     }
     if (reattached.resourceId !== record.resourceId) {
@@ -383,13 +401,20 @@ export class CapabilityManager {
     return resource;
   }
 
-  /** Starts a binding once: warms it (with this process's owner id), then reconciles its recorded leases. */
+  /**
+   * Starts a binding once: warms it (with this process's owner id), then reconciles its recorded leases (a failure
+   * there goes to `onError`: the periodic reconcile tries again).
+   */
   #start(binding: CapabilityBinding): Promise<void> {
     let started = this.#started.get(binding.capability);
     if (!started) {
       started = (async () => {
         await binding.start?.({ ownerId: this.#owners.ownerId });
-        await this.#reconcileBinding(binding, await this.#owners.liveOwners());
+        await this.#reconcileBinding(
+          binding,
+          await this.#owners.liveOwners(),
+          await this.#owners.deadOwners(),
+        ).catch(this.#onError);
         this.#ready.add(binding);
       })();
       this.#started.set(binding.capability, started);
@@ -400,17 +425,22 @@ export class CapabilityManager {
 
   /**
    * Takes over or frees the leases of owners that are not `live`, then has the binding reap what no live
-   * lease names. A dead owner's fresh `thread`/`user` lease is claimed (one process wins) and reattached, so
-   * the user's files survive; its other leases, and those that fail to reattach, are deleted.
+   * lease names of the `dead` owners (and of the owners of leases found dead). A dead owner's fresh
+   * `thread`/`user` lease is claimed (one process wins) and reattached, so the user's files survive; its other
+   * leases, and those that fail to reattach, are deleted.
    */
-  async #reconcileBinding(binding: CapabilityBinding, live: ReadonlySet<string>): Promise<void> {
+  async #reconcileBinding(
+    binding: CapabilityBinding,
+    live: ReadonlySet<string>,
+    deadOwners: ReadonlySet<string>,
+  ): Promise<void> {
     const self = this.#owners.ownerId;
     const keep = new Set<string>();
-    const dead = new Set(await this.#owners.deadOwners());
+    const dead = new Set(deadOwners);
     for (const record of await this.#store.listLeases({ capability: binding.capability })) {
       const id = leaseId(record.capability, record.lifetime, record.key);
-      // A lease this process holds or is obtaining right now.
-      if (this.#leases.has(id)) {
+      // A lease this process holds, is obtaining or is taking over right now.
+      if (this.#leases.has(id) || this.#takeovers.has(id)) {
         keep.add(record.resourceId);
         continue;
       }
@@ -419,38 +449,84 @@ export class CapabilityManager {
         keep.add(record.resourceId);
         continue;
       }
-      if (!mine) {
-        if (record.ownerId !== undefined) dead.add(record.ownerId);
-        const claimed = await this.#store.claimLease(record.capability, record.lifetime, record.key, {
-          from: record.ownerId,
-          to: self,
-        });
-        if (!claimed) {
-          keep.add(record.resourceId); // another live process took it meanwhile
-          continue;
-        }
-      }
-      if (record.lifetime !== "thread" && record.lifetime !== "user") {
-        await this.#store.deleteLease(record.capability, record.lifetime, record.key);
-        continue;
-      }
-      const reattached = await this.#reattach(binding, record, AbortSignal.timeout(REATTACH_TIMEOUT_MS));
-      if (reattached && !this.#leases.has(id)) {
-        keep.add(reattached.resourceId);
-        reattached.hibernation?.idle(); // no run uses it yet
-        this.#leases.set(id, {
-          capability: record.capability,
-          lifetime: record.lifetime,
-          key: record.key,
-          resource: Promise.resolve(reattached),
-          settled: reattached,
-          lastUsedAt: record.lastUsedAt,
-          lastPersistedAt: record.lastUsedAt,
-          users: new Set(),
-        });
+      if (!mine && record.ownerId !== undefined) dead.add(record.ownerId);
+      const takeover = this.#takeOver(binding, record, id, mine);
+      this.#takeovers.set(id, takeover);
+      try {
+        const kept = await takeover;
+        if (kept !== undefined) keep.add(kept);
+      } finally {
+        this.#takeovers.delete(id);
       }
     }
-    await binding.reapUnowned?.({ keepResourceIds: [...keep], deadOwnerIds: dead });
+    const orphans = [...(this.#orphans.get(binding.capability) ?? [])];
+    await binding.reapUnowned?.({
+      keepResourceIds: [...keep],
+      deadOwnerIds: dead,
+      ...(orphans.length > 0 ? { orphanResourceIds: orphans } : {}),
+    });
+    this.#forgetOrphans(binding, orphans);
+  }
+
+  /**
+   * Makes a lease in the store that no live process holds this process's: claims it (unless `mine`), then
+   * reattaches a `thread`/`user` lease's resource and holds it; other leases, and those that fail to reattach,
+   * are deleted and their resources left to the reaper.
+   * @returns the resource id to keep: the reattached one, or the record's when another process claimed it first.
+   */
+  async #takeOver(
+    binding: CapabilityBinding,
+    record: LeaseRecord,
+    id: string,
+    mine: boolean,
+  ): Promise<string | undefined> {
+    if (!mine) {
+      const claimed = await this.#store.claimLease(record.capability, record.lifetime, record.key, {
+        from: record.ownerId,
+        to: this.#owners.ownerId,
+      });
+      if (!claimed) return record.resourceId; // another live process took it meanwhile
+    }
+    if (record.lifetime !== "thread" && record.lifetime !== "user") {
+      await this.#store.deleteLease(record.capability, record.lifetime, record.key);
+      this.#orphan(binding, record.resourceId);
+      return undefined;
+    }
+    const reattached = await this.#reattach(binding, record, AbortSignal.timeout(REATTACH_TIMEOUT_MS));
+    if (!reattached) return undefined;
+    const lease: Lease = {
+      capability: record.capability,
+      lifetime: record.lifetime,
+      key: record.key,
+      resource: Promise.resolve(reattached),
+      settled: reattached,
+      lastUsedAt: record.lastUsedAt,
+      lastPersistedAt: record.lastUsedAt,
+      users: new Set(),
+    };
+    // Closed meanwhile (a binding's first reconcile runs beside close): nothing is left to hold it.
+    if (this.#closed) {
+      await this.#release(lease, reattached);
+      return undefined;
+    }
+    reattached.hibernation?.idle(); // no run uses it yet
+    this.#leases.set(id, lease);
+    return reattached.resourceId;
+  }
+
+  #orphan(binding: CapabilityBinding, resourceId: string): void {
+    let orphans = this.#orphans.get(binding.capability);
+    if (!orphans) {
+      orphans = new Set();
+      this.#orphans.set(binding.capability, orphans);
+    }
+    orphans.add(resourceId);
+  }
+
+  #forgetOrphans(binding: CapabilityBinding, reaped: readonly string[]): void {
+    const orphans = this.#orphans.get(binding.capability);
+    for (const resourceId of reaped) orphans?.delete(resourceId);
+    if (orphans?.size === 0) this.#orphans.delete(binding.capability);
   }
 
   /** Prepares every binding now (warm pools, take over dead owners' leases) instead of on first use. */
@@ -460,17 +536,29 @@ export class CapabilityManager {
 
   /**
    * The periodic pass over started bindings: takes over or frees dead owners' leases and reaps their
-   * resources (see {@link startAll}). `live`: the owners alive now.
+   * resources (see {@link startAll}). `live`: the owners alive now; `dead`: the owners known dead.
+   * @returns true when every binding of this process is started and has dealt with the `dead` owners, so their
+   * records may be forgotten; false while one is not started (it reaps them when it starts), and for a process
+   * without bindings (it cannot tell whether another process still has their resources to free).
+   * @throws AggregateError of the bindings that failed (the others were still reconciled)
    */
-  async reconcile(live: ReadonlySet<string>): Promise<void> {
-    if (this.#closed) return;
-    for (const binding of this.#ready) await this.#reconcileBinding(binding, live);
+  async reconcile(live: ReadonlySet<string>, dead: ReadonlySet<string>): Promise<boolean> {
+    if (this.#closed) return false;
+    const ready = [...this.#ready];
+    const errors: unknown[] = [];
+    for (const binding of ready) {
+      await this.#reconcileBinding(binding, live, dead).catch((error: unknown) => errors.push(error));
+    }
+    if (errors.length > 0) throw new AggregateError(errors, "reconciling capability bindings failed");
+    return ready.length > 0 && ready.length === this.#bindings.size;
   }
 
   /**
    * Follows the store for this process's `thread`/`user` leases (every heartbeat): hands a lease over to the
    * live owner that asked for it once no run here uses it; lets go of a lease another process took over
-   * (this process was presumed dead); releases one whose record was deleted (the thread was ended elsewhere).
+   * (this process was presumed dead); releases one whose record was deleted (the thread was ended elsewhere)
+   * and, once no run here uses it, one whose record names another resource (another process provisioned the
+   * same new thread at the same moment, and its record won).
    */
   async syncLeases(live: ReadonlySet<string>): Promise<void> {
     if (this.#closed || this.#leases.size === 0) return;
@@ -485,17 +573,26 @@ export class CapabilityManager {
       const resource = lease.settled;
       if (!resource || (lease.lifetime !== "thread" && lease.lifetime !== "user")) continue;
       const record = records.get(id);
-      if (!record || record.ownerId !== self) {
+      if (!record || record.ownerId !== self || record.resourceId !== resource.resourceId) {
         // The listing may predate this lease's record (provisioned or taken over meanwhile): read it again.
         const [current] = await this.#store.listLeases({
           capability: lease.capability,
           lifetime: lease.lifetime,
           key: lease.key,
         });
-        if (this.#leases.get(id) !== lease || current?.ownerId === self) continue;
-        this.#leases.delete(id);
-        if (current) await resource.detach?.().catch(() => undefined);
-        else await resource.release().catch(() => undefined);
+        if (this.#leases.get(id) !== lease) continue;
+        if (!current) {
+          this.#leases.delete(id);
+          await resource.release().catch(() => undefined);
+        } else if (current.resourceId !== resource.resourceId) {
+          // Another process's record won for the same key: free this process's resource once no run uses it.
+          if (lease.users.size > 0) continue;
+          this.#leases.delete(id);
+          await resource.release().catch(() => undefined);
+        } else if (current.ownerId !== self) {
+          this.#leases.delete(id);
+          await resource.detach?.().catch(() => undefined);
+        }
       } else if (
         record.handoverTo !== undefined &&
         record.handoverTo !== self &&
@@ -560,14 +657,36 @@ export class CapabilityManager {
   }
 
   /**
-   * Releases every lease this process owns (and their records), then closes every binding. Leases other
+   * Releases every lease this process owns (and their records), has the bindings remove the resources of leases
+   * it ended without reattaching (no later process would know them), then closes every binding. Leases other
    * processes hold, or that were handed over, are left alone.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     await this.#releaseWhere(() => true);
-    await Promise.allSettled([...this.#bindings.values()].map((binding) => binding.close()));
+    await Promise.allSettled(
+      [...this.#bindings.values()].map(async (binding) => {
+        try {
+          await this.#reapOrphansAtClose(binding);
+        } finally {
+          await binding.close();
+        }
+      }),
+    );
+  }
+
+  /** Removes a binding's pending orphans, keeping every resource a lease in the store names (any owner). */
+  async #reapOrphansAtClose(binding: CapabilityBinding): Promise<void> {
+    const orphans = [...(this.#orphans.get(binding.capability) ?? [])];
+    if (orphans.length === 0 || !binding.reapUnowned) return;
+    const leases = await this.#store.listLeases({ capability: binding.capability });
+    await binding.reapUnowned({
+      keepResourceIds: leases.map((record) => record.resourceId),
+      deadOwnerIds: new Set(),
+      orphanResourceIds: orphans,
+    });
+    this.#forgetOrphans(binding, orphans);
   }
 
   async #releaseWhere(predicate: (lease: Lease) => boolean): Promise<void> {
@@ -583,20 +702,24 @@ export class CapabilityManager {
 
   /**
    * Frees a lease's resource and its record, unless the record now names another owner (this process was
-   * presumed dead and the lease taken over): then it only lets go.
+   * presumed dead and the lease taken over): then it only lets go. A record naming another resource (another
+   * process's, provisioned for the same key) stays: only this process's resource is freed.
    */
   async #release(lease: Lease, resource: ProvisionedResource): Promise<void> {
     const [record] = await this.#store
       .listLeases({ capability: lease.capability, lifetime: lease.lifetime, key: lease.key })
       .catch(() => []);
-    if (record && record.ownerId !== this.#owners.ownerId) {
+    const ours = record?.resourceId === resource.resourceId;
+    if (record && ours && record.ownerId !== this.#owners.ownerId) {
       await resource.detach?.();
       return;
     }
     try {
       await resource.release();
     } finally {
-      await this.#store.deleteLease(lease.capability, lease.lifetime, lease.key).catch(() => undefined);
+      if (!record || ours) {
+        await this.#store.deleteLease(lease.capability, lease.lifetime, lease.key).catch(() => undefined);
+      }
     }
   }
 
@@ -639,5 +762,19 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
       resolve();
     }, ms);
     signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Resolves once `promise` settles (either way), or rejects with `signal`'s reason if it aborts first. */
+function settledOrAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const settle = () => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    };
+    promise.then(settle, settle);
   });
 }

@@ -25,8 +25,11 @@ export interface OwnerRegistry extends OwnerLiveness {
   liveOwners(): Promise<ReadonlySet<string>>;
   /** Owners recorded in the store whose heartbeat is older than `ownerTtlMs` (never this process). */
   deadOwners(): Promise<ReadonlySet<string>>;
-  /** Deletes the records of owners not in `live` (their runs and leases have been dealt with). */
-  forgetDead(live: ReadonlySet<string>): Promise<void>;
+  /**
+   * Deletes the records of these dead owners, once their runs, leases and resources have been dealt with: from
+   * then on they are unknown, and no reaper touches what they labelled.
+   */
+  forget(ownerIds: Iterable<string>): Promise<void>;
   /** Removes this process's record: from now on it counts as dead (a clean close). */
   remove(): Promise<void>;
 }
@@ -66,10 +69,8 @@ export function createOwnerRegistry(options: OwnerRegistryOptions): OwnerRegistr
       }
       return dead;
     },
-    async forgetDead(live) {
-      for (const owner of await store.listOwners()) {
-        if (!live.has(owner.ownerId)) await store.removeOwner(owner.ownerId);
-      }
+    async forget(ownerIds) {
+      for (const id of ownerIds) if (id !== ownerId) await store.removeOwner(id);
     },
     remove: () => store.removeOwner(ownerId),
   };

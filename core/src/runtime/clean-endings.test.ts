@@ -153,7 +153,11 @@ describe("clean endings", () => {
     expect((await runtime.listPendingActions({ threadId: "t1" })).map((action) => action.actionId)).toEqual([
       "a2",
     ]);
-    expect(await store.listOwners()).toEqual([expect.objectContaining({ ownerId: "owner-live" })]);
+    // Without bindings this process cannot free the dead owner's containers: it stays known for one that can.
+    expect((await store.listOwners()).map((owner) => owner.ownerId).sort()).toEqual([
+      "owner-dead",
+      "owner-live",
+    ]);
     await runtime.close();
   });
 

@@ -78,7 +78,8 @@ export interface OwnershipOptions {
   ownerTtlMs?: number;
   /**
    * How often dead owners' runs are interrupted and their leases and containers taken over or freed. A dead
-   * process's containers are freed within `ownerTtlMs + reconcileIntervalMs` (plus the reaping itself).
+   * process's containers are freed within `ownerTtlMs + reconcileIntervalMs + heartbeatIntervalMs` of its last
+   * heartbeat (passes run on the heartbeat's ticks), plus the reaping itself: 40 s with the defaults.
    * @default 15000
    */
   reconcileIntervalMs?: number;
@@ -217,19 +218,20 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     ...(options.ownerId !== undefined ? { ownerId: options.ownerId } : {}),
     ...(options.ownerTtlMs !== undefined ? { ownerTtlMs: options.ownerTtlMs } : {}),
   });
+  const onBackgroundError =
+    options.onBackgroundError ?? ((error: unknown) => console.error("[pai] background maintenance:", error));
   const capabilities = new CapabilityManager({
     bindings,
     declarations,
     store,
     owners,
     ...(options.handoverTimeoutMs !== undefined ? { handoverTimeoutMs: options.handoverTimeoutMs } : {}),
+    onError: onBackgroundError,
   });
   const identityKeyOf = options.identityKey ?? defaultIdentityKey;
   const limits = messageLimits(options.limits);
   const access = createThreadAccess({ pai, store, identityKey: identityKeyOf });
   const active = new Map<string, StartedRun>();
-  const onBackgroundError =
-    options.onBackgroundError ?? ((error: unknown) => console.error("[pai] background maintenance:", error));
   const threadLeases = createThreadRunLeases({
     store,
     ownerId: owners.ownerId,

@@ -1,4 +1,4 @@
-import { expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { createPai } from "../agents/create-pai.ts";
 import { defineAgent } from "../agents/define-agent.ts";
@@ -8,6 +8,69 @@ import { createScriptedModel } from "../testing/scripted-model.ts";
 import { createMemoryThreadStore } from "../threads/memory-thread-store.ts";
 import { defineTool } from "../tools/define-tool.ts";
 import { createAgentRuntime } from "./create-agent-runtime.ts";
+
+/** The bound issue 10 sets: a dead process's containers are freed within a minute. */
+const BOUND_MS = 60_000;
+
+const thing = defineCapability<"thing", object>({ name: "thing", defaultLifetime: "thread" });
+const useThing = defineTool({
+  id: "useThing",
+  description: "Uses the thing",
+  inputSchema: z.object({}),
+  capabilities: { thing },
+  execute: () => ({}),
+});
+
+/** A binding over an engine of resource id → owner label, reaping what dead owners left. */
+function engineBinding(engine: Map<string, string>): CapabilityBinding<object> {
+  return {
+    kind: "pai.capability-binding",
+    capability: "thing",
+    async provision() {
+      throw new Error("not used");
+    },
+    async reapUnowned({ keepResourceIds, deadOwnerIds }) {
+      for (const [id, owner] of engine)
+        if (deadOwnerIds.has(owner) && !keepResourceIds.includes(id)) engine.delete(id);
+    },
+    async close() {},
+  };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("the runtime's maintenance with its default intervals", () => {
+  it("frees a dead process's resources within 60 s of its last heartbeat, whenever it died", async () => {
+    vi.useFakeTimers();
+    // Defaults: heartbeat every 5 s, owner TTL 20 s, reconcile every 15 s: a dead owner is known at 20 s and the
+    // next reconcile (at most 15 s later, on a 5 s tick) frees it, so 40 s plus the reaping at worst. Every moment
+    // of death within one reconcile period is tried.
+    const worst: number[] = [];
+    for (let offsetMs = 0; offsetMs < 15_000; offsetMs += 1000) {
+      const store = createMemoryThreadStore();
+      const engine = new Map([["warm-of-dead", "dead"]]);
+      const runtime = createAgentRuntime({
+        pai: createPai({ agents: { a: defineAgent({ tools: { useThing } }) } }),
+        store,
+        model: createScriptedModel({ steps: [] }),
+        capabilities: { thing: engineBinding(engine) },
+        ownerId: "survivor",
+      });
+      await runtime.startCapabilities();
+      await vi.advanceTimersByTimeAsync(offsetMs);
+      const diedAt = Date.now();
+      await store.heartbeatOwner({ ownerId: "dead", host: "h", pid: 1, startedAt: 0, heartbeatAt: diedAt });
+      while (engine.size > 0 && Date.now() - diedAt <= 2 * BOUND_MS) await vi.advanceTimersByTimeAsync(250);
+      worst.push(Date.now() - diedAt);
+      expect(engine.size).toBe(0);
+      expect((await store.listOwners()).map((owner) => owner.ownerId)).toEqual(["survivor"]);
+      await runtime.close();
+    }
+    expect(Math.max(...worst)).toBeLessThanOrEqual(BOUND_MS);
+  });
+});
 
 const slowEngine = defineCapability<"slowEngine", object>({ name: "slowEngine", defaultLifetime: "thread" });
 

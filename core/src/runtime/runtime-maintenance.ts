@@ -31,12 +31,13 @@ export interface RuntimeMaintenance {
 }
 
 /**
- * Starts the runtime's maintenance: every heartbeat it records this process as alive and renews the leases of the
- * threads it runs (on a beat of its own, never behind the rest), and follows its capability leases in the store
- * (handovers); every reconcile interval it
- * interrupts dead owners' runs, takes over or frees their leases and has the bindings reap, forgets dead owners
- * and deletes the stored streams of runs that ended a minute ago; every idle interval it releases idle leases. A
- * pass never overlaps the previous one; errors go to `onError` and the next pass tries again.
+ * Starts the runtime's maintenance. Every heartbeat interval it records this process as alive and renews the leases
+ * of the threads it runs, on its own: a beat never waits behind the other work, which may take long (reattaching
+ * and reaping containers), so that work never makes a live process look dead. Every heartbeat it also follows its
+ * capability leases in the store (handovers); every reconcile interval it interrupts dead owners' runs, takes over
+ * or frees their leases and has the bindings reap, then forgets the dead owners every binding has dealt with, and
+ * deletes the stored streams of runs that ended a minute ago; every idle interval it releases idle leases. A pass
+ * never overlaps the previous one; errors go to `onError` and the next pass tries again.
  */
 export function createRuntimeMaintenance(options: {
   store: ThreadStore;
@@ -53,23 +54,31 @@ export function createRuntimeMaintenance(options: {
   let lastReconcile = Number.NEGATIVE_INFINITY;
   let lastSweep = Date.now();
   let running: Promise<void> = Promise.resolve();
+  let beating: Promise<void> | undefined;
   let closed = false;
 
   /** One step of a pass; a failing step does not stop the others. */
   const step = (work: () => Promise<unknown>) => work().catch(onError);
 
   /**
-   * Says this process is alive and keeps its threads. On its own beat: a pass slowed down by a busy engine (reaping
-   * lists containers) must never make a live process look dead to the others, who would free what it holds.
+   * Says this process is alive and keeps its threads, unless a beat is under way. On its own beat: a pass slowed
+   * down by a busy engine (reaping lists containers) must never make a live process look dead to the others, who
+   * would free what it holds.
    */
-  async function beat(): Promise<void> {
-    await step(() => owners.heartbeat());
-    await step(() => threadLeases.renew());
-  }
+  const beat = (): Promise<void> => {
+    if (beating) return beating;
+    const current = (async () => {
+      await step(() => owners.heartbeat());
+      await step(() => threadLeases.renew());
+    })().finally(() => {
+      beating = undefined;
+    });
+    beating = current;
+    return current;
+  };
 
   async function pass(force: boolean): Promise<void> {
     const now = Date.now();
-    if (force) await beat();
     const live = await owners.liveOwners().catch((error: unknown) => {
       onError(error);
       return undefined;
@@ -79,8 +88,10 @@ export function createRuntimeMaintenance(options: {
     if (force || now - lastReconcile >= reconcileIntervalMs) {
       lastReconcile = now;
       await step(() => interruptDeadRuns(store, { live, self: owners }));
-      await step(() => capabilities.reconcile(live));
-      await step(() => owners.forgetDead(live));
+      await step(async () => {
+        const dead = await owners.deadOwners();
+        if (await capabilities.reconcile(live, dead)) await owners.forget(dead);
+      });
       await step(() => store.pruneRunChunks(now - RUN_CHUNKS_KEPT_MS));
     }
     if (force || now - lastSweep >= sweepIdleIntervalMs) {
@@ -94,15 +105,12 @@ export function createRuntimeMaintenance(options: {
     return running;
   };
 
-  const started = enqueue(true);
+  const started = beat().then(() => enqueue(true));
   let ticking = false;
-  let beating: Promise<void> | undefined;
   const timer = setInterval(() => {
     if (closed) return;
-    beating ??= beat().finally(() => {
-      beating = undefined;
-    });
-    // A tick never queues behind a pass still running: it is skipped.
+    void beat();
+    // A tick never queues a pass behind one still running: it is skipped.
     if (ticking) return;
     ticking = true;
     void enqueue(false).finally(() => {
@@ -113,7 +121,7 @@ export function createRuntimeMaintenance(options: {
 
   return {
     started,
-    runNow: () => enqueue(true),
+    runNow: () => beat().then(() => enqueue(true)),
     async close() {
       closed = true;
       clearInterval(timer);
