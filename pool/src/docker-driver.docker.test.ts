@@ -531,6 +531,31 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     );
   });
 
+  it("leaves no container behind when a create is aborted while the engine makes it", async () => {
+    const poolId = newPoolId("create-abort");
+    const labels = { [poolLabels.managed]: "true", [poolLabels.pool]: poolId };
+    const made: string[] = [];
+    // Aborts land at points through the engine's work on the request, whatever its speed today.
+    const startedAt = performance.now();
+    made.push((await driver.create({ image }, labels)).id);
+    const createMs = performance.now() - startedAt;
+    for (const delayMs of [0.1, 0.25, 0.4, 0.55, 0.7, 0.85].map((share) => share * createMs)) {
+      const controller = new AbortController();
+      const pending = driver.create({ image }, labels, { signal: controller.signal });
+      setTimeout(() => controller.abort(new Error("stop")), delayMs);
+      await pending.then(
+        ({ id }) => made.push(id),
+        (error: unknown) => expect(error).toMatchObject({ message: "stop" }),
+      );
+    }
+    for (const id of made) await driver.remove(id);
+    // An engine that got a create request goes on with it after the client hung up: give it time to show.
+    for (let look = 0; look < 6; look++) {
+      expect(await dockerPs(poolId)).toEqual([]);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  });
+
   it("fails acquire with a clear error for a missing image", async () => {
     const poolId = newPoolId("noimage");
     const pool = track(

@@ -361,22 +361,27 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
         runtime,
         hostsFile: hosts,
       });
+      let id: string;
       try {
-        return await call(
-          "create container",
-          { image: spec.image },
-          async () => {
-            const container = await docker.createContainer({
-              ...body,
-              ...(callOptions.signal ? { abortSignal: callOptions.signal } : {}),
-            });
-            return { id: container.id };
-          },
-          callOptions.signal,
-        );
+        // Not cut short by the signal: an engine that got the request may create the container after the client
+        // hung up, and nothing would know it to remove it. The create runs to its end, and an abort meanwhile
+        // removes what it made.
+        id = await call("create container", { image: spec.image }, async () => {
+          const container = await docker.createContainer(body);
+          return container.id;
+        });
       } catch (error) {
+        if (callOptions.signal?.aborted) throw callOptions.signal.reason;
         throw missingDiskDriver(error, diskVolumeDriver) ?? error;
       }
+      if (callOptions.signal?.aborted) {
+        await docker
+          .getContainer(id)
+          .remove({ force: true, v: true })
+          .catch(() => undefined);
+        throw callOptions.signal.reason;
+      }
+      return { id };
     },
 
     start(id, callOptions = {}) {
