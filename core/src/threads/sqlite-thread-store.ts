@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import type { SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
+import type { SQLOutputValue, StatementSync } from "node:sqlite";
 import { DatabaseSync } from "node:sqlite";
 import type { UIMessage } from "ai";
 import { PaiError } from "../errors/pai-error.ts";
@@ -13,6 +13,7 @@ import {
   toStoredJson,
   withoutUndefined,
 } from "./parse-store-input.ts";
+import { actionValues, runValues, threadValues } from "./record-columns.ts";
 import type {
   CapabilityLifetime,
   LeaseRecord,
@@ -825,54 +826,6 @@ function prepareStatements(db: DatabaseSync) {
 }
 
 type Statements = ReturnType<typeof prepareStatements>;
-
-function threadValues(thread: ThreadRecord): SQLInputValue[] {
-  return [
-    thread.id,
-    thread.agentId,
-    thread.ownerKey,
-    thread.title ?? null,
-    thread.createdAt,
-    thread.updatedAt,
-  ];
-}
-
-function runValues(run: RunRecord): SQLInputValue[] {
-  return [
-    run.id,
-    run.threadId,
-    run.agentId,
-    run.status,
-    run.startedAt,
-    run.endedAt ?? null,
-    run.error ?? null,
-    run.ownerId ?? null,
-  ];
-}
-
-function actionValues(action: PendingActionRecord): SQLInputValue[] {
-  return [
-    action.id,
-    action.threadId,
-    action.runId,
-    action.toolCallId,
-    action.toolId,
-    action.toolName,
-    action.inputHash,
-    toStoredJson(action.input, "pending action input"),
-    action.kind,
-    action.name ?? null,
-    toStoredJson(action.payload, "pending action payload"),
-    toStoredJson(action.suspendHistory, "pending action suspendHistory"),
-    action.status,
-    action.createdAt,
-    action.settledAt ?? null,
-    toStoredJson(action.answer, "pending action answer"),
-    toStoredJson(action.inner, "pending action inner call"),
-    toStoredJson(action.journal, "pending action journal"),
-    action.appliedBy ?? null,
-  ];
-}
 
 function optional<VALUE>(value: SQLOutputValue | undefined): VALUE | undefined {
   return value === null ? undefined : (value as VALUE);

@@ -10,6 +10,7 @@ import {
   toStoredJson,
   withoutUndefined,
 } from "../parse-store-input.ts";
+import { actionValues, runValues, threadValues } from "../record-columns.ts";
 import type {
   CapabilityLifetime,
   LeaseRecord,
@@ -720,54 +721,6 @@ function statements(s: string) {
 }
 
 type Row = Record<string, unknown>;
-
-function threadValues(thread: ThreadRecord): unknown[] {
-  return [
-    thread.id,
-    thread.agentId,
-    thread.ownerKey,
-    thread.title ?? null,
-    thread.createdAt,
-    thread.updatedAt,
-  ];
-}
-
-function runValues(run: RunRecord): unknown[] {
-  return [
-    run.id,
-    run.threadId,
-    run.agentId,
-    run.status,
-    run.startedAt,
-    run.endedAt ?? null,
-    run.error ?? null,
-    run.ownerId ?? null,
-  ];
-}
-
-function actionValues(action: PendingActionRecord): unknown[] {
-  return [
-    action.id,
-    action.threadId,
-    action.runId,
-    action.toolCallId,
-    action.toolId,
-    action.toolName,
-    action.inputHash,
-    toStoredJson(action.input, "pending action input"),
-    action.kind,
-    action.name ?? null,
-    toStoredJson(action.payload, "pending action payload"),
-    toStoredJson(action.suspendHistory, "pending action suspendHistory"),
-    action.status,
-    action.createdAt,
-    action.settledAt ?? null,
-    toStoredJson(action.answer, "pending action answer"),
-    toStoredJson(action.inner, "pending action inner call"),
-    toStoredJson(action.journal, "pending action journal"),
-    action.appliedBy ?? null,
-  ];
-}
 
 function optional<VALUE>(value: unknown): VALUE | undefined {
   return value === null ? undefined : (value as VALUE);
