@@ -121,6 +121,21 @@ async function hostMemoryKiB(containerIds: readonly string[]): Promise<{ total: 
 }
 
 /**
+ * {@link hostMemoryKiB} sampled three times, a second apart: the sample with the median total. dockerd's and
+ * containerd's heaps move by megabytes between two garbage collections, more than a hibernated sandbox holds.
+ */
+async function settledHostMemoryKiB(
+  containerIds: readonly string[],
+): Promise<{ total: number; parts: string }> {
+  const samples: Array<{ total: number; parts: string }> = [];
+  for (let i = 0; i < 3; i++) {
+    if (i > 0) await new Promise((resolve) => setTimeout(resolve, 1000));
+    samples.push(await hostMemoryKiB(containerIds));
+  }
+  return samples.sort((a, b) => a.total - b.total)[1]!;
+}
+
+/**
  * Host memory per hibernated sandbox: PSS of the engine (dockerd, containerd, the sandboxes' shims and processes)
  * and of this Node process, before the sandboxes exist and after `count` of them were provisioned, used and
  * hibernated, divided by `count`. The engine is shared: other containers coming and going move dockerd's and
@@ -140,21 +155,22 @@ export async function benchHibernatedMemory(options: { count: number }): Promise
   let after = { total: 0, parts: "" };
   try {
     await binding.start?.();
-    before = await hostMemoryKiB([]);
+    before = await settledHostMemoryKiB([]);
     for (let i = 0; i < options.count; i++) {
       resources.push(await binding.provision({ leaseKey: `thread:m${i}`, lifetime: "thread", signal }));
     }
     for (const resource of resources) await firstCommand(resource, signal);
     const ids = resources.map((resource) => resource.resourceId);
     await new Promise((resolve) => setTimeout(resolve, 1000)); // let the fresh processes settle
-    running = await hostMemoryKiB(ids);
+    running = await settledHostMemoryKiB(ids);
     await hibernateAll(binding, resources);
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    after = await hostMemoryKiB(ids);
+    after = await settledHostMemoryKiB(ids);
     await Promise.all(resources.map((resource) => resource.release()));
   } finally {
     await binding.close();
   }
+  // Signed: the daemons' heaps can end lower than they began (the note lists every part).
   const perHibernatedMiB = (after.total - before.total) / 1024 / options.count;
   const perRunningMiB = (running.total - before.total) / 1024 / options.count;
   return [

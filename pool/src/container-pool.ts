@@ -97,13 +97,21 @@ export interface ContainerPoolOptions<STATE = undefined> {
    * @default false
    */
   reapOnStart?: boolean;
+  /**
+   * Environment for one container only, added to the spec's at each create and never part of the spec (nor of
+   * its hash): e.g. a secret that container's agent presents. `setup` gets it back as `createEnv`.
+   */
+  containerEnv?: () => Readonly<Record<string, string>>;
   /** Runs after create, before start: e.g. copy an agent binary in with `driver.putArchive`. */
   beforeStart?: (context: ContainerHookContext) => Promise<void>;
   /**
    * Runs after start (and on `adopt`), before the container counts as warm; its result is the lease's `state`
    * (e.g. a connection to an in-container agent). A throw fails the create, which is retried with backoff.
+   * `createEnv` is what `containerEnv` gave the container, when this process just created it.
    */
-  setup?: (context: ContainerHookContext & { adopted: boolean }) => Promise<STATE> | STATE;
+  setup?: (
+    context: ContainerHookContext & { adopted: boolean; createEnv?: Readonly<Record<string, string>> },
+  ) => Promise<STATE> | STATE;
   /**
    * Checks a warm container on borrow without a Docker round trip (e.g. "its in-container agent is still
    * connected"). Without it the pool asks the engine (`inspect`). Containers that die or hit OOM are
@@ -611,13 +619,21 @@ export function createContainerPool<STATE = undefined>(
           createLimiter.release();
         };
         try {
-          ({ id } = await driver.create(spec, labels, { signal }));
+          const createEnv = options.containerEnv?.();
+          const created = createEnv ? { ...spec, env: { ...spec.env, ...createEnv } } : spec;
+          ({ id } = await driver.create(created, labels, { signal }));
           knownIds.add(id);
           if (options.beforeStart) await options.beforeStart({ containerId: id, driver, signal });
           await driver.start(id, { signal });
           releaseCreateSlot();
           state = options.setup
-            ? await options.setup({ containerId: id, driver, signal, adopted: false })
+            ? await options.setup({
+                containerId: id,
+                driver,
+                signal,
+                adopted: false,
+                ...(createEnv ? { createEnv } : {}),
+              })
             : (undefined as STATE);
           setupDone = true;
           if (closed) {

@@ -64,7 +64,12 @@ export interface PooledBindingOptions<STATE, FACADE, SCOPE> {
    */
   preparePool(): Promise<
     { image: string } & Pick<ContainerPoolOptions<STATE>, "spec"> &
-      Partial<Pick<ContainerPoolOptions<STATE>, "setup" | "teardown" | "beforeStart" | "healthCheck">>
+      Partial<
+        Pick<
+          ContainerPoolOptions<STATE>,
+          "setup" | "teardown" | "beforeStart" | "healthCheck" | "containerEnv"
+        >
+      >
   >;
   /** One-time set-up of each engine (after `preparePool`, before the engine's first container). */
   prepareEngine?(context: {

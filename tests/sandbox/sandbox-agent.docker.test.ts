@@ -1,6 +1,6 @@
-// Commands through the in-container agent, against the real engine: a claimed sandbox is already connected, the
-// agent's loss falls back to `docker exec` and the agent comes back, background processes die with their command,
-// and OOM kills are reported as such.
+// Commands through the in-container agent, against the real engine: a claimed sandbox is already connected (its
+// agent dialled this process as the container started), the agent's loss falls back to `docker exec` and the agent
+// comes back, background processes die with their command, and OOM kills are reported as such.
 import type { ContainerDriver } from "@pai/pool";
 import { type DockerSandboxBinding, dockerSandbox, type ProvisionedSandbox } from "@pai/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -69,10 +69,10 @@ describe.skipIf(dockerOptedOut)("sandbox commands through the in-container agent
     }
   });
 
-  it("hands out a sandbox whose agent is already connected: the first command starts no exec", async () => {
+  it("hands out a sandbox whose agent is already connected, dialled in as the container started: no exec at all", async () => {
     const { facade, resourceId } = await provision("connected");
     const before = counting.execsOf(resourceId);
-    expect(before).toBe(1); // the agent's own session, started while the pool warmed the container
+    expect(before).toBe(0); // the agent is the container's main process and connected to this process itself
     const result = await facade.runCommand({ command: "id -u; echo $HOME", timeoutMs: 5_000 });
     expect(result).toMatchObject({ exitCode: 0, stdout: "1000\n/workspace\n", terminationReason: "exit" });
     for (let i = 0; i < 20; i++) await facade.runCommand({ command: "true", args: [] });
@@ -80,9 +80,33 @@ describe.skipIf(dockerOptedOut)("sandbox commands through the in-container agent
     expect(await facade.readTextFile("notes/a.txt")).toBe("through the agent");
     expect(counting.execsOf(resourceId)).toBe(before);
     expect((await facade.info()).executor).toBe("agent");
-    // the agent runs as the sandbox user, from its own volume
+    // the agent runs as the sandbox user, from its own volume; its parent idles as the main process
     const agent = await facade.runCommand({ command: "ps -o user=,args= -C pai-agent" });
-    expect(agent.stdout.trim()).toBe("sandbox  /opt/pai/pai-agent");
+    expect(agent.stdout.trim()).toBe("sandbox  /opt/pai/pai-agent --dial");
+    const idle = await facade.runCommand({ command: "ps -o user=,comm= -C pai-idle" });
+    expect(idle.stdout.trim()).toBe("sandbox  pai-idle");
+  });
+
+  it("refuses a program that dials in with the container's spent token (from /proc/1/environ)", async () => {
+    const { facade } = await provision("replay");
+    const replay = await facade.runCommand({
+      command: "python3",
+      args: [
+        "-c",
+        [
+          "import socket",
+          "env = dict(kv.split('=', 1) for kv in open('/proc/1/environ').read().split('\\0') if '=' in kv)",
+          "s = socket.socket(socket.AF_UNIX)",
+          "s.settimeout(10)",
+          "s.connect(env['PAI_AGENT_DIAL'])",
+          "s.sendall(('PAI-AGENT/1 ' + env['PAI_AGENT_TOKEN'] + '\\n').encode() + bytes(9))",
+          "print(repr(s.recv(64)))",
+        ].join("\n"),
+      ],
+      timeoutMs: 20_000,
+    });
+    expect(replay).toMatchObject({ exitCode: 0, stdout: "b''\n" }); // closed unseen
+    expect((await facade.runCommand({ command: "echo still served" })).stdout).toBe("still served\n");
   });
 
   it("kills what a command left in the background when it exits", async () => {

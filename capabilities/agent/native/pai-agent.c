@@ -12,9 +12,16 @@
  * Payloads are at most MAX_PAYLOAD bytes. See ../README.md for the frame table.
  *
  * Usage: pai-agent [--user UID:GID | --user self]
+ *        pai-agent --dial
  *        pai-agent --idle
  *   --user  the user requests run as when they name none. Default: 1000:1000 when the agent runs as
  *           root, the agent's own user otherwise.
+ *   --dial  the container's main process: connect to the host's unix socket named by $PAI_AGENT_DIAL (a
+ *           read-only mount of a host directory) and say `PAI-AGENT/1 $PAI_AGENT_TOKEN` on the first line;
+ *           then a child serves that connection instead of stdin/stdout (so the host needs no `docker exec`)
+ *           while this process idles as with --idle (renamed `pai-idle`): the container outlives its first
+ *           agent, and the next one is started with `docker exec`. Without a connection it only idles. The
+ *           host admits each token once.
  *   --idle  do nothing until SIGTERM/SIGINT/SIGHUP, reaping children: a container main process for images
  *           without `sleep` (the agent itself is then started with `docker exec`).
  *
@@ -1415,6 +1422,37 @@ static void idle(void) {
   }
 }
 
+/* --dial: connects to the host's socket; a child serves it on fds 0 and 1, this process idles. */
+static void dial_host(void) {
+  const char *path = getenv("PAI_AGENT_DIAL");
+  const char *token = getenv("PAI_AGENT_TOKEN");
+  char header[MAX_TOKEN + 32];
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  prctl(PR_SET_NAME, "pai-idle", 0, 0, 0);
+  if (!path || !token || strlen(path) >= sizeof addr.sun_path || strlen(token) > MAX_TOKEN) idle();
+  memcpy(addr.sun_path, path, strlen(path));
+  int len = snprintf(header, sizeof header, "PAI-AGENT/1 %s\n", token);
+  /* What the commands inherit must not carry them (the host admits a token once anyway). */
+  unsetenv("PAI_AGENT_DIAL");
+  unsetenv("PAI_AGENT_TOKEN");
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) idle();
+  for (int off = 0; off < len;) {
+    ssize_t n = write(fd, header + off, (size_t)(len - off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) idle();
+    off += (int)n;
+  }
+  pid_t child = fork();
+  if (child != 0) {
+    close(fd);
+    idle(); /* and reaps the child when its connection ends */
+  }
+  prctl(PR_SET_NAME, "pai-agent", 0, 0, 0);
+  if (dup2(fd, 0) < 0 || dup2(fd, 1) < 0) _exit(70);
+  if (fd > 1) close(fd);
+}
+
 static void parse_args(int argc, char **argv) {
   default_uid = is_root ? 1000 : self_uid;
   default_gid = is_root ? 1000 : self_gid;
@@ -1436,6 +1474,8 @@ static void parse_args(int argc, char **argv) {
       default_gid = (gid_t)g;
     } else if (strcmp(argv[i], "--idle") == 0 && argc == 2) {
       idle();
+    } else if (strcmp(argv[i], "--dial") == 0 && argc == 2) {
+      dial_host();
     } else if (strcmp(argv[i], "--version") == 0) {
       fprintf(stderr, "pai-agent %s (protocol %d)\n", AGENT_VERSION, PROTOCOL_VERSION);
       exit(0);
@@ -1445,7 +1485,7 @@ static void parse_args(int argc, char **argv) {
   }
   return;
 usage:
-  fprintf(stderr, "usage: pai-agent [--user UID:GID | --user self] | --idle | --version\n");
+  fprintf(stderr, "usage: pai-agent [--user UID:GID | --user self] | --dial | --idle | --version\n");
   exit(64);
 }
 

@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import type { ContainerDriver } from "@pai/pool";
 import { type AgentClient, createAgentClient } from "./agent-client.ts";
 import type { AgentHello } from "./agent-protocol.ts";
@@ -21,6 +22,11 @@ export interface ConnectContainerAgentOptions {
   stdinWindowBytes?: number | undefined;
   /** Called once when the connection ends (`undefined` after `close()`). */
   onClose?: ((error: ContainerAgentError | undefined) => void) | undefined;
+  /**
+   * The connection of an agent that dialled in (`pai-agent --dial`, see `createAgentDialSocket`): served instead
+   * of starting one with `docker exec`.
+   */
+  dialled?: Duplex | undefined;
   /** Aborts connecting. The live connection is not tied to it. */
   signal?: AbortSignal | undefined;
 }
@@ -29,7 +35,10 @@ export interface ConnectContainerAgentOptions {
 export interface ContainerAgentConnection {
   readonly client: AgentClient;
   readonly hello: AgentHello;
-  /** Ends the connection (the agent kills its commands and exits) and the exec session; at most ~250 ms. */
+  /**
+   * Ends the connection (the agent kills its commands and exits, or idles when it dialled in) and the exec
+   * session; at most ~250 ms.
+   */
   close(): Promise<void>;
 }
 
@@ -57,11 +66,17 @@ function withDeadline<T>(promise: Promise<T>, ms: number, signal: AbortSignal | 
   });
 }
 
+/** A dialled agent's connection in the shape of an exec session: frames both ways, no log stream. */
+function dialledSession(socket: Duplex) {
+  return { stream: socket, stdin: socket, stdout: socket, stderr: undefined, close: () => socket.destroy() };
+}
+
 /**
  * Starts `pai-agent` in a running container with one `docker exec` session (stdin/stdout carry the frames,
  * stderr is the agent's log) and waits for its HELLO. That session is the one channel between host and
  * container: commands, the Chromium DevTools pipe and the egress tunnel all travel over it, so it works with a
- * remote engine (`DOCKER_HOST`) and nothing listens anywhere.
+ * remote engine (`DOCKER_HOST`) and nothing listens anywhere. With `dialled`, the agent is the container's
+ * main process and already connected to this process's dial socket: no exec, the same frames.
  *
  * @example
  * const agent = await connectContainerAgent({ driver, containerId, signal });
@@ -73,12 +88,14 @@ export async function connectContainerAgent(
 ): Promise<ContainerAgentConnection> {
   const { driver, containerId, signal } = options;
   signal?.throwIfAborted();
-  const session = await driver.execDuplex(containerId, {
-    cmd: [options.agentPath ?? AGENT_PATH],
-    ...(options.user !== undefined ? { user: options.user } : {}),
-  });
+  const session = options.dialled
+    ? dialledSession(options.dialled)
+    : await driver.execDuplex(containerId, {
+        cmd: [options.agentPath ?? AGENT_PATH],
+        ...(options.user !== undefined ? { user: options.user } : {}),
+      });
   session.stream.on("error", () => {});
-  session.stderr.resume(); // the agent's log
+  session.stderr?.resume(); // the agent's log
   const client = createAgentClient({
     stream: { readable: session.stdout, writable: session.stdin },
     stdinWindowBytes: options.stdinWindowBytes ?? 4 * 1024 * 1024,
@@ -87,6 +104,8 @@ export async function connectContainerAgent(
       options.onClose?.(error);
     },
   });
+  // A dialled connection was held paused until someone reads it: the client does now.
+  options.dialled?.resume();
   const close = async () => {
     await Promise.race([client.close(), new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS))]);
     session.close();

@@ -12,6 +12,7 @@ export {
   DEFAULT_MAX_OUTPUT_BYTES,
   type TerminationReason,
 } from "./agent-client.ts";
+export { type AgentDialSocket, createAgentDialSocket } from "./agent-dial-socket.ts";
 export {
   AGENT_FRAME_TYPES,
   AGENT_PROTOCOL_VERSION,
@@ -51,13 +52,7 @@ export {
   type ConnectionReporter,
   createConnectionAudience,
 } from "./egress/connection-audience.ts";
-export {
-  EGRESS_SOCKET_DIRECTORY,
-  type EgressChannel,
-  egressSocketHostDirectory,
-  prepareEgressChannel,
-  wantsEgressChannel,
-} from "./egress/egress-channel.ts";
+export { type EgressChannel, prepareEgressChannel, wantsEgressChannel } from "./egress/egress-channel.ts";
 export {
   type EgressAllowEntry,
   type EgressDecision,
@@ -88,4 +83,10 @@ export {
   type FrameDecoder,
   type FrameDecoderOptions,
 } from "./frame-codec.ts";
+export {
+  EGRESS_SOCKET_DIRECTORY,
+  egressSocketHostDirectory,
+  engineSharesHostSocketDirectory,
+} from "./host-socket-directory.ts";
 export { createOutputCollector, type OutputCollector } from "./output-collector.ts";
+export { type AgentDial, prepareAgentDial } from "./prepare-agent-dial.ts";

@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import {
   AGENT_PATH,
   type AgentClient,
@@ -52,6 +53,12 @@ export interface AgentExecutorOptions {
    * proxy). A failure fails that connection.
    */
   onConnect?: ((client: AgentClient, signal: AbortSignal | undefined) => Promise<unknown>) | undefined;
+  /**
+   * The connection of the container's own agent, which dials the host as the container starts (see
+   * `prepareAgentDial`): used for the first connection instead of a `docker exec`. When it fails, the agent is
+   * started with `docker exec` as usual; so is every later one.
+   */
+  dialled?: ((signal: AbortSignal | undefined) => Promise<Duplex>) | undefined;
   /** Aborts connecting. The live connection is not tied to it. */
   signal?: AbortSignal | undefined;
 }
@@ -161,8 +168,8 @@ function fromAgentProcess(
 }
 
 /**
- * Starts `pai-agent` inside a running container (one `docker exec` session, see `connectContainerAgent`) and
- * runs commands through it: ~1 ms per command instead of `docker exec`'s ~60 ms; files up to a frame's size are
+ * Starts `pai-agent` inside a running container (one `docker exec` session, see `connectContainerAgent`; or
+ * takes the connection of the agent that dialled in as the container's main process) and runs commands through it: ~1 ms per command instead of `docker exec`'s ~60 ms; files up to a frame's size are
  * one READ_FILE/WRITE_FILE frame each (larger ones go through the scripts). When the agent is gone
  * (killed, or its session broke) commands fall back to `docker exec` while a fresh agent is started in the
  * background; both paths give the same results.
@@ -180,6 +187,19 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
   let restartTimer: ReturnType<typeof setTimeout> | undefined;
   let fallback: CommandExecutor | undefined;
   let closed = false;
+  let dial = options.dialled;
+
+  /** The dialled agent's connection, once; `undefined` (start one with docker exec) when there is none. */
+  async function takeDialled(signal: AbortSignal | undefined): Promise<Duplex | undefined> {
+    const dialled = dial;
+    dial = undefined;
+    try {
+      return await dialled?.(signal);
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      return undefined;
+    }
+  }
 
   async function connect(signal: AbortSignal | undefined): Promise<ContainerAgentConnection> {
     let live: ContainerAgentConnection | undefined;
@@ -189,6 +209,7 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
       agentPath: options.agentPath ?? AGENT_PATH,
       user: options.user,
       helloTimeoutMs: options.helloTimeoutMs,
+      dialled: await takeDialled(signal),
       signal,
       onClose: () => {
         if (live && connection === live) {

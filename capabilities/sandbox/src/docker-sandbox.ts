@@ -1,6 +1,7 @@
 import {
   AGENT_PATH,
   type AgentClient,
+  type AgentDial,
   agentVolumeMount,
   type ConnectionAudience,
   createConnectionAudience,
@@ -11,6 +12,7 @@ import {
   type EgressProxy,
   egressEnvironment,
   parseEgressPolicy,
+  prepareAgentDial,
   prepareAgentVolume,
   prepareEgressChannel,
   serveEgress,
@@ -161,6 +163,8 @@ export interface DockerSandboxBinding extends CapabilityBinding<SandboxFacade> {
 }
 
 const WORKSPACE = "/workspace";
+/** How long a fresh container's agent may take to dial in before it is started with `docker exec` instead. */
+const DIAL_TIMEOUT_MS = 10_000;
 
 /**
  * The Docker binding of the `sandbox` capability: one fresh container per lease from a warm pool, destroyed
@@ -194,14 +198,17 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
 
   /** Set by `preparePool` when the binding has one engine that shares this machine's filesystem (and `channel` is not `"tunnel"`). */
   let channel: EgressChannel | undefined;
+  /** Set by `preparePool` likewise: fresh containers' agents dial this process instead of a `docker exec`. */
+  let dial: AgentDial | undefined;
 
   async function setup(context: {
     driver: ContainerDriver;
     containerId: string;
     signal: AbortSignal | undefined;
     adopted: boolean;
+    createEnv?: Readonly<Record<string, string>> | undefined;
   }): Promise<SandboxState> {
-    const { driver, containerId, signal } = context;
+    const { driver, containerId, signal, createEnv } = context;
     const audience = createConnectionAudience();
     if (!useAgent) {
       return { executor: createDockerExecExecutor({ driver, containerId }), proxy: undefined, audience };
@@ -223,6 +230,15 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         // A fresh container without its agent is retried by the pool; an adopted one (a thread's files) is kept
         // on the docker exec fallback while the agent is restarted.
         requireAgent: !context.adopted,
+        // A container this process just made: its agent is its main process and dials in (no docker exec).
+        dialled:
+          dial && createEnv
+            ? (connectSignal) =>
+                (dial as AgentDial).connection(createEnv, {
+                  timeoutMs: DIAL_TIMEOUT_MS,
+                  signal: connectSignal,
+                })
+            : undefined,
         onConnect: proxy
           ? (client: AgentClient, connectSignal) =>
               serveEgress({ client, proxy, audience, channel, signal: connectSignal })
@@ -250,23 +266,30 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       // The egress sockets' directory, read-only, so connections bypass the agent's exec stream: only on a single
       // engine that shares this machine's filesystem (the mount is part of the spec every engine's containers share).
       const [engine] = engines;
-      channel =
-        fastEgress && engine && engines.length === 1
-          ? await prepareEgressChannel({ driver: engine.driver, image })
-          : undefined;
+      // Drivers of the engine DOCKER_HOST names are one engine: one probe of the directory per process.
+      const engineKey =
+        options.engines === undefined && options.driver === undefined ? engine?.id : undefined;
+      const local = engine && engines.length === 1 ? { driver: engine.driver, image, engineKey } : undefined;
+      channel = fastEgress && local ? await prepareEgressChannel(local) : undefined;
+      // `channel: "tunnel"` asks for no host directory in the container at all.
+      dial = useAgent && local && !(egress && !fastEgress) ? await prepareAgentDial(local) : undefined;
+      const hostDirectory = channel?.mount ?? dial?.mount;
       const spec: ContainerSpec = {
         image,
         env: { HOME: WORKSPACE, ...(policy ? egressEnvironment(policy) : {}), ...(options.env ?? {}) },
         workingDir: WORKSPACE,
         network: network === "unsafe-host" ? "host" : "none",
         ...(agentVolume ? { sharedVolumes: [agentVolume] } : {}),
-        ...(channel ? { hostDirectories: [channel.mount] } : {}),
+        ...(dial ? { cmd: dial.cmd } : {}),
+        ...(hostDirectory ? { hostDirectories: [hostDirectory] } : {}),
         ...(options.limits ? { limits: options.limits } : {}),
       };
       return {
         image,
         spec,
-        setup: ({ containerId, driver, signal, adopted }) => setup({ driver, containerId, signal, adopted }),
+        setup: ({ containerId, driver, signal, adopted, createEnv }) =>
+          setup({ driver, containerId, signal, adopted, createEnv }),
+        ...(dial ? { containerEnv: dial.env } : {}),
         teardown: async ({ state }) => {
           // The lease ended: its connections close with it.
           state?.proxy?.close();

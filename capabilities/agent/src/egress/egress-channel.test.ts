@@ -1,6 +1,7 @@
 import { PaiError } from "@pai/core";
 import { describe, expect, it } from "vitest";
-import { egressSocketHostDirectory, wantsEgressChannel } from "./egress-channel.ts";
+import { egressSocketHostDirectory } from "../host-socket-directory.ts";
+import { wantsEgressChannel } from "./egress-channel.ts";
 
 describe("egress channel options", () => {
   it('uses the fast channel unless channel is "tunnel", and refuses anything else with INVALID_ARGUMENT', () => {

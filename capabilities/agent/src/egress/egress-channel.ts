@@ -1,14 +1,13 @@
-import { randomUUID } from "node:crypto";
-import { lstat, mkdir, unlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { PaiError } from "@pai/core";
-import { type ContainerDriver, PoolError, poolLabels } from "@pai/pool";
+import type { ContainerDriver } from "@pai/pool";
+import {
+  EGRESS_SOCKET_DIRECTORY,
+  egressSocketHostDirectory,
+  engineSharesHostSocketDirectory,
+  ownHostSocketDirectory,
+} from "../host-socket-directory.ts";
 import { createEgressSocket, type EgressSocket } from "./egress-socket.ts";
 import type { EgressNetworkOptions } from "./serve-egress.ts";
-
-/** Where containers mount the host's egress socket directory (read-only). */
-export const EGRESS_SOCKET_DIRECTORY = "/run/pai-egress";
 
 /**
  * The fast channel of a container's egress: a unix socket of this process in a host directory every egress
@@ -39,68 +38,15 @@ export function wantsEgressChannel(network: EgressNetworkOptions): boolean {
   return channel === "auto";
 }
 
-/**
- * The host directory of the egress sockets: the same in every process of a user (it is part of the container
- * spec, so of the pools' spec hashes): `/run/pai-egress` for root, `<tmpdir>/pai-egress-<uid>` otherwise.
- */
-export function egressSocketHostDirectory(): string {
-  const uid = process.getuid?.() ?? 0;
-  return uid === 0 ? "/run/pai-egress" : join(tmpdir(), `pai-egress-${uid}`);
-}
-
 let shared: Promise<EgressSocket | undefined> | undefined;
 
 /** This process's egress socket, created once; `undefined` when the directory cannot be made safely. */
-function sharedEgressSocket(directory: string): Promise<EgressSocket | undefined> {
+function sharedEgressSocket(): Promise<EgressSocket | undefined> {
   shared ??= (async () => {
-    try {
-      await mkdir(directory, { recursive: true, mode: 0o755 });
-      const info = await lstat(directory);
-      // Someone else's directory (or one others may write to) could hold a socket posing as ours.
-      if (!info.isDirectory() || info.uid !== (process.getuid?.() ?? 0) || (info.mode & 0o022) !== 0) {
-        return undefined;
-      }
-      return await createEgressSocket({ directory });
-    } catch {
-      return undefined;
-    }
+    const directory = await ownHostSocketDirectory();
+    return directory ? await createEgressSocket({ directory }).catch(() => undefined) : undefined;
   })();
   return shared;
-}
-
-const probes = new WeakMap<ContainerDriver, Promise<EgressChannel | undefined>>();
-
-/** Whether a container of `driver`'s engine that mounts `directory` sees a file this process just wrote there. */
-async function engineSeesDirectory(
-  driver: ContainerDriver,
-  image: string,
-  directory: string,
-): Promise<boolean> {
-  const name = `.probe-${randomUUID()}`;
-  await writeFile(join(directory, name), "", { mode: 0o644 });
-  try {
-    const { id } = await driver.create(
-      {
-        image,
-        writablePaths: [],
-        hostDirectories: [{ source: directory, target: EGRESS_SOCKET_DIRECTORY }],
-      },
-      { [poolLabels.managed]: "true", "pai.purpose": "egress-probe" },
-    );
-    try {
-      const archive = await driver.getArchive(id, `${EGRESS_SOCKET_DIRECTORY}/${name}`);
-      archive.resume();
-      return true;
-    } finally {
-      await driver.remove(id).catch(() => undefined);
-    }
-  } catch (error) {
-    if (PoolError.hasCode(error, "DOCKER_UNAVAILABLE")) throw error;
-    // A remote engine: no such directory there (the create fails) or not this one (the file is missing).
-    return false;
-  } finally {
-    await unlink(join(directory, name)).catch(() => undefined);
-  }
 }
 
 /**
@@ -110,26 +56,20 @@ async function engineSeesDirectory(
  * directory mounted must see a file this process wrote there — so a spec never names a directory the engine
  * lacks.
  */
-export function prepareEgressChannel(options: {
+export async function prepareEgressChannel(options: {
   driver: ContainerDriver;
   /** Any local image: it only hosts the probe container. */
   image: string;
+  /** See `engineSharesHostSocketDirectory`. */
+  engineKey?: string | undefined;
 }): Promise<EgressChannel | undefined> {
-  const { driver, image } = options;
-  let probe = probes.get(driver);
-  if (!probe) {
-    probe = (async () => {
-      const directory = egressSocketHostDirectory();
-      const socket = await sharedEgressSocket(directory);
-      if (!socket || !(await engineSeesDirectory(driver, image, directory))) return undefined;
-      return {
-        mount: { source: directory, target: EGRESS_SOCKET_DIRECTORY },
-        socket,
-        containerPath: `${EGRESS_SOCKET_DIRECTORY}/${socket.fileName}`,
-      };
-    })();
-    probes.set(driver, probe);
-    probe.catch(() => probes.delete(driver)); // the engine was down: ask again next time
-  }
-  return probe;
+  const socket = await sharedEgressSocket();
+  if (!socket) return undefined;
+  const directory = egressSocketHostDirectory();
+  if (!(await engineSharesHostSocketDirectory({ ...options, directory }))) return undefined;
+  return {
+    mount: { source: directory, target: EGRESS_SOCKET_DIRECTORY },
+    socket,
+    containerPath: `${EGRESS_SOCKET_DIRECTORY}/${socket.fileName}`,
+  };
 }

@@ -1,0 +1,104 @@
+import { randomUUID } from "node:crypto";
+import { lstat, mkdir, unlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ContainerDriver, PoolError, poolLabels } from "@pai/pool";
+
+/**
+ * Where containers mount the host socket directory (read-only): this machine's PAI processes keep their egress
+ * sockets (`<pid>.sock`) and agent dial sockets (`<pid>.agent.sock`) there.
+ */
+export const EGRESS_SOCKET_DIRECTORY = "/run/pai-egress";
+
+/**
+ * The host socket directory: the same in every process of a user (it is part of the container spec, so of the
+ * pools' spec hashes): `/run/pai-egress` for root, `<tmpdir>/pai-egress-<uid>` otherwise.
+ */
+export function egressSocketHostDirectory(): string {
+  const uid = process.getuid?.() ?? 0;
+  return uid === 0 ? "/run/pai-egress" : join(tmpdir(), `pai-egress-${uid}`);
+}
+
+/** The host socket directory when it is made (or found) safely: this user's and writable by no one else. */
+export async function ownHostSocketDirectory(): Promise<string | undefined> {
+  const directory = egressSocketHostDirectory();
+  try {
+    await mkdir(directory, { recursive: true, mode: 0o755 });
+    const info = await lstat(directory);
+    // Someone else's directory (or one others may write to) could hold a socket posing as ours.
+    if (!info.isDirectory() || info.uid !== (process.getuid?.() ?? 0) || (info.mode & 0o022) !== 0) {
+      return undefined;
+    }
+    return directory;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a container of `driver`'s engine that mounts `directory` sees a file this process just wrote there. */
+async function engineSeesDirectory(
+  driver: ContainerDriver,
+  image: string,
+  directory: string,
+): Promise<boolean> {
+  const name = `.probe-${randomUUID()}`;
+  await writeFile(join(directory, name), "", { mode: 0o644 });
+  try {
+    const { id } = await driver.create(
+      {
+        image,
+        writablePaths: [],
+        hostDirectories: [{ source: directory, target: EGRESS_SOCKET_DIRECTORY }],
+      },
+      { [poolLabels.managed]: "true", "pai.purpose": "egress-probe" },
+    );
+    try {
+      const archive = await driver.getArchive(id, `${EGRESS_SOCKET_DIRECTORY}/${name}`);
+      archive.resume();
+      return true;
+    } finally {
+      await driver.remove(id).catch(() => undefined);
+    }
+  } catch (error) {
+    if (PoolError.hasCode(error, "DOCKER_UNAVAILABLE")) throw error;
+    // A remote engine: no such directory there (the create fails) or not this one (the file is missing).
+    return false;
+  } finally {
+    await unlink(join(directory, name)).catch(() => undefined);
+  }
+}
+
+const probesByDriver = new WeakMap<ContainerDriver, Promise<boolean>>();
+const probesByEngine = new Map<string, Promise<boolean>>();
+
+/**
+ * Whether containers of `driver`'s engine can mount the host socket directory: the engine shares this machine's
+ * filesystem (not a remote `DOCKER_HOST`, not a VM). Decided once per driver by a probe — a container that is
+ * created (never started) with the directory mounted must see a file this process wrote there — so a spec never
+ * names a directory the engine lacks. Rejects (and asks again next time) when the engine is down.
+ */
+export function engineSharesHostSocketDirectory(options: {
+  driver: ContainerDriver;
+  /** Any local image: it only hosts the probe container. */
+  image: string;
+  directory: string;
+  /**
+   * The engine's address when it says which engine the driver reaches (e.g. `dockerEngineId()` of `DOCKER_HOST`):
+   * drivers of the same engine then share one probe. By default each driver is probed once.
+   */
+  engineKey?: string | undefined;
+}): Promise<boolean> {
+  const { driver, image, directory, engineKey } = options;
+  let probe = engineKey === undefined ? probesByDriver.get(driver) : probesByEngine.get(engineKey);
+  if (!probe) {
+    const made = engineSeesDirectory(driver, image, directory);
+    if (engineKey === undefined) probesByDriver.set(driver, made);
+    else probesByEngine.set(engineKey, made);
+    made.catch(() => {
+      if (engineKey === undefined) probesByDriver.delete(driver);
+      else probesByEngine.delete(engineKey);
+    });
+    probe = made;
+  }
+  return probe;
+}
