@@ -440,8 +440,11 @@ describe("createAgentClient with the real agent", () => {
 
   it("gives a command fd 3 and fd 4 when asked, relayed both ways", async ({ agent }) => {
     const received: Uint8Array[] = [];
+    // The shell lists its own open fds with builtins only: a pipeline would show its own pipes while it forks.
+    const listFds =
+      "for fd in 0 1 2 3 4 5 6 7 8 9 10 11 12; do [ -e /proc/$$/fd/$fd ] && printf '%s ' $fd >&2; done";
     const process = agent.client.spawn({
-      argv: ["sh", "-c", "ls /proc/$$/fd | sort -n | tr '\\n' ' ' >&2; head -c 11 <&3 | tr a-z A-Z >&4"],
+      argv: ["sh", "-c", `${listFds}; head -c 11 <&3 | tr a-z A-Z >&4`],
       onPipe: (chunk) => received.push(chunk),
     });
     await process.writePipe("hello ");
