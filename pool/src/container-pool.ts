@@ -98,16 +98,21 @@ export interface ContainerPoolOptions<STATE = undefined> {
    */
   reapOnStart?: boolean;
   /**
-   * Environment for one container only, added to the spec's at each create and never part of the spec (nor of
-   * its hash): e.g. a secret that container's agent presents. `setup` gets it back as `createEnv`.
+   * Environment for one container only, made at each create (`create`) and never part of the spec (nor of its
+   * hash): e.g. a secret that container's agent presents. `setup` gets it back as `createEnv` after the create,
+   * and after each wake of a container this pool created, right before which `renew` runs (e.g. to admit that
+   * secret once more: nothing runs in a stopped container).
    */
-  containerEnv?: () => Readonly<Record<string, string>>;
+  containerEnv?: {
+    create(): Readonly<Record<string, string>>;
+    renew?(env: Readonly<Record<string, string>>): void;
+  };
   /** Runs after create, before start: e.g. copy an agent binary in with `driver.putArchive`. */
   beforeStart?: (context: ContainerHookContext) => Promise<void>;
   /**
    * Runs after start (and on `adopt`), before the container counts as warm; its result is the lease's `state`
    * (e.g. a connection to an in-container agent). A throw fails the create, which is retried with backoff.
-   * `createEnv` is what `containerEnv` gave the container, when this process just created it.
+   * `createEnv` is what `containerEnv` gave the container, when this pool created it (a create or a wake).
    */
   setup?: (
     context: ContainerHookContext & { adopted: boolean; createEnv?: Readonly<Record<string, string>> },
@@ -334,6 +339,8 @@ interface Entry<STATE> {
   destroyReason?: DestroyReason;
   lease?: { leaseKey: string; adopted: boolean; acquiredAt: Date; lease: Lease<STATE> };
   removal?: Promise<{ ok: boolean; error?: unknown }>;
+  /** What `containerEnv` gave it, when this pool created it. */
+  createEnv?: Readonly<Record<string, string>>;
 }
 
 /** What a create resolves to once the pool is closing: no container. */
@@ -619,7 +626,7 @@ export function createContainerPool<STATE = undefined>(
           createLimiter.release();
         };
         try {
-          const createEnv = options.containerEnv?.();
+          const createEnv = options.containerEnv?.create();
           const created = createEnv ? { ...spec, env: { ...spec.env, ...createEnv } } : spec;
           ({ id } = await driver.create(created, labels, { signal }));
           knownIds.add(id);
@@ -653,6 +660,7 @@ export function createContainerPool<STATE = undefined>(
             hibernated: false,
             busy: true,
             lastUsedAt: Date.now(),
+            ...(createEnv ? { createEnv } : {}),
           };
           containers.set(id, entry);
           holdsPermit = false;
@@ -897,9 +905,17 @@ export function createContainerPool<STATE = undefined>(
       }
       const wakeSignal = signal ? AbortSignal.any([signal, closeController.signal]) : closeController.signal;
       try {
+        const { createEnv } = entry;
+        if (createEnv) options.containerEnv?.renew?.(createEnv);
         await driver.start(entry.id, { signal: wakeSignal });
         entry.state = options.setup
-          ? await options.setup({ containerId: entry.id, driver, signal: wakeSignal, adopted: true })
+          ? await options.setup({
+              containerId: entry.id,
+              driver,
+              signal: wakeSignal,
+              adopted: true,
+              ...(createEnv ? { createEnv } : {}),
+            })
           : (undefined as STATE);
       } catch (error) {
         // Back to sleep: a later wake tries again.

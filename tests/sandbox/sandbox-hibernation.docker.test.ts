@@ -135,7 +135,7 @@ describe.skipIf(dockerOptedOut)("sandbox hibernation through createAgentRuntime"
     }
   }, 300_000);
 
-  it("a wake is reported as woken: files are kept, processes started before are gone", async () => {
+  it("a wake is reported as woken: files are kept, processes started before are gone, the agent dials in again", async () => {
     const poolId = uniquePoolId("hibernate-wake");
     const binding = dockerSandbox({
       image: sandboxImage,
@@ -170,11 +170,16 @@ describe.skipIf(dockerOptedOut)("sandbox hibernation through createAgentRuntime"
           agentId: "coder",
           identity,
           threadId: first.threadId,
-          message: "cat /workspace/note.txt; pgrep -f 'sleep 6[0]0' || echo no-sleep",
+          // the agent serving it is the container's own (`--dial`), not one started with docker exec
+          message:
+            "cat /workspace/note.txt; pgrep -f 'sleep 6[0]0' || echo no-sleep; ps -o args= -C pai-agent",
         })
       ).done;
       expect(second.status).toBe("completed");
-      expect(outputsOf(second.messages).at(-1)).toMatchObject({ exitCode: 0, stdout: "kept\nno-sleep\n" });
+      expect(outputsOf(second.messages).at(-1)).toMatchObject({
+        exitCode: 0,
+        stdout: "kept\nno-sleep\n/opt/pai/pai-agent --dial\n",
+      });
       const woken = statusesOf(second.messages).find((status) => status.status === "woken");
       expect(woken).toMatchObject({ capability: "sandbox", lifetime: "thread", resourceId: containerId });
       expect(woken?.durationMs).toBeGreaterThanOrEqual(0);

@@ -29,6 +29,11 @@ export interface AgentDialSocket {
    */
   admit(): string;
   /**
+   * Admits `token` (one {@link AgentDialSocket.admit} issued) once more, for the next start of its container: only
+   * while nothing runs in that container (it is stopped), so that its own agent is the first to dial.
+   */
+  readmit(token: string): void;
+  /**
    * The connection of the agent that dials (or dialled) with `token`, the header read and the bytes after it left
    * in the socket. Rejects with `SANDBOX_PROTOCOL` when none came within `timeoutMs` or the token is unknown, and
    * with the signal's reason on abort; the token is spent either way.
@@ -157,11 +162,16 @@ export async function createAgentDialSocket(options: { directory: string }): Pro
     if (!waiter.deliver) waiter.socket?.destroy();
   }
 
-  function admit(): string {
-    const token = randomBytes(32).toString("base64url");
+  function readmit(token: string): void {
+    spend(token);
     const expiry = setTimeout(() => spend(token), TOKEN_LIFETIME_MS);
     expiry.unref();
     waiters.set(token, { expiry });
+  }
+
+  function admit(): string {
+    const token = randomBytes(32).toString("base64url");
+    readmit(token);
     return token;
   }
 
@@ -202,6 +212,7 @@ export async function createAgentDialSocket(options: { directory: string }): Pro
   return {
     fileName,
     admit,
+    readmit,
     connection,
     refused: () => refusedCount,
     async close() {

@@ -12,7 +12,8 @@ import {
 /**
  * Containers of an engine on this machine whose agent is their main process and dials this process (see
  * `pai-agent --dial`), so a fresh container needs no `docker exec` — engine work that bounds a burst of new
- * sandboxes. Containers adopted later (another process, a restart, a wake) start their agent with `docker exec`.
+ * sandboxes; a container this process hibernated dials again when it wakes. Containers adopted by another process
+ * or after a restart start their agent with `docker exec`.
  */
 export interface AgentDial {
   /** The container's main process (`ContainerSpec.cmd`). */
@@ -21,6 +22,8 @@ export interface AgentDial {
   readonly mount: { source: string; target: string };
   /** The environment to create one container with (never part of a spec): the socket's path and a fresh token. */
   env(): Record<string, string>;
+  /** Admits the token of `env` once more, right before its (stopped) container starts again: a wake dials in too. */
+  renew(env: Readonly<Record<string, string>>): void;
   /**
    * The connection of the agent of the container created with `env`; see `AgentDialSocket.connection`.
    * Rejects when `env` holds no token.
@@ -66,6 +69,9 @@ export async function prepareAgentDial(options: {
     cmd: [options.agentPath ?? AGENT_PATH, "--dial"],
     mount: { source: directory, target: EGRESS_SOCKET_DIRECTORY },
     env: () => ({ PAI_AGENT_DIAL: containerPath, PAI_AGENT_TOKEN: socket.admit() }),
+    renew: (env) => {
+      if (env.PAI_AGENT_TOKEN) socket.readmit(env.PAI_AGENT_TOKEN);
+    },
     connection: (env, connectionOptions) => socket.connection(env.PAI_AGENT_TOKEN ?? "", connectionOptions),
   };
 }

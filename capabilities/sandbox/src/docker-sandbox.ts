@@ -230,7 +230,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         // A fresh container without its agent is retried by the pool; an adopted one (a thread's files) is kept
         // on the docker exec fallback while the agent is restarted.
         requireAgent: !context.adopted,
-        // A container this process just made: its agent is its main process and dials in (no docker exec).
+        // A container this process made (just now, or woken): its agent is its main process and dials in.
         dialled:
           dial && createEnv
             ? (connectSignal) =>
@@ -289,7 +289,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         spec,
         setup: ({ containerId, driver, signal, adopted, createEnv }) =>
           setup({ driver, containerId, signal, adopted, createEnv }),
-        ...(dial ? { containerEnv: dial.env } : {}),
+        ...(dial ? { containerEnv: { create: dial.env, renew: dial.renew } } : {}),
         teardown: async ({ state }) => {
           // The lease ended: its connections close with it.
           state?.proxy?.close();
