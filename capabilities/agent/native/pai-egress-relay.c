@@ -149,6 +149,9 @@ static size_t out_len, out_cap;
 static unsigned char *in;
 static size_t in_len;
 static volatile sig_atomic_t stopping;
+static int parent_gone; /* stdin ended, or the parent spoke nonsense */
+
+static int read_parent(void);
 
 static void die(const char *what) {
   fprintf(stderr, "pai-egress-relay: fatal: %s: %s\n", what, strerror(errno));
@@ -337,6 +340,8 @@ static void on_header(conn_t *c) {
       int printable = 1;
       for (size_t k = plen; k < line && printable; k++) printable = c->buf[k] > 0x20 && c->buf[k] < 0x7f;
       if (printable) a = find_token(c->buf + plen, line - plen);
+      /* The parent admits a token before giving it to an agent: its ADMIT may still wait in the pipe. */
+      if (printable && !a && !parent_gone && read_parent() == 0) a = find_token(c->buf + plen, line - plen);
     }
     if (!a) return conn_refuse_unseen(c);
     unsigned char p[4];
@@ -653,12 +658,16 @@ static int handle_command(unsigned type, uint32_t id, const unsigned char *p, si
   return 0;
 }
 
-/* Reads and runs the parent's commands; -1 when it is gone or spoke nonsense. */
+/* Reads and runs the parent's commands; -1 (and parent_gone) when it is gone or spoke nonsense. */
 static int read_parent(void) {
+  if (parent_gone) return -1;
   for (;;) {
     ssize_t n = read(0, in + in_len, HDR + MAX_CONTROL_PAYLOAD - in_len);
-    if (n == 0) return -1;
-    if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      parent_gone = 1;
+      return -1;
+    }
+    if (n < 0) return 0;
     in_len += (size_t)n;
     size_t off = 0;
     while (in_len - off >= HDR) {
@@ -667,6 +676,7 @@ static int read_parent(void) {
       if (in_len - off < HDR + len) break;
       if (handle_command(in[off + 4], get_u32(in + off + 5), in + off + HDR, len)) {
         fprintf(stderr, "pai-egress-relay: bad command 0x%02x from the parent\n", in[off + 4]);
+        parent_gone = 1;
         return -1;
       }
       off += HDR + len;
@@ -790,7 +800,7 @@ int main(int argc, char **argv) {
       }
     }
     if (pfds[2].revents) accept_connections();
-    if (pfds[0].revents && read_parent()) break;
+    if ((pfds[0].revents && read_parent()) || parent_gone) break;
     remove_closed();
   }
   unlink(socket_path);

@@ -4,22 +4,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PaiError } from "@pai/core";
 import { type ContainerDriver, PoolError, poolLabels } from "@pai/pool";
-import { createEgressSocket, type EgressSocket } from "./egress-socket.ts";
+import { createEgressRelay, type EgressRelay } from "./egress-relay.ts";
 import type { EgressNetworkOptions } from "./serve-egress.ts";
 
 /** Where containers mount the host's egress socket directory (read-only). */
 export const EGRESS_SOCKET_DIRECTORY = "/run/pai-egress";
 
 /**
- * The fast channel of a container's egress: a unix socket of this process in a host directory every egress
- * container of the engine mounts read-only, to which the agent relays each proxy connection (see
+ * The fast channel of a container's egress: the unix socket of this process's egress relay in a host directory
+ * every egress container of the engine mounts read-only, to which the agent relays each proxy connection (see
  * `serveEgress`). Only for an engine that shares this machine's filesystem.
  */
 export interface EgressChannel {
   /** The read-only mount for `ContainerSpec.hostDirectories`. */
   readonly mount: { source: string; target: string };
-  /** This process's socket there. */
-  readonly socket: EgressSocket;
+  /** This process's relay, listening there. */
+  readonly relay: EgressRelay;
   /** The socket's path inside a container. */
   readonly containerPath: string;
 }
@@ -48,10 +48,13 @@ export function egressSocketHostDirectory(): string {
   return uid === 0 ? "/run/pai-egress" : join(tmpdir(), `pai-egress-${uid}`);
 }
 
-let shared: Promise<EgressSocket | undefined> | undefined;
+let shared: Promise<EgressRelay | undefined> | undefined;
 
-/** This process's egress socket, created once; `undefined` when the directory cannot be made safely. */
-function sharedEgressSocket(directory: string): Promise<EgressSocket | undefined> {
+/**
+ * This process's egress relay, started once; `undefined` when the directory cannot be made safely or the relay
+ * cannot be built or started (containers then tunnel).
+ */
+function sharedEgressRelay(directory: string): Promise<EgressRelay | undefined> {
   shared ??= (async () => {
     try {
       await mkdir(directory, { recursive: true, mode: 0o755 });
@@ -60,7 +63,7 @@ function sharedEgressSocket(directory: string): Promise<EgressSocket | undefined
       if (!info.isDirectory() || info.uid !== (process.getuid?.() ?? 0) || (info.mode & 0o022) !== 0) {
         return undefined;
       }
-      return await createEgressSocket({ directory });
+      return await createEgressRelay({ directory });
     } catch {
       return undefined;
     }
@@ -105,8 +108,8 @@ async function engineSeesDirectory(
 
 /**
  * The fast egress channel for containers of `driver`'s engine, or `undefined` when that engine does not share
- * this machine's filesystem (a remote `DOCKER_HOST`, a VM): then connections travel in frames over the agent's
- * exec stream. Decided once per driver by a probe — a container that is created (never started) with the
+ * this machine's filesystem (a remote `DOCKER_HOST`, a VM) or this process's egress relay cannot run: then
+ * connections travel in frames over the agent's exec stream. Decided once per driver by a probe — a container that is created (never started) with the
  * directory mounted must see a file this process wrote there — so a spec never names a directory the engine
  * lacks.
  */
@@ -120,12 +123,12 @@ export function prepareEgressChannel(options: {
   if (!probe) {
     probe = (async () => {
       const directory = egressSocketHostDirectory();
-      const socket = await sharedEgressSocket(directory);
-      if (!socket || !(await engineSeesDirectory(driver, image, directory))) return undefined;
+      const relay = await sharedEgressRelay(directory);
+      if (!relay || !(await engineSeesDirectory(driver, image, directory))) return undefined;
       return {
         mount: { source: directory, target: EGRESS_SOCKET_DIRECTORY },
-        socket,
-        containerPath: `${EGRESS_SOCKET_DIRECTORY}/${socket.fileName}`,
+        relay,
+        containerPath: `${EGRESS_SOCKET_DIRECTORY}/${relay.fileName}`,
       };
     })();
     probes.set(driver, probe);
