@@ -534,7 +534,8 @@ static int relay_open(int fd) {
   }
   relay_t *r = calloc(1, sizeof *r);
   if (!r) die("out of memory");
-  if (relay_init(r, fd, hs, RELAY_UNCAPPED)) {
+  /* direction 1 (host -> program) copies: the program's TCP connection reads big fragments faster */
+  if (relay_init(r, fd, hs, RELAY_UNCAPPED, 1u << 1)) {
     free(r);
     close(hs);
     return -1;

@@ -419,7 +419,7 @@ static void start_relay(conn_t *c) {
   unsigned char index = (unsigned char)(c->next - 1);
   send_frame(OUT_CONNECTED, c->id, &index, 1);
   int client = c->fd, up = c->up;
-  if (relay_init(&c->r, client, up, c->limit)) {
+  if (relay_init(&c->r, client, up, c->limit, 0)) { /* both ways spliced: into a unix socket, and upstream */
     relay_close_fd(&c->up);
     send_failed(c, EMFILE);
     return;
