@@ -1,5 +1,5 @@
 // How egress connections reach the host from real sandbox containers (network `none`), against servers on the
-// host's 127.0.0.1 only: with an engine on this machine the agent relays them to a unix socket of this process
+// host's 127.0.0.1 only: with an engine on this machine the agent relays them to the unix socket of this process's egress relay
 // that the container sees in a read-only directory, where a connection without the container's token is closed and
 // reported for no sandbox; `channel: "tunnel"` keeps them in frames over the agent's exec stream with nothing
 // mounted; ending the lease closes relayed connections.
