@@ -186,6 +186,8 @@ export async function createEgressRelay(options: {
     buffer: false,
     reject: false,
   });
+  // A relay that died is seen by its exit; a write after that must not throw out of this process.
+  child.stdin.on("error", () => {});
   let diagnostics = "";
   child.stderr.setEncoding("utf8");
   child.stderr.on("data", (text: string) => {
