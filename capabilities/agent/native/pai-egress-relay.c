@@ -419,7 +419,7 @@ static void start_relay(conn_t *c) {
   unsigned char index = (unsigned char)(c->next - 1);
   send_frame(OUT_CONNECTED, c->id, &index, 1);
   int client = c->fd, up = c->up;
-  if (relay_init(&c->r, client, up, c->limit, 0)) { /* both ways spliced: into a unix socket, and upstream */
+  if (relay_init(&c->r, client, up, c->limit, 0)) { /* both ways spliced: measured faster than copying here */
     relay_close_fd(&c->up);
     send_failed(c, EMFILE);
     return;
@@ -542,6 +542,8 @@ static void accept_connections(void) {
           oldest = conns[i];
       if (oldest) conn_refuse_unseen(oldest);
     }
+    int size = 4 * 1024 * 1024; /* more in flight towards the agent per wake-up (capped at net.core.wmem_max) */
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
     conn_t *c = calloc(1, sizeof *c);
     if (!c) die("out of memory");
     while (find_conn(next_id) || next_id == 0) next_id++;
