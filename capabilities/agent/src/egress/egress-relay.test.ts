@@ -256,6 +256,25 @@ describe("createEgressRelay", () => {
     expect(proxy.stats().active).toBe(0);
   });
 
+  it("closes its connections for the proxy when it dies, and admitting afterwards does not throw", async () => {
+    const { target } = await serve(() => {});
+    const { events, admission, proxy } = proxyOn([target]);
+    const connection = open(`PAI-EGRESS/1 ${admission.token}\nCONNECT ${target} HTTP/1.1\r\n\r\n`);
+    await vi.waitUntil(() => connection.received().length > 0, { timeout: 10_000 });
+    const children = (await readFile(`/proc/self/task/${process.pid}/children`, "utf8")).trim().split(" ");
+    const relayPids: number[] = [];
+    for (const pid of children) {
+      const comm = await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "");
+      if (comm === "pai-egress-rela\n") relayPids.push(Number(pid));
+    }
+    expect(relayPids).toHaveLength(1);
+    process.kill(relayPids[0]!, "SIGKILL");
+    await connection.closed;
+    await vi.waitUntil(() => events.length === 1 && proxy.stats().active === 0, { timeout: 10_000 });
+    expect(events[0]).toMatchObject({ decision: "allowed", channel: "socket" });
+    expect(() => relay.admit(() => {}).revoke()).not.toThrow();
+  });
+
   it("exits with its parent, removing its socket", async () => {
     const script = `
       const { createEgressRelay } = await import(${JSON.stringify(new URL("./egress-relay.ts", import.meta.url).pathname)});
