@@ -494,7 +494,7 @@ describe("createAgentClient with the real agent", () => {
     expect(accepted).toHaveLength(2);
   });
 
-  it("relays connections to the host socket with its token, spliced both ways; tunnels them when it is unreachable", async ({
+  it("relays connections to the host socket with its token, both ways; tunnels them when it is unreachable", async ({
     agent,
   }) => {
     const { connect } = await import("node:net");
