@@ -140,6 +140,7 @@ static conn_t **conns;
 static size_t nconns, conns_cap;
 static uint32_t next_id = 1;
 static uint64_t next_seq;
+static uint64_t accept_after; /* ms (monotonic): out of fds, the listener rests until then */
 static admission_t *admissions;
 static size_t nadmissions, admissions_cap;
 static uint32_t refused_count, unidentified;
@@ -527,7 +528,9 @@ static void accept_connections(void) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
-      return; /* EAGAIN, or out of fds: try again later */
+      /* out of fds: the pending connection stays queued; poll would report it at once, so rest a little */
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) accept_after = now_ms() + 100;
+      return;
     }
     if (nconns >= MAX_CONNECTIONS) {
       close(fd);
@@ -763,8 +766,8 @@ int main(int argc, char **argv) {
     size_t np = 0;
     pfds[np++] = (struct pollfd){.fd = 0, .events = POLLIN};
     pfds[np++] = (struct pollfd){.fd = out_len ? 1 : -1, .events = POLLOUT};
-    pfds[np++] = (struct pollfd){.fd = listen_fd, .events = POLLIN};
-    uint64_t now = now_ms(), wake = UINT64_MAX;
+    uint64_t now = now_ms(), wake = accept_after > now ? accept_after : UINT64_MAX;
+    pfds[np++] = (struct pollfd){.fd = accept_after > now ? -1 : listen_fd, .events = POLLIN};
     for (size_t i = 0; i < nconns; i++) {
       conn_t *c = conns[i];
       if (c->fd < 0) continue;
