@@ -63,9 +63,10 @@ function parse(lines: string): Array<{ bytesPerSecond: number; firstByteMs: numb
 
 /**
  * The egress proxy, side by side with the host in one run, against one loopback server (its own process): a
- * `megabytes` download by curl in a sandbox (through the proxy: agent listener → this process's egress socket,
- * or the agent's exec stream when the engine is remote → the host's policy and socket) against the same curl download made directly by the host; and the time to the first
- * byte of a 1-byte answer on a fresh connection each time, the proxy's set-up cost.
+ * `megabytes` download by curl in a sandbox (through the proxy: agent listener → this process's egress relay, which
+ * asks this process's policy and then splices the bytes, or the agent's exec stream when the engine is remote)
+ * against the same curl download made directly by the host; and the time to the first byte of a 1-byte answer on a
+ * fresh connection each time, the proxy's set-up cost.
  */
 export async function benchEgressProxy(options: { rounds: number; megabytes: number }): Promise<BenchRow[]> {
   const server = await startByteServer();

@@ -1,5 +1,5 @@
 // How egress connections reach the host from real sandbox containers (network `none`), against servers on the
-// host's 127.0.0.1 only: with an engine on this machine the agent relays them to a unix socket of this process
+// host's 127.0.0.1 only: with an engine on this machine the agent relays them to the unix socket of this process's egress relay
 // that the container sees in a read-only directory, where a connection without the container's token is closed and
 // reported for no sandbox; `channel: "tunnel"` keeps them in frames over the agent's exec stream with nothing
 // mounted; ending the lease closes relayed connections.
@@ -63,11 +63,11 @@ for path in sorted(glob.glob("/run/pai-egress/*.sock")):
     for head in (b"PAI-EGRESS/1 guessed-token\\n", b""):
         s = socket.socket(socket.AF_UNIX)
         s.settimeout(10)
-        s.connect(path)
         try:
+            s.connect(path)  # a stale socket file of a process that is gone refuses
             s.sendall(head + request)
             answer = s.recv(4096)
-        except ConnectionResetError:
+        except (ConnectionResetError, ConnectionRefusedError):
             answer = b""
         print(path, len(head), repr(answer))
         s.close()

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# capabilities/sandbox/agent/build.sh — build the static in-container agent.
+# capabilities/agent/native/build.sh — build the static in-container agent and the host's egress relay.
 #
 # Usage:
-#   capabilities/sandbox/agent/build.sh [--force]
+#   capabilities/agent/native/build.sh [--force]
 #
-# Compiles pai-agent.c with musl-gcc into build/pai-agent: static, stripped, -Os, no dependencies, so it
-# runs in any Linux image of this machine's architecture (even one without a libc).
+# Compiles with musl-gcc, static, stripped, -Os, no dependencies:
+#   pai-agent.c         -> build/pai-agent          (runs in any Linux image of this machine's architecture,
+#                                                    even one without a libc)
+#   pai-egress-relay.c  -> build/pai-egress-relay   (the host side of the egress fast channel)
+# Both include splice-relay.h, the splice loop they share.
 #
-# Idempotent: the build is keyed by a hash of pai-agent.c and this script, recorded in
-# build/pai-agent.sha256 (and baked into the binary's version string, e.g. `0.1.0+1a2b3c4d5e6f`). When the
+# Idempotent: the build is keyed by a hash of the sources and this script, recorded in
+# build/pai-agent.sha256 (and baked into the binaries' version strings, e.g. `0.1.0+1a2b3c4d5e6f`). When the
 # recorded hash matches, nothing is rebuilt and nothing is installed. Concurrent runs are serialized with
 # flock(1).
 #
 # Toolchain: Debian's `musl-tools` (musl-gcc, which drives the system gcc). When musl-gcc is missing the
 # script installs it with apt-get (as root, or through `sudo -n`), so a fresh CI machine needs nothing else.
 #
-# Output: progress on stderr; the binary's absolute path on stdout.
+# Output: progress on stderr; the agent binary's absolute path on stdout.
 #
 # Environment:
 #   PAI_AGENT_CC   compiler to use instead of musl-gcc (must produce a static binary)
@@ -23,7 +26,7 @@ set -euo pipefail
 export LC_ALL=C
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SRC=$HERE/pai-agent.c
+PROGRAMS=(pai-agent pai-egress-relay)
 OUT_DIR=$HERE/build
 OUT=$OUT_DIR/pai-agent
 STAMP=$OUT.sha256
@@ -43,10 +46,17 @@ for arg in "$@"; do
   esac
 done
 
-[ -f "$SRC" ] || die "missing $SRC"
-hash=$( (cat "$SRC" "${BASH_SOURCE[0]}"; printf '%s\n' "${CFLAGS[*]}" "$(uname -m)" "${PAI_AGENT_CC:-}") | sha256sum | cut -c1-64)
+SOURCES=("$HERE/splice-relay.h")
+for program in "${PROGRAMS[@]}"; do
+  [ -f "$HERE/$program.c" ] || die "missing $HERE/$program.c"
+  SOURCES+=("$HERE/$program.c")
+done
+hash=$( (cat "${SOURCES[@]}" "${BASH_SOURCE[0]}"; printf '%s\n' "${CFLAGS[*]}" "$(uname -m)" "${PAI_AGENT_CC:-}") | sha256sum | cut -c1-64)
 
-up_to_date() { [ -z "$force" ] && [ -x "$OUT" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$hash" ]; }
+up_to_date() {
+  [ -z "$force" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$hash" ] || return 1
+  for program in "${PROGRAMS[@]}"; do [ -x "$OUT_DIR/$program" ] || return 1; done
+}
 
 if up_to_date; then
   log "up to date (${hash:0:12})"
@@ -91,24 +101,29 @@ if ! command -v "$CC" >/dev/null 2>&1; then
 fi
 
 log "compiling with $CC (${hash:0:12})"
-tmp=$(mktemp "$OUT_DIR/.pai-agent.XXXXXX")
-trap 'rm -f "$tmp"' EXIT
-"$CC" "${CFLAGS[@]}" -DPAI_AGENT_BUILD="\"${hash:0:12}\"" -o "$tmp" "$SRC"
+tmps=()
+trap 'rm -f "${tmps[@]}"' EXIT
+for program in "${PROGRAMS[@]}"; do
+  tmp=$(mktemp "$OUT_DIR/.$program.XXXXXX")
+  tmps+=("$tmp")
+  "$CC" "${CFLAGS[@]}" -DPAI_AGENT_BUILD="\"${hash:0:12}\"" -o "$tmp" "$HERE/$program.c"
 
-# A dynamic binary would not run in an image without (the same) libc: refuse it.
-if command -v file >/dev/null 2>&1; then
-  desc=$(file -b "$tmp")
-  case $desc in
-    *"statically linked"* | *"static-pie linked"*) ;;
-    *) die "not a static binary: $desc" ;;
-  esac
-elif command -v readelf >/dev/null 2>&1 && readelf -l "$tmp" | grep -q 'Requesting program interpreter'; then
-  die "not a static binary (it has a program interpreter)"
-fi
-
-chmod 0755 "$tmp"
-mv -f "$tmp" "$OUT"
+  # A dynamic binary would not run in an image without (the same) libc: refuse it.
+  if command -v file >/dev/null 2>&1; then
+    desc=$(file -b "$tmp")
+    case $desc in
+      *"statically linked"* | *"static-pie linked"*) ;;
+      *) die "$program: not a static binary: $desc" ;;
+    esac
+  elif command -v readelf >/dev/null 2>&1 && readelf -l "$tmp" | grep -q 'Requesting program interpreter'; then
+    die "$program: not a static binary (it has a program interpreter)"
+  fi
+  chmod 0755 "$tmp"
+done
+for index in "${!PROGRAMS[@]}"; do
+  mv -f "${tmps[$index]}" "$OUT_DIR/${PROGRAMS[$index]}"
+  log "built $OUT_DIR/${PROGRAMS[$index]} ($(wc -c <"$OUT_DIR/${PROGRAMS[$index]}") bytes)"
+done
 trap - EXIT
 printf '%s\n' "$hash" >"$STAMP"
-log "built $OUT ($(wc -c <"$OUT") bytes)"
 printf '%s\n' "$OUT"

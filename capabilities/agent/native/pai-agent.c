@@ -75,6 +75,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "splice-relay.h"
+
 #ifndef PAI_AGENT_BUILD
 #define PAI_AGENT_BUILD "dev"
 #endif
@@ -93,7 +95,6 @@
 #define MAX_STREAMS 1024u
 #define DRAIN_MAX (1024u * 1024u)               /* per stream, when a leader exits */
 #define STREAM_ID_BASE 0x80000000u              /* connection ids; host request ids stay below */
-#define RELAY_PIPE (1024u * 1024u)              /* kernel pipe per direction of a host-socket relay */
 #define MAX_TOKEN 128u                          /* the host socket's token */
 
 /* host -> agent */
@@ -204,17 +205,6 @@ typedef struct {
   uint32_t unacked;  /* STREAM_DATA bytes the host has not acknowledged */
 } stream_t;
 
-/*
- * A connection accepted on the listener and relayed to the host's egress socket (the fast channel): bytes go
- * from fd[i] to fd[1 - i] through a kernel pipe (splice), never through the frames.
- */
-typedef struct {
-  int fd[2];       /* 0: the program's connection, 1: the host's socket; -1 once closed */
-  int pipe[2][2];  /* pipe[i]: bytes read from fd[i], not yet written to fd[1 - i] */
-  size_t held[2];  /* bytes in pipe[i] */
-  int rd[2];       /* still reading fd[i] */
-  int shut[2];     /* fd[1 - i] shut down for writing (direction i is over) */
-} relay_t;
 
 static buf_t out;             /* frames waiting for the host */
 static unsigned char *inbuf;  /* frames from the host */
@@ -528,51 +518,6 @@ static void stream_read(stream_t *s) {
 
 /* ------------------------------------------------------------------ relays (the fast channel) */
 
-static void relay_close(relay_t *r) {
-  for (int i = 0; i < 2; i++) {
-    close_fd(&r->fd[i]);
-    close_fd(&r->pipe[i][0]);
-    close_fd(&r->pipe[i][1]);
-    r->held[i] = 0;
-  }
-}
-
-/*
- * Moves what direction i can move now: drains its pipe into fd[1 - i], and only with the pipe empty reads more
- * from fd[i] (so EAGAIN there means no data, not a full pipe). The write side of fd[1 - i] is shut down once
- * fd[i] has ended and the pipe is empty. -1 when the relay must close (a reset, a peer gone).
- */
-static int relay_pump(relay_t *r, int i) {
-  int src = r->fd[i], dst = r->fd[1 - i];
-  for (;;) {
-    if (r->held[i] > 0) {
-      ssize_t n = splice(r->pipe[i][0], NULL, dst, NULL, r->held[i], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (n > 0) {
-        r->held[i] -= (size_t)n;
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) return 0; /* wait until dst takes more */
-      return -1;
-    }
-    if (!r->rd[i]) break;
-    ssize_t n = splice(src, NULL, r->pipe[i][1], NULL, RELAY_PIPE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    if (n > 0) {
-      r->held[i] = (size_t)n;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return 0;
-    if (n < 0) return -1;
-    r->rd[i] = 0; /* EOF */
-  }
-  if (!r->shut[i]) {
-    shutdown(dst, SHUT_WR);
-    r->shut[i] = 1;
-  }
-  return r->shut[0] && r->shut[1] ? -1 : 0; /* both directions over: done */
-}
-
 static void relay_event(relay_t *r) {
   if (r->fd[0] < 0) return;
   if (relay_pump(r, 0) || relay_pump(r, 1)) relay_close(r);
@@ -596,18 +541,11 @@ static int relay_open(int fd) {
   }
   relay_t *r = calloc(1, sizeof *r);
   if (!r) die("out of memory");
-  r->fd[0] = fd;
-  r->fd[1] = hs;
-  for (int i = 0; i < 2; i++) {
-    r->rd[i] = 1;
-    if (pipe2(r->pipe[i], O_NONBLOCK | O_CLOEXEC)) {
-      r->pipe[i][0] = r->pipe[i][1] = -1;
-      relay_close(r);
-      free(r);
-      close(hs);
-      return -1;
-    }
-    fcntl(r->pipe[i][1], F_SETPIPE_SZ, RELAY_PIPE);
+  /* direction 1 (host -> program) copies: the program's TCP connection reads big fragments faster */
+  if (relay_init(r, fd, hs, RELAY_UNCAPPED, 1u << 1)) {
+    free(r);
+    close(hs);
+    return -1;
   }
   if (nrelays == relays_cap) {
     relays_cap = relays_cap ? relays_cap * 2 : 16;
@@ -1589,7 +1527,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nrelays; i++) {
       relay_t *r = relays[i];
       for (int j = 0; r->fd[0] >= 0 && j < 2; j++) {
-        short ev = (short)((r->rd[j] && r->held[j] == 0 ? POLLIN : 0) | (r->held[1 - j] > 0 ? POLLOUT : 0));
+        short ev = relay_events(r, j);
         if (ev) WATCH(r->fd[j], ev, P_RELAY, i);
       }
     }

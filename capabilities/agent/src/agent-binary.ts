@@ -10,12 +10,18 @@ const agentDirectory = fileURLToPath(new URL("../native/", import.meta.url));
  */
 export const agentBinaryPath = `${agentDirectory}build/pai-agent`;
 
-/** The script that builds {@link agentBinaryPath}. */
+/**
+ * The host side of the egress fast channel (`pai-egress-relay.c`), built next to the agent by the same script;
+ * `createEgressRelay` runs it.
+ */
+export const egressRelayBinaryPath = `${agentDirectory}build/pai-egress-relay`;
+
+/** The script that builds {@link agentBinaryPath} and {@link egressRelayBinaryPath}. */
 export const agentBuildScriptPath = `${agentDirectory}build.sh`;
 
 /**
- * Builds the agent when its source changed (a no-op taking a few milliseconds otherwise; the first build may
- * install `musl-tools` with apt-get) and resolves to the binary's path.
+ * Builds the agent and the egress relay when their sources changed (a no-op taking a few milliseconds otherwise;
+ * the first build may install `musl-tools` with apt-get) and resolves to the agent binary's path.
  */
 export async function buildAgentBinary(options: { signal?: AbortSignal | undefined } = {}): Promise<string> {
   try {

@@ -10,7 +10,6 @@ import { buildAgentBinary } from "./agent-binary.ts";
 import { type AgentClient, createAgentClient } from "./agent-client.ts";
 import { AGENT_PROTOCOL_VERSION, FrameType, MAX_FRAME_PAYLOAD_BYTES } from "./agent-protocol.ts";
 import { ContainerAgentError } from "./container-agent-error.ts";
-import { createEgressSocket } from "./egress/egress-socket.ts";
 import { encodeFrame } from "./frame-codec.ts";
 
 const isRoot = process.getuid?.() === 0;
@@ -498,25 +497,37 @@ describe("createAgentClient with the real agent", () => {
     expect(accepted).toHaveLength(2);
   });
 
-  it("relays connections to the host socket with its token, spliced both ways; tunnels them when it is unreachable", async ({
+  it("relays connections to the host socket with its token, both ways; tunnels them when it is unreachable", async ({
     agent,
   }) => {
     const { connect } = await import("node:net");
     const { createHash } = await import("node:crypto");
+    const { createServer } = await import("node:net");
     const directory = await mkdtemp(join(tmpdir(), "pai-egress-test-"));
-    const hostSocket = await createEgressSocket({ directory });
+    const token = randomBytes(32).toString("base64url");
+    // A host socket that records each connection's header line, then echoes what follows it.
+    const relayed: string[] = [];
+    const hostSocket = createServer((socket) => {
+      let head = Buffer.alloc(0);
+      const onData = (chunk: Buffer) => {
+        head = Buffer.concat([head, chunk]);
+        const end = head.indexOf(10);
+        if (end < 0) return;
+        socket.off("data", onData);
+        relayed.push(head.subarray(0, end).toString("latin1"));
+        socket.write(head.subarray(end + 1));
+        socket.pipe(socket); // echo, ending when the program ends its side
+      };
+      socket.on("data", onData);
+    });
+    await new Promise<void>((resolve) => hostSocket.listen(join(directory, "host.sock"), resolve));
     const other = startAgent();
     try {
-      const relayed: string[] = [];
-      const admission = hostSocket.admit((socket) => {
-        relayed.push("socket");
-        socket.pipe(socket); // echo, ending when the program ends its side
-      });
       const tunnelled: number[] = [];
       const port = await agent.client.listen({
         port: 0,
         onConnection: (stream) => tunnelled.push(stream.id),
-        hostSocket: { path: join(directory, hostSocket.fileName), token: admission.token },
+        hostSocket: { path: join(directory, "host.sock"), token },
       });
       const sha = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
       const roundTrip = (toPort: number, payload: Buffer) =>
@@ -530,7 +541,7 @@ describe("createAgentClient with the real agent", () => {
         });
       const payload = randomBytes(24 * 1024 * 1024);
       expect(sha(await roundTrip(port, payload))).toBe(sha(payload));
-      expect(relayed).toEqual(["socket"]);
+      expect(relayed).toEqual([`PAI-EGRESS/1 ${token}`]);
       expect(tunnelled).toEqual([]);
 
       // The same agent protocol with a socket that is not there: the connection goes over the frames.
@@ -541,14 +552,14 @@ describe("createAgentClient with the real agent", () => {
           echoedInFrames.push(stream.id);
           stream.pipe(stream);
         },
-        hostSocket: { path: join(directory, "missing.sock"), token: admission.token },
+        hostSocket: { path: join(directory, "missing.sock"), token },
       });
       expect((await roundTrip(otherPort, Buffer.from("hello"))).toString()).toBe("hello");
       expect(echoedInFrames).toHaveLength(1);
-      expect(relayed).toEqual(["socket"]);
+      expect(relayed).toHaveLength(1);
     } finally {
       await stopAgent(other);
-      await hostSocket.close();
+      await new Promise((resolve) => hostSocket.close(resolve));
       await rm(directory, { recursive: true, force: true });
     }
   });

@@ -1,4 +1,9 @@
-export { agentBinaryPath, agentBuildScriptPath, buildAgentBinary } from "./agent-binary.ts";
+export {
+  agentBinaryPath,
+  agentBuildScriptPath,
+  buildAgentBinary,
+  egressRelayBinaryPath,
+} from "./agent-binary.ts";
 export {
   type AgentClient,
   type AgentClientOptions,
@@ -68,8 +73,13 @@ export {
   type EgressHandleOptions,
   type EgressProxy,
   type EgressProxyOptions,
+  MAX_REQUEST_HEAD_BYTES,
+  type ProxiedConnection,
+  type ProxiedConnectionEvents,
+  type UpstreamRequest,
 } from "./egress/egress-proxy.ts";
-export { createEgressSocket, type EgressAdmission, type EgressSocket } from "./egress/egress-socket.ts";
+export { createEgressRelay, type EgressAdmission, type EgressRelay } from "./egress/egress-relay.ts";
+export { proxiedDuplex } from "./egress/proxied-duplex.ts";
 export {
   EGRESS_PROXY_PORT,
   type EgressNetworkOptions,

@@ -6,19 +6,19 @@ import {
   engineSharesHostSocketDirectory,
   ownHostSocketDirectory,
 } from "../host-socket-directory.ts";
-import { createEgressSocket, type EgressSocket } from "./egress-socket.ts";
+import { createEgressRelay, type EgressRelay } from "./egress-relay.ts";
 import type { EgressNetworkOptions } from "./serve-egress.ts";
 
 /**
- * The fast channel of a container's egress: a unix socket of this process in a host directory every egress
- * container of the engine mounts read-only, to which the agent relays each proxy connection (see
+ * The fast channel of a container's egress: the unix socket of this process's egress relay in a host directory
+ * every egress container of the engine mounts read-only, to which the agent relays each proxy connection (see
  * `serveEgress`). Only for an engine that shares this machine's filesystem.
  */
 export interface EgressChannel {
   /** The read-only mount for `ContainerSpec.hostDirectories`. */
   readonly mount: { source: string; target: string };
-  /** This process's socket there. */
-  readonly socket: EgressSocket;
+  /** This process's relay, listening there. */
+  readonly relay: EgressRelay;
   /** The socket's path inside a container. */
   readonly containerPath: string;
 }
@@ -38,23 +38,24 @@ export function wantsEgressChannel(network: EgressNetworkOptions): boolean {
   return channel === "auto";
 }
 
-let shared: Promise<EgressSocket | undefined> | undefined;
+let shared: Promise<EgressRelay | undefined> | undefined;
 
-/** This process's egress socket, created once; `undefined` when the directory cannot be made safely. */
-function sharedEgressSocket(): Promise<EgressSocket | undefined> {
+/**
+ * This process's egress relay, started once; `undefined` when the directory cannot be made safely or the relay
+ * cannot be built or started (containers then tunnel).
+ */
+function sharedEgressRelay(): Promise<EgressRelay | undefined> {
   shared ??= (async () => {
     const directory = await ownHostSocketDirectory();
-    return directory ? await createEgressSocket({ directory }).catch(() => undefined) : undefined;
+    return directory ? await createEgressRelay({ directory }).catch(() => undefined) : undefined;
   })();
   return shared;
 }
 
 /**
  * The fast egress channel for containers of `driver`'s engine, or `undefined` when that engine does not share
- * this machine's filesystem (a remote `DOCKER_HOST`, a VM): then connections travel in frames over the agent's
- * exec stream. Decided once per driver by a probe — a container that is created (never started) with the
- * directory mounted must see a file this process wrote there — so a spec never names a directory the engine
- * lacks.
+ * this machine's filesystem (see `engineSharesHostSocketDirectory`) or this process's egress relay cannot run:
+ * then connections travel in frames over the agent's exec stream.
  */
 export async function prepareEgressChannel(options: {
   driver: ContainerDriver;
@@ -63,13 +64,13 @@ export async function prepareEgressChannel(options: {
   /** See `engineSharesHostSocketDirectory`. */
   engineKey?: string | undefined;
 }): Promise<EgressChannel | undefined> {
-  const socket = await sharedEgressSocket();
-  if (!socket) return undefined;
+  const relay = await sharedEgressRelay();
+  if (!relay) return undefined;
   const directory = egressSocketHostDirectory();
   if (!(await engineSharesHostSocketDirectory({ ...options, directory }))) return undefined;
   return {
     mount: { source: directory, target: EGRESS_SOCKET_DIRECTORY },
-    socket,
-    containerPath: `${EGRESS_SOCKET_DIRECTORY}/${socket.fileName}`,
+    relay,
+    containerPath: `${EGRESS_SOCKET_DIRECTORY}/${relay.fileName}`,
   };
 }

@@ -1,5 +1,3 @@
-import { connect, type Socket } from "node:net";
-import type { Duplex } from "node:stream";
 import type { CapabilityConnectionEvent } from "@pai/core";
 import { canonicalAddress } from "./address-class.ts";
 import { type EgressPolicy, type EgressTarget, formatTarget } from "./egress-policy.ts";
@@ -17,8 +15,9 @@ export interface EgressConnectionEvent extends CapabilityConnectionEvent {
   /** Epoch milliseconds. */
   startedAt: number;
   /**
-   * How the connection reached the host: `socket`, relayed by the agent to this process's egress socket (an
-   * engine on this machine), or `tunnel`, in frames over the agent's exec stream.
+   * How the connection reached the host: `socket`, relayed by the agent to this process's egress relay (an
+   * engine on this machine; the bytes then move in the kernel), or `tunnel`, in frames over the agent's exec
+   * stream.
    */
   channel: EgressChannelKind;
 }
@@ -50,10 +49,62 @@ export interface EgressProxyOptions {
   onConnection?: ((event: EgressConnectionEvent) => void) | undefined;
 }
 
+/** What a {@link ProxiedConnection} tells the proxy, each call in order. */
+export interface ProxiedConnectionEvents {
+  /** The request head (latin1, without its blank line), or `undefined` when 32 KiB came without one. Once. */
+  head(head: string | undefined): void;
+  /** Bytes moved since the last call: up (program → upstream) and down, the prelude and upstream head included. */
+  bytes(up: number, down: number): void;
+  /** The upstream's HTTP status, when {@link UpstreamRequest.reportStatus} asked for it. */
+  status(status: number): void;
+  /** The connection is over (either side hung up, or it was destroyed). Once, last. */
+  close(): void;
+}
+
+/** Where an allowed connection goes, and what is written before the bytes flow both ways. */
+export interface UpstreamRequest {
+  /** The addresses the policy allowed, tried in order; each gets the whole timeout. */
+  addresses: readonly string[];
+  port: number;
+  timeoutMs: number;
+  /**
+   * The most bytes both ways (prelude and upstream head included) the connection may still move: the proxy's
+   * budget left. The native relay stops there in the kernel path; either way the proxy closes every connection
+   * once its budget is spent.
+   */
+  maxBytes: number;
+  /** Written to the program once connected (`200 Connection established` for a tunnel). */
+  prelude: string;
+  /** Written to the upstream once connected (a plain-HTTP request's head), before what followed the program's head. */
+  upstreamHead: string;
+  /** Whether to report the upstream's HTTP status (a plain-HTTP request). */
+  reportStatus: boolean;
+}
+
+/**
+ * One program connection as the proxy drives it, whatever carries its bytes: a stream in this process
+ * (`proxiedDuplex`, the tunnel) or a connection the native egress relay holds (the fast channel). The proxy
+ * decides; the connection reads the head, writes the answer and moves the bytes.
+ */
+export interface ProxiedConnection {
+  /** Starts reading the request head; `events` then hears of it, of bytes moved, and of the close. Once. */
+  start(events: ProxiedConnectionEvents): void;
+  /** Writes `answer` to the program and closes once it hangs up (what it still sends is dropped). */
+  refuse(answer: string): void;
+  /**
+   * Connects upstream, then writes the prelude and the upstream head and relays both ways. `done` is called
+   * once, before any later event: with the address connected to, or with why none answered (the connection then
+   * waits for {@link ProxiedConnection.refuse}); not at all when the connection closes first.
+   */
+  open(request: UpstreamRequest, done: (outcome: { address: string } | { error: string }) => void): void;
+  /** Closes the connection; {@link ProxiedConnectionEvents.close} follows. Idempotent. */
+  destroy(): void;
+}
+
 /** An HTTP/HTTPS proxy for one container; see {@link createEgressProxy}. */
 export interface EgressProxy {
-  /** Serves one client connection (from the agent's listener, relayed or tunnelled). */
-  handle(client: Duplex, options?: EgressHandleOptions): void;
+  /** Serves one program connection (from the agent's listener, relayed or tunnelled). */
+  handle(connection: ProxiedConnection, options?: EgressHandleOptions): void;
   /** The reason of the latest refusal of `target` (`host:port`), if any: for a program that shows none. */
   refusalFor(target: string): string | undefined;
   /** Connections open now, connections seen, and bytes both ways so far. */
@@ -62,7 +113,8 @@ export interface EgressProxy {
   close(): void;
 }
 
-const MAX_HEAD_BYTES = 32 * 1024;
+/** The longest request head the proxy reads (without its blank line). */
+export const MAX_REQUEST_HEAD_BYTES = 32 * 1024;
 const HOP_BY_HOP = new Set([
   "connection",
   "proxy-connection",
@@ -135,103 +187,24 @@ function parseHead(head: string): Request | { error: string } {
   return { method, target: { host, port }, upstreamHead };
 }
 
-/** Bytes read from an upstream connection at once, into one buffer reused for its life. */
-const UPSTREAM_READ_BYTES = 1024 * 1024;
-
-/** A connected upstream socket; its bytes go nowhere until {@link Upstream.forwardTo}. */
-interface Upstream {
-  socket: Socket;
-  address: string;
-  /**
-   * Writes what the upstream sends to `client` from now on (what came before first), each chunk seen by
-   * `onChunk` first. Bytes are read into one reused buffer and the next read waits until `client` took the
-   * chunk: no allocation per chunk, a quarter of the CPU of `pipe` on a bulk download.
-   */
-  forwardTo(client: Duplex, onChunk: (chunk: Buffer) => void): void;
-}
-
-/** Connects to the first of `addresses` that answers within the deadline. */
-async function connectFirst(
-  addresses: readonly string[],
-  port: number,
-  timeoutMs: number,
-): Promise<Upstream | { error: string }> {
-  let lastError = "no address";
-  for (const address of addresses) {
-    let deliver: ((chunk: Buffer) => boolean) | undefined;
-    const early: Buffer[] = [];
-    const socket = connect({
-      host: address,
-      port,
-      noDelay: true,
-      onread: {
-        buffer: Buffer.allocUnsafe(UPSTREAM_READ_BYTES), // a function would be called for every read
-        callback: (length: number, buffer: Uint8Array) => {
-          const chunk = Buffer.from(buffer.buffer, buffer.byteOffset, length);
-          if (deliver) return deliver(chunk);
-          early.push(Buffer.from(chunk)); // the buffer is reused: keep a copy until there is a client
-          return false;
-        },
-      },
-    });
-    const outcome = await new Promise<Socket | string>((resolve) => {
-      const timer = setTimeout(() => {
-        socket.destroy();
-        resolve("ETIMEDOUT");
-      }, timeoutMs);
-      socket.once("connect", () => {
-        clearTimeout(timer);
-        socket.removeAllListeners("error");
-        resolve(socket);
-      });
-      socket.once("error", (error: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        resolve(error.code ?? error.message);
-      });
-    });
-    if (typeof outcome === "string") {
-      lastError = outcome;
-      continue;
-    }
-    return {
-      socket,
-      address,
-      forwardTo(client, onChunk) {
-        const resume = () => socket.resume();
-        deliver = (chunk) => {
-          onChunk(chunk);
-          // Read again once the client has taken this chunk (the buffer is then free to reuse).
-          client.write(chunk, resume);
-          return false;
-        };
-        for (const chunk of early.splice(0)) {
-          onChunk(chunk);
-          client.write(chunk);
-        }
-        socket.resume();
-      },
-    };
-  }
-  return { error: lastError };
-}
-
 /**
- * The host side of a container's egress: an HTTP/HTTPS proxy served over the agent's connection (each
- * connection a program makes to the agent's loopback listener arrives here as a stream). It reads one request
+ * The host side of a container's egress: an HTTP/HTTPS proxy for the connections programs make to the agent's
+ * loopback listener, whichever way they reach the host (see {@link ProxiedConnection}). It reads one request
  * head: `CONNECT host:port` opens a tunnel (HTTPS and anything else over TCP), an absolute `http://` request is
  * forwarded as one request (`Connection: close`). The policy resolves and decides each target on the host, and
- * the proxy connects to the address it allowed — never to a name the container chose. A refusal answers 403 (or
- * 429 at a limit, 502 when upstream does not answer) with a one-line reason in the status line and the body.
+ * the connection goes to an address it allowed — never to a name the container chose. A refusal answers 403 (or
+ * 429 at a limit, 400 for a bad request, 502 when upstream does not answer) with a one-line reason in the status
+ * line and the body.
  *
  * @example
  * const proxy = createEgressProxy({ policy: parseEgressPolicy(["pypi.org"]), onConnection: console.log });
- * await agent.client.listen({ port: 3128, onConnection: (stream) => proxy.handle(stream) });
+ * await agent.client.listen({ port: 3128, onConnection: (stream) => proxy.handle(proxiedDuplex(stream)) });
  */
 export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const maxConnections = options.maxConnections ?? 32;
   const maxBytes = options.maxBytes ?? 1024 ** 3;
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
-  const open = new Set<{ client: Duplex; upstream?: Socket }>();
+  const open = new Set<ProxiedConnection>();
   let connections = 0;
   let bytes = 0;
   let closed = false;
@@ -250,37 +223,22 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 
   /** Closes every open connection (the budget is spent, or the proxy closes). */
   function closeAll(): void {
-    for (const entry of [...open]) {
-      entry.upstream?.destroy();
-      entry.client.destroy();
-    }
+    for (const connection of [...open]) connection.destroy();
   }
 
-  function handle(client: Duplex, handleOptions: EgressHandleOptions = {}): void {
+  function handle(connection: ProxiedConnection, handleOptions: EgressHandleOptions = {}): void {
     const { report, channel = "tunnel" } = handleOptions;
     const startedAt = Date.now();
     const started = performance.now();
     const id = ++connections;
-    client.on("error", () => {});
     if (closed) {
-      client.destroy();
+      connection.destroy();
       return;
     }
-    const entry: { client: Duplex; upstream?: Socket } = { client };
-    open.add(entry);
-    let head = Buffer.alloc(0);
+    open.add(connection);
     let up = 0;
     let down = 0;
     let event: Omit<EgressConnectionEvent, "bytesUp" | "bytesDown" | "durationMs"> | undefined;
-
-    const finish = () => {
-      if (!open.delete(entry)) return;
-      entry.upstream?.destroy();
-      client.destroy();
-      if (event)
-        emit({ ...event, bytesUp: up, bytesDown: down, durationMs: performance.now() - started }, report);
-    };
-    client.once("close", finish);
 
     const answer = (
       status: number,
@@ -308,30 +266,14 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         channel,
         ...(request.address !== undefined ? { address: request.address } : {}),
       };
-      client.end(refusal(status, reason, error));
-      // Whatever else the program sends is dropped, so the connection can close once it hangs up.
-      client.resume();
+      connection.refuse(refusal(status, reason, error));
     };
 
-    const onHead = (chunk: Buffer) => {
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf("\r\n\r\n");
-      if (end < 0) {
-        if (head.length > MAX_HEAD_BYTES) {
-          client.off("data", onHead);
-          answer(400, "pai egress: request head too large", "http_request_error", {});
-        }
-        return;
+    const serve = async (head: string | undefined) => {
+      if (head === undefined) {
+        return answer(400, "pai egress: request head too large", "http_request_error", {});
       }
-      client.off("data", onHead);
-      client.pause();
-      const rest = head.subarray(end + 4);
-      void serve(head.subarray(0, end).toString("latin1"), rest);
-    };
-    client.on("data", onHead);
-
-    const serve = async (text: string, rest: Buffer) => {
-      const parsed = parseHead(text);
+      const parsed = parseHead(head);
       if ("error" in parsed) return answer(400, parsed.error, "http_request_error", {});
       const label = formatTarget(parsed.target);
       if (open.size > maxConnections) {
@@ -351,80 +293,67 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         );
       }
       const decision = await options.policy.decide(parsed.target);
-      if (closed || client.destroyed) return finish();
+      if (!open.has(connection)) return; // closed meanwhile (the program hung up, or the proxy closed)
       if (decision.decision === "refused") {
         return answer(403, decision.reason, "destination_ip_prohibited", {
           ...parsed,
           ...(decision.address !== undefined ? { address: decision.address } : {}),
         });
       }
-      const connected = await connectFirst(decision.addresses, parsed.target.port, connectTimeoutMs);
-      if ("error" in connected) {
-        return answer(
-          502,
-          `pai egress: ${label} unreachable: ${connected.error}`,
-          "destination_unavailable",
-          { ...parsed, address: decision.addresses[0] },
-        );
-      }
-      const { socket: upstream, address } = connected;
-      if (closed || client.destroyed) {
-        upstream.destroy();
-        return finish();
-      }
-      entry.upstream = upstream;
-      event = {
-        id,
-        target: label,
-        host: parsed.target.host,
-        port: parsed.target.port,
-        address: canonicalAddress(address) ?? address,
-        method: parsed.method,
-        decision: "allowed",
-        status: 200,
-        startedAt,
-        channel,
-      };
-      const count = (direction: "up" | "down") => (chunk: Buffer) => {
-        if (direction === "up") up += chunk.length;
-        else down += chunk.length;
-        bytes += chunk.length;
-        if (bytes >= maxBytes) closeAll();
-      };
-      upstream.on("error", () => client.destroy());
-      upstream.once("close", () => {
-        // What the upstream sent is delivered, then the program sees the end; what it still sends is dropped.
-        if (!client.writableEnded) client.end();
-        client.resume();
-      });
-      client.on("data", count("up"));
-      const countDown = count("down");
-      let onChunk = countDown;
-      if (parsed.upstreamHead !== undefined) {
-        const forwarded = Buffer.from(parsed.upstreamHead, "latin1");
-        up += forwarded.length;
-        bytes += forwarded.length;
-        upstream.write(forwarded);
-        // The upstream's status (in its first chunk) is what the program gets.
-        onChunk = (chunk) => {
-          const status = /^HTTP\/1\.[01] (\d{3})/.exec(chunk.subarray(0, 16).toString("latin1"));
-          if (status && event) event.status = Number(status[1]);
-          onChunk = countDown;
-          countDown(chunk);
-        };
-      } else {
-        const established = "HTTP/1.1 200 Connection established\r\n\r\n";
-        down += established.length;
-        client.write(established);
-      }
-      connected.forwardTo(client, (chunk) => onChunk(chunk));
-      if (rest.length > 0) {
-        up += rest.length;
-        bytes += rest.length;
-        upstream.write(rest);
-      }
-      client.pipe(upstream);
+      const tunnel = parsed.upstreamHead === undefined;
+      connection.open(
+        {
+          addresses: decision.addresses,
+          port: parsed.target.port,
+          timeoutMs: connectTimeoutMs,
+          maxBytes: maxBytes - bytes,
+          prelude: tunnel ? "HTTP/1.1 200 Connection established\r\n\r\n" : "",
+          upstreamHead: parsed.upstreamHead ?? "",
+          reportStatus: !tunnel,
+        },
+        (outcome) => {
+          if ("error" in outcome) {
+            return answer(
+              502,
+              `pai egress: ${label} unreachable: ${outcome.error}`,
+              "destination_unavailable",
+              { ...parsed, address: decision.addresses[0] },
+            );
+          }
+          event = {
+            id,
+            target: label,
+            host: parsed.target.host,
+            port: parsed.target.port,
+            address: canonicalAddress(outcome.address) ?? outcome.address,
+            method: parsed.method,
+            decision: "allowed",
+            // a tunnel's; a plain request gets the upstream's (status())
+            status: 200,
+            startedAt,
+            channel,
+          };
+        },
+      );
     };
+
+    connection.start({
+      head: (head) => void serve(head),
+      bytes(moreUp, moreDown) {
+        up += moreUp;
+        down += moreDown;
+        bytes += moreUp + moreDown;
+        if (bytes >= maxBytes) closeAll();
+      },
+      status(status) {
+        if (event) event.status = status;
+      },
+      close() {
+        if (!open.delete(connection)) return;
+        if (event)
+          emit({ ...event, bytesUp: up, bytesDown: down, durationMs: performance.now() - started }, report);
+      },
+    });
   }
 
   return {

@@ -3,7 +3,8 @@ import type { AgentClient } from "../agent-client.ts";
 import type { ConnectionAudience } from "./connection-audience.ts";
 import type { EgressChannel } from "./egress-channel.ts";
 import type { EgressAllowEntry, EgressPolicy } from "./egress-policy.ts";
-import type { EgressChannelKind, EgressProxy } from "./egress-proxy.ts";
+import type { EgressProxy } from "./egress-proxy.ts";
+import { proxiedDuplex } from "./proxied-duplex.ts";
 
 /** The port the egress proxy listens on inside a container (its own loopback). */
 export const EGRESS_PROXY_PORT = 3128;
@@ -17,9 +18,9 @@ export interface EgressNetworkOptions {
   /** Bytes both ways over the container's life; when spent, its connections close. @default 1073741824 */
   maxBytes?: number;
   /**
-   * How connections reach the host. `"auto"`: through a unix socket of this process in a host directory the
-   * container mounts read-only, when the engine shares this machine's filesystem (each connection presents a
-   * per-container token), else `"tunnel"`. `"tunnel"`: in frames over the agent's `docker exec` stream (slower;
+   * How connections reach the host. `"auto"`: through a unix socket of this process's egress relay in a host
+   * directory the container mounts read-only, when the engine shares this machine's filesystem and the relay runs
+   * (each connection presents a per-container token; the bytes move in the kernel), else `"tunnel"`. `"tunnel"`: in frames over the agent's `docker exec` stream (slower;
    * no host directory is mounted).
    * @default "auto"
    */
@@ -59,10 +60,11 @@ export function egressEnvironment(policy: EgressPolicy): Record<string, string> 
  * `proxy`, reporting it to the runs in flight when it opened. Call it on every (re)connection of the agent.
  *
  * With a `channel` (an engine on this machine; see `prepareEgressChannel`) the agent relays each connection to
- * this process's egress socket, presenting a token issued here and handed to it over its own connection (never
+ * this process's egress relay, presenting a token issued here and handed to it over its own connection (never
  * in the environment or a file), admitted until the agent's connection ends; the bytes then bypass the agent's
- * exec stream. Without one, or when the agent cannot reach the socket, connections are tunnelled in frames over
- * that stream. Either way they reach the same `proxy.handle`: the same policy, limits, events and closing.
+ * exec stream and this process (the relay splices them). Without one, or when the agent cannot reach the
+ * socket, connections are tunnelled in frames over that stream. Either way they reach the same `proxy.handle`:
+ * the same policy, limits, events and closing.
  */
 export async function serveEgress(options: {
   client: AgentClient;
@@ -72,14 +74,15 @@ export async function serveEgress(options: {
   signal?: AbortSignal | undefined;
 }): Promise<number> {
   const { client, proxy, audience, channel } = options;
-  const serve = (kind: EgressChannelKind) => (connection: Duplex) =>
-    proxy.handle(connection, { report: audience.snapshot(), channel: kind });
-  const admission = channel?.socket.admit(serve("socket"));
+  const admission = channel?.relay.admit((connection) =>
+    proxy.handle(connection, { report: audience.snapshot(), channel: "socket" }),
+  );
   if (admission) void client.whenClosed.then(admission.revoke);
   try {
     return await client.listen({
       port: EGRESS_PROXY_PORT,
-      onConnection: serve("tunnel"),
+      onConnection: (stream: Duplex) =>
+        proxy.handle(proxiedDuplex(stream), { report: audience.snapshot(), channel: "tunnel" }),
       ...(admission && channel
         ? { hostSocket: { path: channel.containerPath, token: admission.token } }
         : {}),

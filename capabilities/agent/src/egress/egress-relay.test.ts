@@ -1,0 +1,305 @@
+// The native egress relay as a process of this test: a real unix socket, real loopback servers, and the real
+// proxy deciding. Connections come in as an agent sends them (`PAI-EGRESS/1 <token>\n` and a proxy request).
+
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { parseEgressPolicy } from "./egress-policy.ts";
+import { createEgressProxy, type EgressConnectionEvent } from "./egress-proxy.ts";
+import { createEgressRelay, type EgressRelay } from "./egress-relay.ts";
+
+const MIB = 1024 * 1024;
+let directory: string;
+let relay: EgressRelay;
+const servers: Server[] = [];
+const serverSockets = new Set<Socket>();
+
+beforeEach(async () => {
+  directory = await mkdtemp(join(tmpdir(), "pai-egress-relay-"));
+  relay = await createEgressRelay({ directory });
+});
+
+afterEach(async () => {
+  await relay.close();
+  for (const socket of serverSockets) socket.destroy();
+  serverSockets.clear();
+  for (const server of servers.splice(0)) await new Promise((resolve) => server.close(resolve));
+  await rm(directory, { recursive: true, force: true });
+});
+
+/** A loopback TCP server; resolves to its `127.0.0.1:<port>`. */
+async function serve(onConnection: (socket: Socket) => void): Promise<{ target: string; server: Server }> {
+  const server = createServer((socket) => {
+    serverSockets.add(socket);
+    socket.on("error", () => {});
+    onConnection(socket);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { target: `127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+/** A proxy allowing `allow`, its events, and an admission on the relay handing it connections. */
+function proxyOn(allow: string[], options: { maxBytes?: number } = {}) {
+  const events: EgressConnectionEvent[] = [];
+  const proxy = createEgressProxy({
+    policy: parseEgressPolicy(allow),
+    maxBytes: options.maxBytes,
+    onConnection: (event) => events.push(event),
+  });
+  const admission = relay.admit((connection) => proxy.handle(connection, { channel: "socket" }));
+  return { proxy, events, admission };
+}
+
+/** Connects to the relay's socket and writes `bytes`; resolves to the socket (data collected in `received`). */
+function open(bytes: string | Buffer): { socket: Socket; received: () => Buffer; closed: Promise<void> } {
+  const socket = connect(join(directory, relay.fileName));
+  const chunks: Buffer[] = [];
+  socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+  socket.on("error", () => {});
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  socket.write(bytes);
+  return { socket, received: () => Buffer.concat(chunks), closed };
+}
+
+/** Sends `bytes`, then resolves to everything that came back before the relay closed the connection. */
+async function exchange(bytes: string | Buffer): Promise<string> {
+  const connection = open(bytes);
+  await connection.closed;
+  return connection.received().toString("latin1");
+}
+
+describe("createEgressRelay", () => {
+  it("listens on <pid>.sock, connectable by any user, and removes the sockets of processes that are gone", async () => {
+    expect(relay.fileName).toBe(`${process.pid}.sock`);
+    expect((await stat(join(directory, relay.fileName))).mode & 0o777).toBe(0o666);
+    const exited = execa("true");
+    await exited;
+    await writeFile(join(directory, `${exited.pid}.sock`), "");
+    await writeFile(join(directory, `${process.ppid}.sock`), "");
+    await relay.close();
+    await expect(stat(join(directory, relay.fileName))).rejects.toMatchObject({ code: "ENOENT" });
+    relay = await createEgressRelay({ directory });
+    expect((await readdir(directory)).sort()).toEqual([`${process.pid}.sock`, `${process.ppid}.sock`].sort());
+  });
+
+  it("tunnels a CONNECT with an admitted token to the upstream, both ways, and reports it with its bytes", async () => {
+    const { target } = await serve((socket) => socket.pipe(socket));
+    const { events, admission } = proxyOn([target]);
+    const payload = Buffer.alloc(3 * MIB, 7);
+    const connection = open(
+      `PAI-EGRESS/1 ${admission.token}\nCONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`,
+    );
+    const established = "HTTP/1.1 200 Connection established\r\n\r\n";
+    await vi.waitUntil(() => connection.received().length >= established.length, { timeout: 10_000 });
+    connection.socket.end(payload);
+    await connection.closed;
+    const received = connection.received();
+    expect(received.subarray(0, established.length).toString("latin1")).toBe(established);
+    expect(received.subarray(established.length).equals(payload)).toBe(true);
+    await vi.waitUntil(() => events.length === 1, { timeout: 10_000 });
+    expect(events[0]).toMatchObject({
+      target,
+      decision: "allowed",
+      method: "CONNECT",
+      status: 200,
+      channel: "socket",
+      address: "127.0.0.1",
+      bytesUp: payload.length,
+      bytesDown: payload.length + established.length,
+    });
+    expect(relay.refused()).toBe(0);
+  });
+
+  it("forwards a plain-HTTP request in origin form and reports the upstream's status", async () => {
+    const heads: string[] = [];
+    const { target } = await serve((socket) => {
+      let head = "";
+      socket.on("data", (chunk: Buffer) => {
+        head += chunk.toString("latin1");
+        if (!head.includes("\r\n\r\n")) return;
+        heads.push(head);
+        socket.end("HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope");
+      });
+    });
+    const { events, admission } = proxyOn([target]);
+    const answer = await exchange(
+      `PAI-EGRESS/1 ${admission.token}\nGET http://${target}/missing?q=1 HTTP/1.1\r\nHost: ${target}\r\nProxy-Connection: keep-alive\r\n\r\n`,
+    );
+    expect(answer).toBe("HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope");
+    expect(heads).toEqual([`GET /missing?q=1 HTTP/1.1\r\nHost: ${target}\r\nConnection: close\r\n\r\n`]);
+    await vi.waitUntil(() => events.length === 1, { timeout: 10_000 });
+    expect(events[0]).toMatchObject({
+      target,
+      decision: "allowed",
+      method: "GET",
+      status: 404,
+      channel: "socket",
+    });
+  });
+
+  it("writes the proxy's refusal to the program: not allowed, not a proxy request, a garbage or oversized head", async () => {
+    const { target } = await serve((socket) => socket.end());
+    const { events, admission, proxy } = proxyOn(["127.0.0.1:1"]);
+    const header = `PAI-EGRESS/1 ${admission.token}\n`;
+    const refused = await exchange(`${header}CONNECT ${target} HTTP/1.1\r\n\r\n`);
+    expect(refused).toMatch(/^HTTP\/1\.1 403 pai egress: 127\.0\.0\.1:\d+ refused: /);
+    expect(refused).toContain("Proxy-Status: pai; error=destination_ip_prohibited");
+    expect(proxy.refusalFor(target)).toMatch(/refused/);
+
+    const garbage = Buffer.concat([Buffer.from(header), Buffer.from([0, 255, 13, 10, 1, 2, 13, 10, 13, 10])]);
+    expect(await exchange(garbage)).toMatch(/^HTTP\/1\.1 400 pai egress: not an HTTP proxy request\r\n/);
+    const huge = `${header}GET http://${target}/ HTTP/1.1\r\nX-Filler: ${"x".repeat(40 * 1024)}`;
+    expect(await exchange(huge)).toMatch(/^HTTP\/1\.1 400 pai egress: request head too large\r\n/);
+    expect(await exchange(`${header}GET https://${target}/ HTTP/1.1\r\n\r\n`)).toMatch(
+      /^HTTP\/1\.1 400 pai egress: https: URLs go through CONNECT/,
+    );
+    await vi.waitUntil(() => events.length === 4, { timeout: 10_000 });
+    expect(events.map((event) => [event.decision, event.status, event.channel])).toEqual([
+      ["refused", 403, "socket"],
+      ["refused", 400, "socket"],
+      ["refused", 400, "socket"],
+      ["refused", 400, "socket"],
+    ]);
+  });
+
+  it("answers 502 when no upstream answers", async () => {
+    const { target, server } = await serve((socket) => socket.end());
+    await new Promise((resolve) => server.close(resolve));
+    servers.splice(servers.indexOf(server), 1);
+    const { events, admission } = proxyOn([target]);
+    const answer = await exchange(`PAI-EGRESS/1 ${admission.token}\nCONNECT ${target} HTTP/1.1\r\n\r\n`);
+    expect(answer).toMatch(/^HTTP\/1\.1 502 pai egress: 127\.0\.0\.1:\d+ unreachable: ECONNREFUSED\r\n/);
+    await vi.waitUntil(() => events.length === 1, { timeout: 10_000 });
+    expect(events[0]).toMatchObject({ decision: "refused", status: 502, address: "127.0.0.1" });
+  });
+
+  it("closes a connection with a wrong, revoked or missing token at once, without calling any handler", async () => {
+    const handled: string[] = [];
+    const admission = relay.admit(() => handled.push("admitted"));
+    const revoked = relay.admit(() => handled.push("revoked"));
+    revoked.revoke();
+    expect(await exchange("PAI-EGRESS/1 not-the-token\nGET / HTTP/1.1\r\n\r\n")).toBe("");
+    expect(await exchange(`PAI-EGRESS/1 ${revoked.token}\nGET / HTTP/1.1\r\n\r\n`)).toBe("");
+    expect(await exchange("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")).toBe("");
+    expect(await exchange(`PAI-EGRESS/1 ${admission.token.slice(1)}\n`)).toBe("");
+    expect(await exchange(`PAI-EGRESS/1 ${"x".repeat(200)}`)).toBe(""); // no newline, over the header limit
+    await vi.waitUntil(() => relay.refused() === 5, { timeout: 10_000 });
+    expect(handled).toEqual([]);
+  });
+
+  it("closes the oldest silent connection past 64, so silent ones cannot crowd out an agent's", async () => {
+    const silent = await Promise.all(
+      Array.from(
+        { length: 64 },
+        () =>
+          new Promise<Socket>((resolve) => {
+            const socket = connect(join(directory, relay.fileName), () => resolve(socket));
+            socket.on("error", () => {});
+          }),
+      ),
+    );
+    await vi.waitUntil(() => relay.pending() === 64, { timeout: 10_000 });
+    const firstClosed = new Promise<void>((resolve) => silent[0]!.once("close", () => resolve()));
+    const { admission } = proxyOn([]);
+    try {
+      expect(await exchange(`PAI-EGRESS/1 ${admission.token}\nPOKE\r\n\r\n`)).toMatch(/^HTTP\/1\.1 400 /);
+      await firstClosed;
+      await vi.waitUntil(() => relay.pending() === 63, { timeout: 10_000 });
+    } finally {
+      for (const socket of silent) socket.destroy();
+    }
+  });
+
+  it("stops a connection at the proxy's byte budget, and refuses new ones once it is spent", async () => {
+    const { target } = await serve((socket) => {
+      socket.once("data", () => socket.end(Buffer.alloc(16 * MIB, 1)));
+    });
+    const { events, admission, proxy } = proxyOn([target], { maxBytes: 2 * MIB });
+    const header = `PAI-EGRESS/1 ${admission.token}\n`;
+    const connection = open(`${header}CONNECT ${target} HTTP/1.1\r\n\r\n`);
+    await vi.waitUntil(() => connection.received().length > 0, { timeout: 10_000 });
+    connection.socket.write("go");
+    await connection.closed;
+    expect(connection.received().length).toBeLessThanOrEqual(2 * MIB);
+    expect(connection.received().length).toBeGreaterThan(MIB);
+    await vi.waitUntil(() => events.length === 1, { timeout: 10_000 });
+    expect(events[0]!.bytesUp + events[0]!.bytesDown).toBe(2 * MIB);
+    expect(proxy.stats().bytes).toBe(2 * MIB);
+    expect(await exchange(`${header}CONNECT ${target} HTTP/1.1\r\n\r\n`)).toMatch(
+      /^HTTP\/1\.1 429 pai egress: .* bytes of traffic are spent/,
+    );
+  });
+
+  it("closes relayed connections when the proxy closes (the lease ended)", async () => {
+    let upstreamClosed = false;
+    let upstreamGot = 0;
+    const { target } = await serve((socket) => {
+      socket.on("data", (chunk: Buffer) => (upstreamGot += chunk.length));
+      socket.on("close", () => (upstreamClosed = true));
+    });
+    const { events, admission, proxy } = proxyOn([target]);
+    const connection = open(`PAI-EGRESS/1 ${admission.token}\nCONNECT ${target} HTTP/1.1\r\n\r\n`);
+    await vi.waitUntil(() => proxy.stats().active === 1 && connection.received().length > 0, {
+      timeout: 10_000,
+    });
+    connection.socket.write("hello");
+    await vi.waitUntil(() => upstreamGot === 5, { timeout: 10_000 });
+    expect(events).toEqual([]);
+    proxy.close();
+    await connection.closed;
+    await vi.waitUntil(() => upstreamClosed && events.length === 1, { timeout: 10_000 });
+    expect(events[0]).toMatchObject({ decision: "allowed", bytesUp: 5 });
+    expect(proxy.stats().active).toBe(0);
+  });
+
+  it("closes its connections for the proxy when it dies, and admitting afterwards does not throw", async () => {
+    const { target } = await serve(() => {});
+    const { events, admission, proxy } = proxyOn([target]);
+    const connection = open(`PAI-EGRESS/1 ${admission.token}\nCONNECT ${target} HTTP/1.1\r\n\r\n`);
+    await vi.waitUntil(() => connection.received().length > 0, { timeout: 10_000 });
+    const children = (await readFile(`/proc/self/task/${process.pid}/children`, "utf8")).trim().split(" ");
+    const relayPids: number[] = [];
+    for (const pid of children) {
+      const comm = await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "");
+      if (comm === "pai-egress-rela\n") relayPids.push(Number(pid));
+    }
+    expect(relayPids).toHaveLength(1);
+    process.kill(relayPids[0]!, "SIGKILL");
+    await connection.closed;
+    await vi.waitUntil(() => events.length === 1 && proxy.stats().active === 0, { timeout: 10_000 });
+    expect(events[0]).toMatchObject({ decision: "allowed", channel: "socket" });
+    expect(() => relay.admit(() => {}).revoke()).not.toThrow();
+  });
+
+  it("exits with its parent, removing its socket", async () => {
+    const script = `
+      const { createEgressRelay } = await import(${JSON.stringify(new URL("./egress-relay.ts", import.meta.url).pathname)});
+      const { readFileSync } = await import("node:fs");
+      const relay = await createEgressRelay({ directory: ${JSON.stringify(directory)} });
+      const children = readFileSync("/proc/self/task/" + process.pid + "/children", "utf8").trim();
+      console.log(JSON.stringify({ fileName: relay.fileName, children }));
+      setInterval(() => {}, 1000);
+    `;
+    const parent = execa(process.execPath, ["--input-type=module", "-e", script], { reject: false });
+    const line = await new Promise<string>((resolve) =>
+      parent.stdout.once("data", (chunk) => resolve(String(chunk))),
+    );
+    const { fileName, children } = JSON.parse(line) as { fileName: string; children: string };
+    const relayPid = Number(children.split(" ")[0]);
+    expect(await readFile(`/proc/${relayPid}/comm`, "utf8")).toBe("pai-egress-rela\n");
+    expect((await readdir(directory)).includes(fileName)).toBe(true);
+    parent.kill("SIGKILL");
+    await parent;
+    await vi.waitUntil(async () => !(await readdir(directory)).includes(fileName), { timeout: 10_000 });
+    await vi.waitUntil(
+      async () => (await readFile(`/proc/${relayPid}/comm`, "utf8").catch(() => "gone")) === "gone",
+      {
+        timeout: 10_000,
+      },
+    );
+  });
+});
