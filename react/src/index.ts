@@ -1,6 +1,7 @@
 export { type AnswerActionOptions, type AnswerActionResult, answerAction } from "./answer-action.ts";
 export { Assistant } from "./assistant.ts";
 export { AssistantTool, type AssistantToolProps } from "./assistant-tool.tsx";
+export { capabilityStatusOf } from "./capability-status-of.ts";
 export { DefaultToolCard } from "./default-tool-card.tsx";
 export { type FollowRunStreamOptions, followRunStream, upsertMessage } from "./follow-run-stream.ts";
 export {
@@ -35,3 +36,4 @@ export { type ToolDataItem, toolDataOf } from "./tool-data-of.ts";
 export { toolTitleOf } from "./tool-title-of.ts";
 export { type UsePaiChatHelpers, type UsePaiChatOptions, usePaiChat } from "./use-pai-chat.ts";
 export { usePendingActions } from "./use-pending-actions.ts";
+export { wokenNoteOf } from "./woken-note-of.ts";

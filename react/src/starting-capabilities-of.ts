@@ -1,5 +1,6 @@
 import type { CapabilityStatusEvent } from "@pai/core";
 import type { UIMessage } from "ai";
+import { capabilityStatusOf } from "./capability-status-of.ts";
 
 /**
  * The capabilities a message's run is starting right now: those whose latest `data-pai-capability` status is
@@ -10,9 +11,8 @@ import type { UIMessage } from "ai";
 export function startingCapabilitiesOf(message: UIMessage): string[] {
   const latest = new Map<string, CapabilityStatusEvent>();
   for (const part of message.parts) {
-    if (part.type !== "data-pai-capability") continue;
-    const event = (part as { data?: unknown }).data;
-    if (!isStatusEvent(event)) continue;
+    const event = capabilityStatusOf(part);
+    if (!event) continue;
     const key = `${event.capability}\0${event.lifetime}`;
     latest.set(key, event);
   }
@@ -22,10 +22,4 @@ export function startingCapabilitiesOf(message: UIMessage): string[] {
       starting.push(event.capability);
   }
   return starting;
-}
-
-function isStatusEvent(value: unknown): value is CapabilityStatusEvent {
-  if (typeof value !== "object" || value === null) return false;
-  const record = value as Record<string, unknown>;
-  return typeof record.capability === "string" && typeof record.status === "string";
 }

@@ -1,5 +1,5 @@
 import type { RunStatus } from "@pai/core";
-import { Assistant, isPaiToolPart } from "@pai/react";
+import { Assistant, isPaiToolPart, wokenNoteOf } from "@pai/react";
 import { lazy, type ReactNode, Suspense } from "react";
 import type { ChatMessage } from "./chat-message.ts";
 
@@ -15,7 +15,10 @@ export interface MessageViewProps {
   streaming: boolean;
 }
 
-/** One message: the user's text as typed, the assistant's as markdown, every tool call as a card. */
+/**
+ * One message: the user's text as typed, the assistant's as markdown, every tool call as a card, and a note where
+ * a capability woke from hibernation.
+ */
 export function MessageView({ message, runStatus, streaming }: MessageViewProps): ReactNode {
   const lastText = message.parts.findLastIndex((part) => part.type === "text");
   return (
@@ -41,8 +44,17 @@ export function MessageView({ message, runStatus, streaming }: MessageViewProps)
               </div>
             );
           }
-          return isPaiToolPart(part) ? (
-            <Assistant.Tool key={part.toolCallId} message={message} part={part} runStatus={runStatus} />
+          if (isPaiToolPart(part)) {
+            return (
+              <Assistant.Tool key={part.toolCallId} message={message} part={part} runStatus={runStatus} />
+            );
+          }
+          const woken = wokenNoteOf(part);
+          return woken ? (
+            // biome-ignore lint/suspicious/noArrayIndexKey: status parts have no id; their order is fixed
+            <p key={index} className="capability-note" role="note">
+              {woken}
+            </p>
           ) : null;
         })}
       </div>
