@@ -36,8 +36,8 @@ export interface ContainerAgentConnection {
   readonly client: AgentClient;
   readonly hello: AgentHello;
   /**
-   * Ends the connection (the agent kills its commands and exits, or idles when it dialled in) and the exec
-   * session; at most ~250 ms.
+   * Ends the connection (the agent kills its commands and exits; a dialled one's parent stays, idle, as the
+   * container's main process) and the exec session; at most ~250 ms.
    */
   close(): Promise<void>;
 }

@@ -263,8 +263,9 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       // The agent lives on a read-only volume shared by every container of an engine (sandboxes and browsers),
       // filled once per engine (prepareEngine) through the archive API, so nothing is copied into each container.
       const agentVolume = useAgent ? await agentVolumeMount() : undefined;
-      // The egress sockets' directory, read-only, so connections bypass the agent's exec stream: only on a single
-      // engine that shares this machine's filesystem (the mount is part of the spec every engine's containers share).
+      // The host socket directory, read-only, only on a single engine that shares this machine's filesystem (the
+      // mount is part of the spec every engine's containers share): egress connections reach this process's relay
+      // there without the agent's exec stream, and a fresh container's agent dials in there without a docker exec.
       const [engine] = engines;
       // Drivers of the engine DOCKER_HOST names are one engine: one probe of the directory per process.
       const engineKey =
