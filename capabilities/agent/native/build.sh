@@ -8,7 +8,7 @@
 #   pai-agent.c         -> build/pai-agent          (runs in any Linux image of this machine's architecture,
 #                                                    even one without a libc)
 #   pai-egress-relay.c  -> build/pai-egress-relay   (the host side of the egress fast channel)
-# Both include splice-relay.h, the splice loop they share.
+# Both include splice-relay.h, the splice loop they share, and wire.h, the frames' integers.
 #
 # Idempotent: the build is keyed by a hash of the sources and this script, recorded in
 # build/pai-agent.sha256 (and baked into the binaries' version strings, e.g. `0.1.0+1a2b3c4d5e6f`). When the
@@ -46,7 +46,7 @@ for arg in "$@"; do
   esac
 done
 
-SOURCES=("$HERE/splice-relay.h")
+SOURCES=("$HERE/splice-relay.h" "$HERE/wire.h")
 for program in "${PROGRAMS[@]}"; do
   [ -f "$HERE/$program.c" ] || die "missing $HERE/$program.c"
   SOURCES+=("$HERE/$program.c")

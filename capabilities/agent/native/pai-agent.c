@@ -76,6 +76,7 @@
 #include <unistd.h>
 
 #include "splice-relay.h"
+#include "wire.h"
 
 #ifndef PAI_AGENT_BUILD
 #define PAI_AGENT_BUILD "dev"
@@ -163,17 +164,6 @@ static void buf_consume(buf_t *b, size_t n) {
 static void buf_free(buf_t *b) {
   free(b->data);
   memset(b, 0, sizeof *b);
-}
-
-static void put_u32(unsigned char *p, uint32_t v) {
-  p[0] = (unsigned char)(v >> 24);
-  p[1] = (unsigned char)(v >> 16);
-  p[2] = (unsigned char)(v >> 8);
-  p[3] = (unsigned char)v;
-}
-
-static uint32_t get_u32(const unsigned char *p) {
-  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
 }
 
 /* ------------------------------------------------------------------ state */

@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "splice-relay.h"
+#include "wire.h"
 
 #ifndef PAI_AGENT_BUILD
 #define PAI_AGENT_BUILD "dev"
@@ -170,17 +171,6 @@ static uint64_t now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
-static void put_u32(unsigned char *p, uint32_t v) {
-  p[0] = (unsigned char)(v >> 24);
-  p[1] = (unsigned char)(v >> 16);
-  p[2] = (unsigned char)(v >> 8);
-  p[3] = (unsigned char)v;
-}
-
-static uint32_t get_u32(const unsigned char *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static void put_u64(unsigned char *p, uint64_t v) {

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { unlinkSync } from "node:fs";
-import { chmod, readdir, unlink } from "node:fs/promises";
+import { chmod, unlink } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
-import { join } from "node:path";
+import { basename } from "node:path";
 import { ContainerAgentError } from "./container-agent-error.ts";
+import { claimSocketPath } from "./host-socket-directory.ts";
 
 /** The first line a dialling agent sends: `PAI-AGENT/1 <token>\n` (see `pai-agent --dial`). */
 const HEADER = /^PAI-AGENT\/1 ([\x21-\x7e]{1,128})$/;
@@ -51,15 +52,6 @@ export interface AgentDialSocket {
   close(): Promise<void>;
 }
 
-function isDeadPid(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
-  }
-}
-
 /** A token's state: its agent's connection once it dialled, and who waits for it. */
 interface Waiter {
   socket?: Socket;
@@ -81,14 +73,8 @@ interface Waiter {
  * const socket = await dial.connection(token, { timeoutMs: 10_000 });
  */
 export async function createAgentDialSocket(options: { directory: string }): Promise<AgentDialSocket> {
-  const fileName = `${process.pid}${FILE_SUFFIX}`;
-  const path = join(options.directory, fileName);
-  for (const name of await readdir(options.directory)) {
-    const pid = /^(\d+)\.agent\.sock$/.exec(name)?.[1];
-    if (pid !== undefined && (Number(pid) === process.pid || isDeadPid(Number(pid)))) {
-      await unlink(join(options.directory, name)).catch(() => undefined);
-    }
-  }
+  const path = await claimSocketPath(options.directory, FILE_SUFFIX);
+  const fileName = basename(path);
   const waiters = new Map<string, Waiter>();
   const unidentified = new Set<Socket>();
   let refusedCount = 0;

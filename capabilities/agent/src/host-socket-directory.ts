@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { lstat, mkdir, unlink, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readdir, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ContainerDriver, PoolError, poolLabels } from "@pai/pool";
@@ -33,6 +33,29 @@ export async function ownHostSocketDirectory(): Promise<string | undefined> {
   } catch {
     return undefined;
   }
+}
+
+function isDeadPid(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
+/**
+ * The path of this process's socket `<pid><suffix>` in `directory` (e.g. `.sock`, `.agent.sock`), after removing
+ * the files with that suffix of processes that are gone, and this process's own from an earlier life.
+ */
+export async function claimSocketPath(directory: string, suffix: string): Promise<string> {
+  for (const name of await readdir(directory)) {
+    const pid = name.endsWith(suffix) ? name.slice(0, -suffix.length) : "";
+    if (/^\d+$/.test(pid) && (Number(pid) === process.pid || isDeadPid(Number(pid)))) {
+      await unlink(join(directory, name)).catch(() => undefined);
+    }
+  }
+  return join(directory, `${process.pid}${suffix}`);
 }
 
 /** Whether a container of `driver`'s engine that mounts `directory` sees a file this process just wrote there. */

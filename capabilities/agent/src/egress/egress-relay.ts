@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { unlinkSync } from "node:fs";
-import { readdir, unlink } from "node:fs/promises";
 import { isIP } from "node:net";
-import { join } from "node:path";
+import { basename } from "node:path";
 import { execa } from "execa";
 import { buildAgentBinary, egressRelayBinaryPath } from "../agent-binary.ts";
 import { ContainerAgentError } from "../container-agent-error.ts";
 import { createFrameDecoder, encodeFrame, type Frame } from "../frame-codec.ts";
+import { claimSocketPath } from "../host-socket-directory.ts";
 import { canonicalAddress } from "./address-class.ts";
 import {
   MAX_REQUEST_HEAD_BYTES,
@@ -63,15 +63,6 @@ export interface EgressRelay {
   pending(): number;
   /** Stops the relay: its socket file is removed and every connection closed (their handlers hear of it). */
   close(): Promise<void>;
-}
-
-function isDeadPid(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
-  }
 }
 
 /** `u8 family | 16 address bytes` for the relay; `undefined` for what is not an IP address. */
@@ -164,14 +155,8 @@ export async function createEgressRelay(options: {
   signal?: AbortSignal | undefined;
 }): Promise<EgressRelay> {
   const { signal } = options;
-  const fileName = `${process.pid}.sock`;
-  const path = join(options.directory, fileName);
-  for (const name of await readdir(options.directory)) {
-    const pid = /^(\d+)\.sock$/.exec(name)?.[1];
-    if (pid !== undefined && (Number(pid) === process.pid || isDeadPid(Number(pid)))) {
-      await unlink(join(options.directory, name)).catch(() => undefined);
-    }
-  }
+  const path = await claimSocketPath(options.directory, ".sock");
+  const fileName = basename(path);
   try {
     await buildAgentBinary({ signal });
   } catch (error) {
