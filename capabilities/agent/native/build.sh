@@ -76,21 +76,9 @@ if command -v flock >/dev/null 2>&1; then
   fi
 fi
 
-as_root() {
-  if [ "$(id -u)" = 0 ]; then "$@"
-  elif command -v sudo >/dev/null 2>&1; then sudo -n "$@"
-  else die "need root (or sudo) to run: $*"
-  fi
-}
-
 install_toolchain() {
-  command -v apt-get >/dev/null 2>&1 || die "musl-gcc not found and apt-get is unavailable; install musl-tools"
-  log "installing musl-tools with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  if ! as_root apt-get install -y -q --no-install-recommends musl-tools gcc libc6-dev file >&2; then
-    as_root apt-get update -q >&2
-    as_root apt-get install -y -q --no-install-recommends musl-tools gcc libc6-dev file >&2
-  fi
+  log "installing musl-tools"
+  bash "$HERE/../../../scripts/apt-install" musl-tools gcc libc6-dev file || die "could not install musl-tools"
 }
 
 CC=${PAI_AGENT_CC:-musl-gcc}
