@@ -22,6 +22,34 @@ async function startByteServer(): Promise<{ port: number; stop: () => void }> {
   return { port, stop: () => child.kill() };
 }
 
+/**
+ * Starts a bare relay on the host in front of the byte server: `socat` with a 1 MiB buffer, one process, no
+ * container and no policy — what one user-space copy between two loopback TCP connections costs on this machine,
+ * the ceiling for any proxy that moves the bytes through a program. Resolves to its port and a stop function.
+ */
+async function startBareRelay(target: string): Promise<{ port: number; stop: () => void }> {
+  const child = execa(
+    "socat",
+    ["-d", "-d", "-b", String(MIB), "TCP-LISTEN:0,bind=127.0.0.1,fork", `TCP:${target}`],
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    let said = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      said += chunk.toString();
+      const listening = said.match(/listening on AF=2 127\.0\.0\.1:(\d+)/);
+      if (listening) resolve(Number(listening[1]));
+    });
+    child.then(
+      () => reject(new Error(`socat exited: ${said}`)),
+      (error: unknown) => reject(error),
+    );
+  });
+  return { port, stop: () => child.kill() };
+}
+
 /** MiB/s of `bytes` written into `cat > /dev/null` over one `docker exec` stream: the engine's own ceiling. */
 async function execStreamRate(containerId: string, bytes: number): Promise<number> {
   const session = await benchDriver.execDuplex(containerId, { cmd: ["sh", "-c", "cat > /dev/null"] });
@@ -65,12 +93,17 @@ function parse(lines: string): Array<{ bytesPerSecond: number; firstByteMs: numb
  * The egress proxy, side by side with the host in one run, against one loopback server (its own process): a
  * `megabytes` download by curl in a sandbox (through the proxy: agent listener → this process's egress relay, which
  * asks this process's policy and then splices the bytes, or the agent's exec stream when the engine is remote)
- * against the same curl download made directly by the host; and the time to the first byte of a 1-byte answer on a
- * fresh connection each time, the proxy's set-up cost.
+ * against the same curl download made directly by the host, and made by the host through a bare relay (socat): the
+ * reference for what any proxy that copies the bytes once can reach here; and the time to the first byte of a
+ * 1-byte answer on a fresh connection each time, the proxy's set-up cost.
  */
 export async function benchEgressProxy(options: { rounds: number; megabytes: number }): Promise<BenchRow[]> {
   const server = await startByteServer();
   const target = `127.0.0.1:${server.port}`;
+  const bareRelay = await startBareRelay(target).catch((error: unknown) => {
+    server.stop();
+    throw error;
+  });
   /** Which way the connections came (the fast channel with an engine on this machine). */
   const channels = new Set<string>();
   const binding = dockerSandbox({
@@ -83,6 +116,7 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
   const viaProxy: number[] = [];
   const execCeiling: number[] = [];
   const direct: number[] = [];
+  const viaBareRelay: number[] = [];
   const setupProxy: number[] = [];
   const setupDirect: number[] = [];
   const big = `http://${target}/bytes/${options.megabytes * MIB}`;
@@ -109,15 +143,23 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
           out += (await execa("curl", [...CURL_FORMAT, url], { stripFinalNewline: false })).stdout;
         return parse(out);
       };
-      await inSandbox(big, 1);
-      await onHost(big, 1);
+      const downloads: Array<{ run: () => Promise<Array<{ bytesPerSecond: number }>>; rates: number[] }> = [
+        { run: () => inSandbox(big, 1), rates: viaProxy },
+        { run: () => onHost(big, 1), rates: direct },
+        {
+          run: () => onHost(`http://127.0.0.1:${bareRelay.port}/bytes/${options.megabytes * MIB}`, 1),
+          rates: viaBareRelay,
+        },
+      ];
+      for (const download of downloads) await download.run();
       for (let round = 0; round < options.rounds; round++) {
-        const [first, second] = round % 2 === 0 ? [inSandbox, onHost] : [onHost, inSandbox];
-        const a = await first(big, 1);
-        const b = await second(big, 1);
-        (first === inSandbox ? viaProxy : direct).push(...a.map((sample) => sample.bytesPerSecond / MIB));
-        (second === inSandbox ? viaProxy : direct).push(...b.map((sample) => sample.bytesPerSecond / MIB));
+        // each round starts with the next of the three, so none always runs first
+        for (let i = 0; i < downloads.length; i++) {
+          const download = downloads[(round + i) % downloads.length]!;
+          download.rates.push(...(await download.run()).map((sample) => sample.bytesPerSecond / MIB));
+        }
         execCeiling.push(await execStreamRate(resourceId, options.megabytes * MIB));
+        const [first, second] = round % 2 === 0 ? [inSandbox, onHost] : [onHost, inSandbox];
         const c = await first(tiny, perRound);
         const d = await second(tiny, perRound);
         (first === inSandbox ? setupProxy : setupDirect).push(...c.map((sample) => sample.firstByteMs));
@@ -128,11 +170,13 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
     }
   } finally {
     await binding.close();
+    bareRelay.stop();
     server.stop();
   }
   const proxyRate = summarize(viaProxy).p50;
   const directRate = summarize(direct).p50;
   const share = proxyRate / directRate;
+  const bareRate = summarize(viaBareRelay).p50;
   const subject = summarize(setupProxy);
   const baseline = summarize(setupDirect);
   const overhead = subject.p50 - baseline.p50;
@@ -145,6 +189,13 @@ export async function benchEgressProxy(options: { rounds: number; megabytes: num
       target: "≥ 50% of direct and ≥ 200 MiB/s",
       met: share >= 0.5 && proxyRate >= 200,
       note: `through the proxy ${proxyRate.toFixed(0)} MiB/s, direct ${directRate.toFixed(0)} MiB/s (p50 of ${viaProxy.length} each) over the ${[...channels].join(" and ")} channel; ratio = proxy / direct; the engine's bare docker exec stream (its ceiling) ${summarize(execCeiling).p50.toFixed(0)} MiB/s`,
+    },
+    {
+      name: `egress proxy: ${options.megabytes} MiB download, sandbox curl via proxy vs host curl via a bare relay (socat)`,
+      value: proxyRate,
+      unit: "MiB/s",
+      ratio: proxyRate / bareRate,
+      note: `reference, no target: a bare relay on the host (socat -b 1 MiB: one process, no container, no policy, one copy in user space) moved ${bareRate.toFixed(0)} MiB/s, ${(bareRate / directRate).toFixed(2)} of direct, in the same rounds; ratio = proxy / bare relay`,
     },
     {
       name: "egress proxy: time to first byte on a new connection, via proxy vs direct",
