@@ -51,6 +51,7 @@ export type {
   MultiEnginePoolMetrics,
   MultiEnginePoolOptions,
   PoolEngine,
+  ReplaceOptions,
 } from "./multi-engine-pool.ts";
 export { createMultiEnginePool } from "./multi-engine-pool.ts";
 export type { PoolErrorCode } from "./pool-error.ts";

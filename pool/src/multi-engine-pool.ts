@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { carryPaths } from "./carry-paths.ts";
 import type { ContainerDriver, EngineInfo } from "./container-driver.ts";
 import {
   type AcquireOptions,
@@ -16,6 +17,7 @@ import {
 import { type ResolvedContainerSpec, resolveContainerSpec } from "./container-spec.ts";
 import { type FreeCapacity, freeCapacity, pickEngine } from "./engine-capacity.ts";
 import { guardEngineDriver } from "./guard-engine-driver.ts";
+import { poolLabels } from "./labels.ts";
 import { createLatencyWindow } from "./latency-window.ts";
 import { PoolError } from "./pool-error.ts";
 import { type ContainerPoolEventMap, createPoolEvents, type PoolEvents } from "./pool-events.ts";
@@ -168,6 +170,16 @@ export interface MultiEnginePool<STATE = undefined> {
    */
   adopt(containerId: string, options?: AdoptOptions & { engineId?: string }): Promise<EngineLease<STATE>>;
   /**
+   * Takes over, by a successor, a managed container this pool cannot adopt because another spec or pool id made
+   * it (an upgrade changed the spec): acquires a fresh container for `leaseKey`, copies what the `carry` folders
+   * hold from the old container on engine `engineId` into it (see `carryPaths`), then removes the old one.
+   * @throws PoolError `NOT_FOUND` for an engine the pool does not have or a container that is gone,
+   * `DOCKER_UNAVAILABLE` when an engine is unreachable, `CONTAINER_FAILED` for a container that is not managed
+   * or that this pool could adopt, and what `acquire` and the copy throw (the fresh container is then released
+   * and the old one kept).
+   */
+  replace(containerId: string, options: ReplaceOptions): Promise<EngineLease<STATE>>;
+  /**
    * `ContainerPool.reapStrays` on every reachable engine; an engine that fails is reported as an `error` event.
    * `unreached` names the engines not reaped (unreachable, or failed): what dead owners left there is still there.
    */
@@ -184,6 +196,17 @@ export interface MultiEnginePool<STATE = undefined> {
   /** Closes every engine's pool (see `ContainerPool.close`) and stops the health checks. */
   close(options?: CloseOptions): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Options of `MultiEnginePool.replace`. */
+export interface ReplaceOptions {
+  /** The old container's engine. @default the first engine */
+  engineId?: string;
+  /** The new lease's key. */
+  leaseKey: string;
+  /** Folders (absolute paths) whose contents the successor inherits (e.g. `["/workspace"]`). */
+  carry: readonly string[];
+  signal?: AbortSignal;
 }
 
 interface LiveLease {
@@ -725,6 +748,44 @@ export function createMultiEnginePool<STATE = undefined>(
     return engineLease(record, await pool.adopt(containerId, rest));
   }
 
+  async function replace(containerId: string, options: ReplaceOptions): Promise<EngineLease<STATE>> {
+    const { engineId, leaseKey, carry, signal } = options;
+    if (closed) throw closedError();
+    const record = engineId === undefined ? records[0] : byId.get(engineId);
+    if (!record) {
+      throw new PoolError("NOT_FOUND", `Docker engine ${engineId} is not an engine of pool ${poolId}`, {
+        details: { engineId, containerId, poolId },
+      });
+    }
+    await firstChecks;
+    if (record.status === "unreachable") throw unreachableError(record);
+    const { labels } = await record.driver.inspect(containerId, signal ? { signal } : {});
+    const adoptable = labels[poolLabels.pool] === poolId && labels[poolLabels.spec] === hash;
+    if (labels[poolLabels.managed] !== "true" || adoptable) {
+      throw new PoolError(
+        "CONTAINER_FAILED",
+        `Container ${containerId} is ${adoptable ? "this pool's: adopt it" : "not a managed container"}`,
+        { details: { containerId, poolId, labels } },
+      );
+    }
+    const lease = await acquire({ leaseKey, ...(signal ? { signal } : {}) });
+    try {
+      await carryPaths(
+        { driver: record.driver, containerId },
+        { driver: lease.driver, containerId: lease.containerId },
+        carry,
+        signal,
+      );
+    } catch (error) {
+      await lease.release().catch(() => undefined);
+      throw error;
+    }
+    await record.driver.remove(containerId).catch((error: unknown) => {
+      events.emit("error", { operation: "destroy", error, containerId, engineId: record.id });
+    });
+    return lease;
+  }
+
   async function reapStrays(reapOptions: ReapStraysOptions = {}) {
     await firstChecks;
     const unreached: string[] = [];
@@ -882,6 +943,7 @@ export function createMultiEnginePool<STATE = undefined>(
     events,
     acquire,
     adopt,
+    replace,
     reapStrays,
     warm,
     metrics,

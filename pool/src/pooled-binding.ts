@@ -59,6 +59,13 @@ export interface PooledBindingOptions<STATE, FACADE, SCOPE> {
   /** The pool id; by default `pai-<name>-<spec hash>`, so a restarted process finds its own containers. */
   poolId?: string;
   /**
+   * Folders (absolute paths) whose contents a recorded container's successor inherits when the container cannot
+   * be reattached as it is because another spec made it (an upgrade changed the image, limits or PAI's own
+   * settings): `reattach` then gives the lease a fresh container with their contents copied from the old one, and
+   * removes the old one. Without it such a lease gets no container back (the runtime provisions a new, empty one).
+   */
+  carryOver?: readonly string[];
+  /**
    * Called once, on the first start: the image and the pool's container options (spec, hooks; the hooks get the
    * driver of the container's engine). Image resolution belongs here.
    */
@@ -172,8 +179,9 @@ export interface PooledBinding<RESOURCE> {
   provision(request: { leaseKey: string; signal: AbortSignal }): Promise<RESOURCE>;
   /**
    * Adopts the container recorded on `lease` (after a restart) on the engine its `meta.engine` names (the first
-   * engine without one), running or hibernated (stopped: woken on its first use); `undefined` when it is gone,
-   * not this pool's, or its engine does not answer.
+   * engine without one), running or hibernated (stopped: woken on its first use). One made from another spec or
+   * pool id is replaced, with `carryOver`, by a fresh container that inherits those folders. `undefined` when it is
+   * gone, cannot be adopted or replaced, or its engine does not answer.
    */
   reattach(lease: RecordedLease, signal: AbortSignal): Promise<RESOURCE | undefined>;
   /**
@@ -375,14 +383,22 @@ export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
     },
     async reattach(record, signal) {
       const current = await ready();
-      if (typeof record.meta.poolId === "string" && record.meta.poolId !== poolId) return undefined;
+      const from = {
+        leaseKey: `${options.name}:${record.lifetime}:${record.key}`,
+        signal,
+        ...(typeof record.meta.engine === "string" ? { engineId: record.meta.engine } : {}),
+      };
+      if (typeof record.meta.poolId !== "string" || record.meta.poolId === poolId) {
+        try {
+          return resourceOf(await current.adopt(record.resourceId, from));
+        } catch (error) {
+          // gone, or its engine does not answer: nothing to carry over either
+          if (!PoolError.hasCode(error, "CONTAINER_FAILED")) return undefined;
+        }
+      }
+      if (!options.carryOver?.length) return undefined;
       try {
-        const lease = await current.adopt(record.resourceId, {
-          leaseKey: `${options.name}:${record.lifetime}:${record.key}`,
-          signal,
-          ...(typeof record.meta.engine === "string" ? { engineId: record.meta.engine } : {}),
-        });
-        return resourceOf(lease);
+        return resourceOf(await current.replace(record.resourceId, { ...from, carry: options.carryOver }));
       } catch {
         return undefined;
       }

@@ -257,6 +257,8 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
     ...(options.pool ? { pool: options.pool } : {}),
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
+    // A conversation's files outlive a spec change: its next container inherits the old one's workspace.
+    carryOver: [WORKSPACE],
     closedError: () => new SandboxError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
     async preparePool() {
       const image = options.image ?? (await resolveDefaultSandboxImage());
