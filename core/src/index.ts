@@ -57,6 +57,7 @@ export {
   createAgentRuntime,
   type OwnershipOptions,
   type RunOptions,
+  type RuntimeCloseOptions,
   type ThreadSnapshot,
 } from "./runtime/create-agent-runtime.ts";
 export type { MessageLimits } from "./runtime/message-limits.ts";

@@ -659,11 +659,13 @@ export class CapabilityManager {
   /**
    * Releases every lease this process owns (and their records), has the bindings remove the resources of leases
    * it ended without reattaching (no later process would know them), then closes every binding. Leases other
-   * processes hold, or that were handed over, are left alone.
+   * processes hold, or that were handed over, are left alone. With `handOver`, `thread`/`user` leases are let
+   * go instead of released: their resources keep running and their records stay, for the next process.
    */
-  async close(): Promise<void> {
+  async close(options: { handOver?: boolean } = {}): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    if (options.handOver) await this.#detachWhere((lease) => lease.lifetime !== "run");
     await this.#releaseWhere(() => true);
     await Promise.allSettled(
       [...this.#bindings.values()].map(async (binding) => {
@@ -687,6 +689,18 @@ export class CapabilityManager {
       orphanResourceIds: orphans,
     });
     this.#forgetOrphans(binding, orphans);
+  }
+
+  /** Lets go of the leases `predicate` picks: their resources stay, their records too. */
+  async #detachWhere(predicate: (lease: Lease) => boolean): Promise<void> {
+    const picked = [...this.#leases.entries()].filter(([, lease]) => predicate(lease));
+    for (const [id] of picked) this.#leases.delete(id);
+    await Promise.allSettled(
+      picked.map(async ([, lease]) => {
+        const resource = await lease.resource.catch(() => undefined);
+        await resource?.detach?.();
+      }),
+    );
   }
 
   async #releaseWhere(predicate: (lease: Lease) => boolean): Promise<void> {

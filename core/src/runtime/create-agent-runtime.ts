@@ -196,9 +196,24 @@ export interface AgentRuntime {
   /** The identity key a parsed identity maps to (thread owner, `user` lease key). */
   identityKey(identity: unknown): string;
   manifest(): PaiManifest;
-  /** Cancels running runs, releases every capability, closes the store. */
-  close(): Promise<void>;
+  /**
+   * Cancels running runs, releases every capability, closes the store. With `handOver`, this process's
+   * `thread`/`user` capability resources (a conversation's sandbox, a user's browser) are left running and
+   * recorded instead, for the next process on the same store to take over (a deploy): it reattaches them at its
+   * start, or when a thread next uses one.
+   */
+  close(options?: RuntimeCloseOptions): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Options of `AgentRuntime.close`. */
+export interface RuntimeCloseOptions {
+  /**
+   * Leave `thread`/`user` capability resources running and their leases recorded for the next process (a
+   * deploy) instead of removing them. `run` resources are removed either way.
+   * @default false
+   */
+  handOver?: boolean;
 }
 
 /**
@@ -625,13 +640,13 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     sweepIdleCapabilities: () => capabilities.sweepIdle(),
     identityKey: (identity) => identityKeyOf(identity),
     manifest: () => pai.manifest(),
-    async close() {
+    async close(options = {}) {
       if (closed) return;
       closed = true;
       for (const entry of active.values()) entry.cancel();
       await Promise.allSettled([...active.values()].map((entry) => entry.done));
       await maintenance.close();
-      await capabilities.close();
+      await capabilities.close(options);
       await owners.remove().catch(() => undefined);
       await store.close();
     },
