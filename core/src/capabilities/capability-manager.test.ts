@@ -413,6 +413,37 @@ describe("several processes on one store and one engine", () => {
     await Promise.all([b.runtime.close(), c.runtime.close()]);
   });
 
+  it("close({ handOver: true }) leaves thread leases to the next process, which takes them over at its start", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map();
+    const a = replica(store, engine, "a");
+    const first = await a.runtime.run({ agentId: "a", identity: ann, message: "count" });
+    expect(lastCount((await first.done).messages)).toBe(1);
+
+    await a.runtime.close({ handOver: true });
+    expect(a.released).toEqual([]);
+    expect(a.detached).toEqual(["ar1"]);
+    expect(engine.has("ar1")).toBe(true);
+    expect(await store.listLeases()).toMatchObject([
+      { key: first.threadId, resourceId: "ar1", ownerId: "owner-a" },
+    ]);
+
+    // The closed process counts as gone at once: the next one takes the lease over as it starts, no waiting.
+    const b = replica(store, engine, "b");
+    await b.runtime.startCapabilities();
+    expect(b.reattached).toEqual(["ar1"]);
+    const second = await b.runtime.run({
+      agentId: "a",
+      identity: ann,
+      threadId: first.threadId,
+      message: "more",
+    });
+    expect(lastCount((await second.done).messages)).toBe(2);
+    expect(b.provisioned).toEqual([]);
+    await b.runtime.close();
+    expect(engine.has("ar1")).toBe(false);
+  });
+
   it("hands a thread's lease over to the process serving its next message, once the holder's run is done", async () => {
     const store = sharedStore();
     const engine: FakeEngine = new Map();
