@@ -730,11 +730,16 @@ export function createMultiEnginePool<STATE = undefined>(
     }
   }
 
-  async function adopt(
+  /**
+   * The engine a recorded container is on (`engineId`; the first engine when not given), once the first health
+   * checks are done.
+   * @throws PoolError `POOL_CLOSED`, `NOT_FOUND` for an engine the pool does not have, `DOCKER_UNAVAILABLE` when
+   * the engine is unreachable
+   */
+  async function reachableEngineOf(
     containerId: string,
-    adoptOptions: AdoptOptions & { engineId?: string } = {},
-  ): Promise<EngineLease<STATE>> {
-    const { engineId, ...rest } = adoptOptions;
+    engineId: string | undefined,
+  ): Promise<EngineRecord<STATE>> {
     if (closed) throw closedError();
     const record = engineId === undefined ? records[0] : byId.get(engineId);
     if (!record) {
@@ -744,21 +749,22 @@ export function createMultiEnginePool<STATE = undefined>(
     }
     await firstChecks;
     if (record.status === "unreachable") throw unreachableError(record);
+    return record;
+  }
+
+  async function adopt(
+    containerId: string,
+    adoptOptions: AdoptOptions & { engineId?: string } = {},
+  ): Promise<EngineLease<STATE>> {
+    const { engineId, ...rest } = adoptOptions;
+    const record = await reachableEngineOf(containerId, engineId);
     const pool = await ensurePool(record);
     return engineLease(record, await pool.adopt(containerId, rest));
   }
 
   async function replace(containerId: string, options: ReplaceOptions): Promise<EngineLease<STATE>> {
     const { engineId, leaseKey, carry, signal } = options;
-    if (closed) throw closedError();
-    const record = engineId === undefined ? records[0] : byId.get(engineId);
-    if (!record) {
-      throw new PoolError("NOT_FOUND", `Docker engine ${engineId} is not an engine of pool ${poolId}`, {
-        details: { engineId, containerId, poolId },
-      });
-    }
-    await firstChecks;
-    if (record.status === "unreachable") throw unreachableError(record);
+    const record = await reachableEngineOf(containerId, engineId);
     const { labels } = await record.driver.inspect(containerId, signal ? { signal } : {});
     const adoptable = labels[poolLabels.pool] === poolId && labels[poolLabels.spec] === hash;
     if (labels[poolLabels.managed] !== "true" || adoptable) {
