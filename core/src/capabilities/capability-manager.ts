@@ -691,25 +691,27 @@ export class CapabilityManager {
     this.#forgetOrphans(binding, orphans);
   }
 
+  /** Frees the leases `predicate` picks: their resources and their records (see `#release`). */
+  #releaseWhere(predicate: (lease: Lease) => boolean): Promise<void> {
+    return this.#endWhere(predicate, (lease, resource) => this.#release(lease, resource));
+  }
+
   /** Lets go of the leases `predicate` picks: their resources stay, their records too. */
-  async #detachWhere(predicate: (lease: Lease) => boolean): Promise<void> {
+  #detachWhere(predicate: (lease: Lease) => boolean): Promise<void> {
+    return this.#endWhere(predicate, async (_lease, resource) => resource.detach?.());
+  }
+
+  /** Drops the leases `predicate` picks from this process, then ends each one's resource (once it settled). */
+  async #endWhere(
+    predicate: (lease: Lease) => boolean,
+    end: (lease: Lease, resource: ProvisionedResource) => Promise<void>,
+  ): Promise<void> {
     const picked = [...this.#leases.entries()].filter(([, lease]) => predicate(lease));
     for (const [id] of picked) this.#leases.delete(id);
     await Promise.allSettled(
       picked.map(async ([, lease]) => {
         const resource = await lease.resource.catch(() => undefined);
-        await resource?.detach?.();
-      }),
-    );
-  }
-
-  async #releaseWhere(predicate: (lease: Lease) => boolean): Promise<void> {
-    const doomed = [...this.#leases.entries()].filter(([, lease]) => predicate(lease));
-    for (const [id] of doomed) this.#leases.delete(id);
-    await Promise.allSettled(
-      doomed.map(async ([, lease]) => {
-        const resource = await lease.resource.catch(() => undefined);
-        if (resource) await this.#release(lease, resource);
+        if (resource) await end(lease, resource);
       }),
     );
   }
