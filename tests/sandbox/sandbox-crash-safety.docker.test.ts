@@ -5,12 +5,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createAgentRuntime, createPai, createSqliteThreadStore, defineAgent, defineTool } from "@pai/core";
+import { createAgentRuntime, createSqliteThreadStore } from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
 import { poolLabels } from "@pai/pool";
-import { dockerSandbox, sandbox } from "@pai/sandbox";
+import { dockerSandbox } from "@pai/sandbox";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
 import {
   dockerOptedOut,
   poolContainers,
@@ -20,17 +19,9 @@ import {
   uniquePoolId,
   waitFor,
 } from "./docker-helpers.ts";
+import { coderPai } from "./fixtures/run-script.ts";
 
 const childScript = fileURLToPath(new URL("./fixtures/crash-child.ts", import.meta.url));
-
-const runScript = defineTool({
-  id: "runScript",
-  description: "Run a command in this conversation's sandbox.",
-  inputSchema: z.object({ command: z.string() }),
-  capabilities: { sandbox },
-  execute: (ctx) => ctx.capabilities.sandbox.runCommand({ command: ctx.input.command }),
-});
-const pai = createPai({ agents: { coder: defineAgent({ tools: { runScript } }) } });
 
 /** Runs the child until it reports its container, then SIGKILLs it. */
 async function crashingChild(
@@ -91,7 +82,7 @@ describe.skipIf(dockerOptedOut)("sandbox crash safety", () => {
         ],
       });
       await using runtime = createAgentRuntime({
-        pai,
+        pai: coderPai,
         store: createSqliteThreadStore({ path }),
         model,
         capabilities: { sandbox: binding },

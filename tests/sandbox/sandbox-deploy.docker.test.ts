@@ -5,11 +5,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAgentRuntime, createPai, createSqliteThreadStore, defineAgent, defineTool } from "@pai/core";
+import { createAgentRuntime, createSqliteThreadStore } from "@pai/core";
 import { createScriptedModel, type ScriptedStep } from "@pai/core/testing";
-import { type DockerSandboxOptions, dockerSandbox, sandbox } from "@pai/sandbox";
+import { type DockerSandboxOptions, dockerSandbox } from "@pai/sandbox";
 import { afterEach, describe, expect, it } from "vitest";
-import { z } from "zod";
 import {
   dockerOptedOut,
   poolContainers,
@@ -19,15 +18,7 @@ import {
   uniquePoolId,
   waitFor,
 } from "./docker-helpers.ts";
-
-const runScript = defineTool({
-  id: "runScript",
-  description: "Run a command in this conversation's sandbox.",
-  inputSchema: z.object({ command: z.string() }),
-  capabilities: { sandbox },
-  execute: (ctx) => ctx.capabilities.sandbox.runCommand({ command: ctx.input.command }),
-});
-const pai = createPai({ agents: { coder: defineAgent({ tools: { runScript } }) } });
+import { coderPai } from "./fixtures/run-script.ts";
 
 /** One process of the app: a runtime on the shared store whose model runs `command` once. */
 function appProcess(path: string, binding: ReturnType<typeof dockerSandbox>, command: string) {
@@ -37,12 +28,24 @@ function appProcess(path: string, binding: ReturnType<typeof dockerSandbox>, com
   ];
   const model = createScriptedModel({ steps });
   const runtime = createAgentRuntime({
-    pai,
+    pai: coderPai,
     store: createSqliteThreadStore({ path }),
     model,
     capabilities: { sandbox: binding },
   });
-  return { runtime, model };
+  /** One message of user u1 (on `threadId`, or a new thread), run to its end: it must complete. */
+  async function converse(message: string, threadId?: string) {
+    const run = await runtime.run({
+      agentId: "coder",
+      identity: { userId: "u1" },
+      message,
+      ...(threadId ? { threadId } : {}),
+    });
+    const result = await run.done;
+    expect(result.status).toBe("completed");
+    return result;
+  }
+  return { runtime, model, converse };
 }
 
 /** The container of the runtime's one lease. */
@@ -89,10 +92,7 @@ describe.skipIf(dockerOptedOut)("sandbox across a deploy", () => {
       sandboxFor({ poolId, pool: { min: 0, max: 2 } }),
       "echo drafted > notes.txt; hostname",
     );
-    const written = await (
-      await first.runtime.run({ agentId: "coder", identity: { userId: "u1" }, message: "write" })
-    ).done;
-    expect(written.status).toBe("completed");
+    const written = await first.converse("write");
     const containerId = leasedContainer(first.runtime);
     await first.runtime.close({ handOver: true });
     // Left running, not removed.
@@ -103,15 +103,7 @@ describe.skipIf(dockerOptedOut)("sandbox across a deploy", () => {
       sandboxFor({ poolId, pool: { min: 0, max: 2 } }),
       "cat notes.txt; hostname",
     );
-    const read = await (
-      await next.runtime.run({
-        agentId: "coder",
-        identity: { userId: "u1" },
-        threadId: written.threadId,
-        message: "read",
-      })
-    ).done;
-    expect(read.status).toBe("completed");
+    await next.converse("read", written.threadId);
     expect(toolOutput(next.model)).toContain(`drafted\\n${containerId.slice(0, 12)}\\n`);
     expect(await poolContainers(poolId)).toEqual([containerId]);
     await next.runtime.close();
@@ -131,10 +123,7 @@ describe.skipIf(dockerOptedOut)("sandbox across a deploy", () => {
       }),
       "mkdir -p src && echo 'print(1)' > src/main.py && chmod 751 src/main.py && echo $APP_VERSION",
     );
-    const written = await (
-      await first.runtime.run({ agentId: "coder", identity: { userId: "u1" }, message: "write" })
-    ).done;
-    expect(written.status).toBe("completed");
+    const written = await first.converse("write");
     const oldId = leasedContainer(first.runtime);
     // Idle past hibernateAfterMs: stopped, its files kept.
     await waitFor(async () => !(await testDriver.inspect(oldId)).running, "the sandbox to hibernate");
@@ -148,15 +137,7 @@ describe.skipIf(dockerOptedOut)("sandbox across a deploy", () => {
       upgraded,
       "cat src/main.py; stat -c %a src/main.py; echo $APP_VERSION; hostname",
     );
-    const read = await (
-      await next.runtime.run({
-        agentId: "coder",
-        identity: { userId: "u1" },
-        threadId: written.threadId,
-        message: "read",
-      })
-    ).done;
-    expect(read.status).toBe("completed");
+    await next.converse("read", written.threadId);
     const newId = leasedContainer(next.runtime);
     expect(newId).not.toBe(oldId);
     expect(toolOutput(next.model)).toContain(`print(1)\\n751\\n2\\n${newId.slice(0, 12)}\\n`);

@@ -1,12 +1,11 @@
 // Hibernation end to end on the real engine: `max` bounds running sandboxes, not conversations. Idle thread
 // sandboxes are stopped (files kept, processes gone) to make room and woken by the next call.
 import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
-import { createAgentRuntime, createMemoryThreadStore, createPai, defineAgent, defineTool } from "@pai/core";
+import { createAgentRuntime, createMemoryThreadStore } from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
 import { PoolError } from "@pai/pool";
-import { dockerSandbox, sandbox } from "@pai/sandbox";
+import { dockerSandbox } from "@pai/sandbox";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
 import {
   dockerOptedOut,
   poolContainers,
@@ -16,16 +15,8 @@ import {
   uniquePoolId,
   waitFor,
 } from "./docker-helpers.ts";
+import { coderPai } from "./fixtures/run-script.ts";
 
-const runScript = defineTool({
-  id: "runScript",
-  description: "Run a command in this conversation's sandbox.",
-  inputSchema: z.object({ command: z.string() }),
-  capabilities: { sandbox },
-  execute: (ctx) => ctx.capabilities.sandbox.runCommand({ command: ctx.input.command }),
-});
-
-const pai = createPai({ agents: { coder: defineAgent({ tools: { runScript } }) } });
 const identity = { userId: "u1" };
 
 /**
@@ -74,7 +65,7 @@ describe.skipIf(dockerOptedOut)("sandbox hibernation through createAgentRuntime"
       pool: { min: 1, max: 4, acquireTimeoutMs: 60_000 },
     });
     const runtime = createAgentRuntime({
-      pai,
+      pai: coderPai,
       store: createMemoryThreadStore(),
       model: commandModel(),
       capabilities: { sandbox: binding },
@@ -144,7 +135,7 @@ describe.skipIf(dockerOptedOut)("sandbox hibernation through createAgentRuntime"
     });
     const model = commandModel();
     const runtime = createAgentRuntime({
-      pai,
+      pai: coderPai,
       store: createMemoryThreadStore(),
       model,
       capabilities: { sandbox: binding },

@@ -14,16 +14,9 @@ import {
   uniquePoolId,
   waitFor,
 } from "./docker-helpers.ts";
+import { runScript } from "./fixtures/run-script.ts";
 
 // The seed's tool, verbatim.
-export const runScript = defineTool({
-  id: "runScript",
-  description: "Run a command in this conversation's sandbox.",
-  inputSchema: z.object({ command: z.string() }),
-  capabilities: { sandbox },
-  execute: (ctx) => ctx.capabilities.sandbox.runCommand({ command: ctx.input.command }),
-});
-
 // The same with the run's signal passed explicitly (works whether or not the runtime binds facades to runs).
 const runWithSignal = defineTool({
   id: "runWithSignal",
