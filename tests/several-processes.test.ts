@@ -8,6 +8,7 @@ import type { ThreadStore } from "@pai/core";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { engineResources } from "./fixtures/file-counter-binding.ts";
+import { readChunks } from "./fixtures/read-chunks.ts";
 import {
   createRuntimeProcesses,
   eventually,
@@ -45,32 +46,6 @@ async function withStore<RESULT>(body: (store: ThreadStore) => Promise<RESULT>):
   } finally {
     await store.close();
   }
-}
-
-/** Reads a UI message stream response (SSE) to its end, calling `onChunk` with each chunk as it arrives. */
-async function readChunks(
-  response: Response,
-  onChunk: (chunk: { type: string; data?: unknown }) => Promise<void> | void = () => {},
-): Promise<Array<{ type: string; data?: unknown }>> {
-  const chunks: Array<{ type: string; data?: unknown }> = [];
-  const decoder = new TextDecoder();
-  let buffered = "";
-  for await (const bytes of response.body!) {
-    buffered += decoder.decode(bytes, { stream: true });
-    const events = buffered.split("\n\n");
-    buffered = events.pop()!;
-    for (const event of events) {
-      const data = event
-        .split("\n")
-        .find((line) => line.startsWith("data: "))
-        ?.slice("data: ".length);
-      if (data === undefined || data === "[DONE]") continue;
-      const chunk = JSON.parse(data);
-      chunks.push(chunk);
-      await onChunk(chunk);
-    }
-  }
-  return chunks;
 }
 
 describe.each(sharedStores)("runtime processes on $name", ({ create }) => {
