@@ -583,7 +583,8 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
           ? await store.getRun(target.runId)
           : (await store.listRuns(target.threadId)).findLast((candidate) => candidate.status === "running");
       if (!run) {
-        if ("runId" in target) throw new PaiError("UNKNOWN_RUN", `no run "${target.runId}"`);
+        if ("runId" in target)
+          throw new PaiError("UNKNOWN_RUN", `no run "${target.runId}"`, { details: { runId: target.runId } });
         return { stopped: false, runId: null };
       }
       return stopAnywhere({ store, owners, cancelLocal: (runId) => runtime.cancel(runId) }, run);
