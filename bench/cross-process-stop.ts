@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,18 +28,20 @@ const STOP_POLL_INTERVAL_MS = 250;
  * it, side by side, on a SQLite file and on Postgres. Each round starts a run whose tool blocks until stopped.
  */
 export async function benchCrossProcessStop(options: { rounds: number }): Promise<BenchRow[]> {
+  /** Threads whose tool is awaited, by thread id (set before the run starts: its tool may run before `run` returns). */
   const started = new Map<string, () => void>();
   const waitForStop = defineTool({
     id: "waitForStop",
     description: "Runs until the run is stopped",
     inputSchema: z.object({}),
     execute: (ctx) => {
-      started.get(ctx.thread.runId)?.();
+      started.get(ctx.thread.threadId)?.();
       return new Promise((_, reject) =>
         ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)),
       );
     },
   });
+  const caller = { userId: "bench" };
   const pai = createPai({ agents: { a: defineAgent({ tools: { waitForStop } }) } });
   const runtimeOn = (store: ThreadStore, ownerId: string) =>
     createAgentRuntime({
@@ -55,21 +58,29 @@ export async function benchCrossProcessStop(options: { rounds: number }): Promis
       }),
     });
   const stopVia = (runtime: AgentRuntime) => {
-    const handler = createPaiHandler({ runtime, authenticate: () => ({}) });
+    const handler = createPaiHandler({ runtime, authenticate: () => caller });
     return (runId: string) => handler(new Request(`http://bench/api/runs/${runId}/stop`, { method: "POST" }));
   };
 
   /** Milliseconds from sending the stop (through `stop`) to the end of a run `owner` runs. */
   async function stopOnce(owner: AgentRuntime, stop: (runId: string) => Promise<Response>): Promise<number> {
-    const run = await owner.run({ agentId: "a", message: "wait" });
-    await new Promise<void>((resolve) => started.set(run.runId, resolve));
-    started.delete(run.runId);
+    const threadId = randomUUID();
+    const toolRuns = new Promise<void>((resolve) => started.set(threadId, resolve));
+    const run = await owner.run({ agentId: "a", threadId, identity: caller, message: "wait" });
+    await toolRuns;
+    started.delete(threadId);
+    // A stop comes at any moment of the owner's poll interval, not just after the run started.
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * STOP_POLL_INTERVAL_MS));
     const sentAt = performance.now();
-    const answer = (await (await stop(run.runId)).json()) as { stopped: boolean };
+    const answer = (await (await stop(run.runId)).json()) as { stopped?: boolean };
+    if (!answer.stopped) {
+      run.cancel();
+      await run.done;
+      throw new Error(`the stop was refused: ${JSON.stringify(answer)}`);
+    }
     const result = await run.done;
     const took = performance.now() - sentAt;
-    if (!answer.stopped || result.status !== "cancelled")
-      throw new Error(`the stop was not applied: ${JSON.stringify(answer)}, run ${result.status}`);
+    if (result.status !== "cancelled") throw new Error(`the stopped run ended ${result.status}`);
     return took;
   }
 
@@ -96,7 +107,8 @@ export async function benchCrossProcessStop(options: { rounds: number }): Promis
         baseline: summarize(localMs),
         note:
           `request → run ended (cancelled, stored, thread free); the owner polls its running runs every ` +
-          `${STOP_POLL_INTERVAL_MS} ms (stopPollIntervalMs), so a remote stop waits about half of that on average`,
+          `${STOP_POLL_INTERVAL_MS} ms (stopPollIntervalMs); each stop is sent at a random moment of that interval ` +
+          "(the same wait before either kind), so a remote stop waits about half of it on average",
       });
     } finally {
       await Promise.all([owner.close(), other.close()]);

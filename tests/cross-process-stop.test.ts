@@ -1,6 +1,7 @@
 // A stop sent to one runtime for a run another runtime executes, both on one store (a SQLite file, a Postgres
 // schema): two runtimes with their own owner ids and their own store connections, the stop through the second's HTTP
 // handler, the run ending in the first exactly as a local stop ends it.
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -53,7 +54,10 @@ function scratchBinding(log: ScratchLog): CapabilityBinding<Scratch> {
   };
 }
 
-/** Runs whose tool is executing, by run id: resolved once the tool holds its scratch resource. */
+/**
+ * Threads whose tool is awaited, by thread id: resolved once the tool holds its scratch resource. Set before the run
+ * starts (its tool may run before `run` returns).
+ */
 const executing = new Map<string, () => void>();
 
 const waitForStop = defineTool({
@@ -63,7 +67,7 @@ const waitForStop = defineTool({
   capabilities: { scratch },
   execute: async (ctx) => {
     await ctx.capabilities.scratch.id();
-    executing.get(ctx.thread.runId)?.();
+    executing.get(ctx.thread.threadId)?.();
     return new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
   },
 });
@@ -121,8 +125,9 @@ async function startWaitingRun(on: Owner) {
   const reachedTool = new Promise<void>((resolve) => {
     reached = resolve;
   });
-  const run = await on.runtime.run({ agentId: "a", identity: identities.alice, message: "wait" });
-  executing.set(run.runId, reached);
+  const threadId = randomUUID();
+  executing.set(threadId, reached);
+  const run = await on.runtime.run({ agentId: "a", threadId, identity: identities.alice, message: "wait" });
   // A's own client reads the stream from the start (a replay), as a browser connected to A would.
   const ownStream = collect(on.runtime.activeRun(run.threadId)!.stream());
   await reachedTool;

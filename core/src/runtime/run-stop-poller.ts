@@ -15,7 +15,8 @@ export interface RunStopPollerOptions {
 /**
  * Watches the store for stops other processes record ({@link ThreadStore.requestRunStop}) for the runs this
  * process runs. Cheap when idle: its timer runs only while a run is watched, and each tick is one read about those
- * runs only, never overlapping the previous one.
+ * runs only, never overlapping the previous one. The timer holds the process open while it runs (a run waiting for
+ * nothing but a Stop is work in progress); it is cleared once no run is watched and on `close()`.
  */
 export interface RunStopPoller {
   /** Watches `runId` (a run this process has started) until it is stopped or {@link delete}d. */
@@ -69,7 +70,6 @@ export function createRunStopPoller(options: RunStopPollerOptions): RunStopPolle
       watched.add(runId);
       if (timer) return;
       timer = setInterval(tick, intervalMs);
-      timer.unref();
     },
     delete(runId) {
       watched.delete(runId);
