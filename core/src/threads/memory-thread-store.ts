@@ -46,8 +46,8 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
   const threadLeases = new Map<string, ThreadLeaseRecord>();
   /** Each run's stream chunks as JSON text, by seq. */
   const runChunks = new Map<string, Map<number, string>>();
-  /** Runs a stop was asked for, and when. */
-  const stopRequests = new Map<string, number>();
+  /** Runs a stop was asked for. */
+  const stopRequests = new Set<string>();
   const watchers = new Map<string, Set<() => void>>();
   let nextSeq = 1;
   let closed = false;
@@ -165,7 +165,7 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
     async requestRunStop(runId) {
       assertOpen();
       if (runs.get(runId)?.status !== "running") return false;
-      if (!stopRequests.has(runId)) stopRequests.set(runId, Date.now());
+      stopRequests.add(runId);
       return true;
     },
 
@@ -390,7 +390,7 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
         );
       };
       for (const runId of runChunks.keys()) if (ended(runId)) runChunks.delete(runId);
-      for (const runId of stopRequests.keys()) if (ended(runId)) stopRequests.delete(runId);
+      for (const runId of stopRequests) if (ended(runId)) stopRequests.delete(runId);
     },
 
     watchRun(runId, onChange) {
