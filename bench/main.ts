@@ -7,6 +7,7 @@ import { benchColdStart } from "./cold-start.ts";
 import { benchCommandRoundTrip } from "./command-round-trip.ts";
 import { benchCommandsPerSecond } from "./commands-per-second.ts";
 import { benchConversationBursts } from "./conversation-burst.ts";
+import { benchCrossProcessStop } from "./cross-process-stop.ts";
 import { benchDirectoryUpload } from "./directory-upload.ts";
 import { benchEgressProxy } from "./egress-proxy.ts";
 import { benchFileTransfer } from "./file-transfer.ts";
@@ -34,6 +35,7 @@ console.log(
 const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["runtime overhead", () => benchRuntimeOverhead({ rounds: quick ? 60 : 300 })],
   ["postgres store", () => benchPostgresStore({ rounds: quick ? 60 : 300 })],
+  ["cross-process stop", () => benchCrossProcessStop({ rounds: quick ? 10 : 30 })],
   ["time to first command", () => benchTimeToFirstCommand({ rounds: quick ? 20 : 60 })],
   ["cold start", () => benchColdStart({ rounds: quick ? 6 : 20 })],
   ["round trip", () => benchCommandRoundTrip({ rounds: quick ? 20 : 60 })],

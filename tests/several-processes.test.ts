@@ -1,6 +1,6 @@
 // Several runtime processes on one store (a SQLite file, a Postgres schema): a thread runs in one process at a time
 // (its thread lease, taken over once its holder is killed), a run is followed over HTTP from a process that is not
-// running it, and an answer two processes send at once is accepted once.
+// running it and stopped from there, and an answer two processes send at once is accepted once.
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +8,7 @@ import type { ThreadStore } from "@pai/core";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { engineResources } from "./fixtures/file-counter-binding.ts";
+import { readChunks } from "./fixtures/read-chunks.ts";
 import {
   createRuntimeProcesses,
   eventually,
@@ -45,32 +46,6 @@ async function withStore<RESULT>(body: (store: ThreadStore) => Promise<RESULT>):
   } finally {
     await store.close();
   }
-}
-
-/** Reads a UI message stream response (SSE) to its end, calling `onChunk` with each chunk as it arrives. */
-async function readChunks(
-  response: Response,
-  onChunk: (chunk: { type: string; data?: unknown }) => Promise<void> | void = () => {},
-): Promise<Array<{ type: string; data?: unknown }>> {
-  const chunks: Array<{ type: string; data?: unknown }> = [];
-  const decoder = new TextDecoder();
-  let buffered = "";
-  for await (const bytes of response.body!) {
-    buffered += decoder.decode(bytes, { stream: true });
-    const events = buffered.split("\n\n");
-    buffered = events.pop()!;
-    for (const event of events) {
-      const data = event
-        .split("\n")
-        .find((line) => line.startsWith("data: "))
-        ?.slice("data: ".length);
-      if (data === undefined || data === "[DONE]") continue;
-      const chunk = JSON.parse(data);
-      chunks.push(chunk);
-      await onChunk(chunk);
-    }
-  }
-  return chunks;
 }
 
 describe.each(sharedStores)("runtime processes on $name", ({ create }) => {
@@ -158,6 +133,29 @@ describe.each(sharedStores)("runtime processes on $name", ({ create }) => {
     expect(chunks.map((chunk) => chunk.type)).toContain("tool-input-available");
     expect(chunks.map((chunk) => chunk.type)).not.toContain("finish");
     await b.close();
+  });
+
+  it("stop a run over HTTP from a process that is not running it: the process running it cancels it", async () => {
+    const [a, b] = await Promise.all([owner("owner-a"), owner("owner-b")]);
+    await a.block("t1");
+    const [running] = await withStore((store) => store.listRunsByStatus("running"));
+    const following = readChunks(await fetch(`${b.api}/chat/t1/stream`));
+
+    const stop = await fetch(`${b.api}/chat/t1/stop`, { method: "POST" });
+
+    expect(await stop.json()).toEqual({
+      stopped: true,
+      runId: running!.id,
+      where: "remote",
+      status: "running",
+    });
+    expect(await a.next("RAN")).toMatchObject({ status: "cancelled", runId: running!.id });
+    expect((await following).map((chunk) => chunk.type)).toContain("abort");
+    expect((await withStore((store) => store.getRun(running!.id)))?.status).toBe("cancelled");
+    // The thread is free again, for either process.
+    expect(await b.run("t1")).toEqual({ status: "completed", value: 2 });
+    await Promise.all([a.close(), b.close()]);
+    expect(engineResources(engine)).toEqual({});
   });
 });
 

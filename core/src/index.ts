@@ -62,6 +62,7 @@ export {
 } from "./runtime/create-agent-runtime.ts";
 export type { MessageLimits } from "./runtime/message-limits.ts";
 export type { RequiredCapabilities } from "./runtime/required-capabilities.ts";
+export type { StopResult } from "./runtime/stop-anywhere.ts";
 export type { ThreadAccess } from "./runtime/thread-access.ts";
 export * from "./threads/index.ts";
 export {

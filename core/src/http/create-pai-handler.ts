@@ -78,7 +78,8 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  *   answers; the continuation is streamed (header `x-pai-answer: accepted | already-settled`)
  * - `GET /chat/:threadId/stream` — the run in progress on a thread, from its start (204 when none), in whichever
  *   process sharing the store runs it
- * - `POST /chat/:threadId/stop`, `POST /runs/:runId/stop` — stop a run
+ * - `POST /chat/:threadId/stop`, `POST /runs/:runId/stop` — stop a run, in whichever process sharing the store runs
+ *   it: `{ stopped, runId, where: "local" | "remote", status }` (see `runtime.stop`)
  * - `POST /threads/:threadId/actions/:actionId` — answer a pending action `{ toolCallId, toolId, inputHash, answer }`;
  *   JSON, or (with `Accept: text/event-stream`) the continuation's UI message stream
  * - `GET /threads` — the caller's threads, each with `pendingActionCount` (actions waiting for an answer);
@@ -221,18 +222,14 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
     [threadId]: string[],
   ): Promise<Response> {
     await requireThread(threadId!, identity);
-    const active = runtime.activeRun(threadId!);
-    return json(200, {
-      stopped: active ? runtime.cancel(active.runId) : false,
-      runId: active?.runId ?? null,
-    });
+    return json(200, await runtime.stop({ threadId: threadId! }));
   }
 
   async function stopRun(_request: Request, identity: unknown, [runId]: string[]): Promise<Response> {
     const run = await runtime.store.getRun(runId!);
     if (!run) throw new PaiError("UNKNOWN_RUN", `no run "${runId}"`);
     await requireThread(run.threadId, identity);
-    return json(200, { stopped: runtime.cancel(run.id), runId: run.id, status: run.status });
+    return json(200, await runtime.stop({ runId: run.id }));
   }
 
   async function answerAction(

@@ -30,8 +30,10 @@ import { defaultIdentityKey } from "./identity-key.ts";
 import { type MessageLimits, messageLimits } from "./message-limits.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
+import { createRunStopPoller } from "./run-stop-poller.ts";
 import { createRuntimeMaintenance } from "./runtime-maintenance.ts";
 import { type StartedRun, startRun } from "./start-run.ts";
+import { type StopResult, stopAnywhere } from "./stop-anywhere.ts";
 import { createSubagentRunner } from "./subagent-runner.ts";
 import { createThreadAccess, type ThreadAccess } from "./thread-access.ts";
 import { createThreadRunLeases } from "./thread-run-leases.ts";
@@ -83,6 +85,13 @@ export interface OwnershipOptions {
    * @default 15000
    */
   reconcileIntervalMs?: number;
+  /**
+   * How often the process checks the store for stops sent to another process (`runtime.stop`, the HTTP stop routes)
+   * for the runs it runs: such a run is cancelled, as a local stop cancels it, within this long of the request. Only
+   * while the process runs something: one small read per interval about its own runs, none when idle.
+   * @default 250
+   */
+  stopPollIntervalMs?: number;
   /** How long a run waits for another live process to hand over a lease it needs. @default 30000 */
   handoverTimeoutMs?: number;
   /** Errors of the background work (heartbeats, recovery, reaping). @default logs them with `console.error` */
@@ -157,8 +166,15 @@ export interface AgentRuntime {
   respond(options: RespondOptions): Promise<RespondResult>;
   /** Pending actions waiting for an answer; with `identity`, only that caller's threads. */
   listPendingActions(query: { threadId: string; identity?: unknown }): Promise<PublicPendingAction[]>;
-  /** Cancels a running run; `false` when no such run is active. */
+  /** Cancels a running run of this process; `false` when no such run is active here (see {@link stop}). */
   cancel(runId: string): boolean;
+  /**
+   * Stops a run wherever it runs: a run of this process is cancelled at once; a run of another live process sharing
+   * the store gets a stop request that process acts on within its `stopPollIntervalMs` (the same cancellation, events
+   * and cleanup); a dead process's run is marked `interrupted`. `{ threadId }` stops the thread's run in progress.
+   * Check the caller's access first (`access`).
+   */
+  stop(target: { runId: string } | { threadId: string }): Promise<StopResult>;
   /** The run in progress on a thread in this process, if any. */
   activeRun(threadId: string): { runId: string; stream(): ReadableStream<UIMessageChunk> } | undefined;
   /**
@@ -247,6 +263,12 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   const limits = messageLimits(options.limits);
   const access = createThreadAccess({ pai, store, identityKey: identityKeyOf });
   const active = new Map<string, StartedRun>();
+  const stopRequests = createRunStopPoller({
+    store,
+    intervalMs: options.stopPollIntervalMs ?? 250,
+    onStopRequested: (runId) => active.get(runId)?.cancel(),
+    onError: onBackgroundError,
+  });
   const threadLeases = createThreadRunLeases({
     store,
     ownerId: owners.ownerId,
@@ -306,6 +328,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       }),
     onEnded: async (runId: string, threadId: string) => {
       active.delete(runId);
+      stopRequests.delete(runId);
       await threadLeases.release(threadId, runId).catch(onBackgroundError);
     },
     onBackgroundError,
@@ -337,6 +360,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
           const run = await start();
           started = true;
           active.set(run.runId, run);
+          stopRequests.add(run.runId);
           return run;
         } catch (error) {
           await release();
@@ -567,6 +591,19 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       entry.cancel();
       return true;
     },
+    async stop(target) {
+      assertOpen();
+      const run =
+        "runId" in target
+          ? await store.getRun(target.runId)
+          : (await store.listRuns(target.threadId)).findLast((candidate) => candidate.status === "running");
+      if (!run) {
+        if ("runId" in target)
+          throw new PaiError("UNKNOWN_RUN", `no run "${target.runId}"`, { details: { runId: target.runId } });
+        return { stopped: false, runId: null };
+      }
+      return stopAnywhere({ store, owners, cancelLocal: (runId) => runtime.cancel(runId) }, run);
+    },
     activeRun(threadId) {
       for (const entry of active.values()) {
         if (entry.threadId === threadId) return { runId: entry.runId, stream: () => entry.subscribe() };
@@ -645,7 +682,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       closed = true;
       for (const entry of active.values()) entry.cancel();
       await Promise.allSettled([...active.values()].map((entry) => entry.done));
-      await maintenance.close();
+      await Promise.all([maintenance.close(), stopRequests.close()]);
       await capabilities.close(options);
       await owners.remove().catch(() => undefined);
       await store.close();

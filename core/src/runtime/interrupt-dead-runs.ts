@@ -18,21 +18,28 @@ export interface DeadRunQuery {
 export async function interruptDeadRuns(store: ThreadStore, query: DeadRunQuery): Promise<string[]> {
   const interrupted: string[] = [];
   for (const run of await store.listRunsByStatus("running")) {
-    if (!isDead(run, query)) continue;
-    const endedAt = Date.now();
-    const won = await store.settleRun(run.id, "running", {
-      status: "interrupted",
-      endedAt,
-      error: "The process running it stopped before it ended.",
-    });
-    if (!won) continue;
-    interrupted.push(run.id);
-    await closeOpenCalls(store, { ...run, status: "interrupted", endedAt });
+    if (isDeadRun(run, query) && (await interruptRun(store, run))) interrupted.push(run.id);
   }
   return interrupted;
 }
 
-function isDead(run: RunRecord, { live, self }: DeadRunQuery): boolean {
+/**
+ * Ends one `running` run of a dead owner as `interrupted` (compare-and-set: true when this call ended it) and closes
+ * the calls it left open, as {@link interruptDeadRuns} does for each.
+ */
+export async function interruptRun(store: ThreadStore, run: RunRecord): Promise<boolean> {
+  const endedAt = Date.now();
+  const won = await store.settleRun(run.id, "running", {
+    status: "interrupted",
+    endedAt,
+    error: "The process running it stopped before it ended.",
+  });
+  if (won) await closeOpenCalls(store, { ...run, status: "interrupted", endedAt });
+  return won;
+}
+
+/** Whether no process runs `run` any more: its owner is dead, or it is this process's from before it started. */
+export function isDeadRun(run: RunRecord, { live, self }: DeadRunQuery): boolean {
   if (run.ownerId === undefined) return true;
   if (run.ownerId === self.ownerId) return run.startedAt < self.startedAt;
   return !live.has(run.ownerId);

@@ -46,6 +46,8 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
   const threadLeases = new Map<string, ThreadLeaseRecord>();
   /** Each run's stream chunks as JSON text, by seq. */
   const runChunks = new Map<string, Map<number, string>>();
+  /** Runs a stop was asked for. */
+  const stopRequests = new Set<string>();
   const watchers = new Map<string, Set<() => void>>();
   let nextSeq = 1;
   let closed = false;
@@ -100,6 +102,7 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
       for (const runId of runIds) {
         runs.delete(runId);
         runChunks.delete(runId);
+        stopRequests.delete(runId);
       }
       threadLeases.delete(threadId);
       for (const [actionId, action] of actions) {
@@ -157,6 +160,19 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
       if (!run || run.status !== expected) return false;
       runs.set(runId, applyRunPatch(run, patch, input));
       return true;
+    },
+
+    async requestRunStop(runId) {
+      assertOpen();
+      if (runs.get(runId)?.status !== "running") return false;
+      stopRequests.add(runId);
+      return true;
+    },
+
+    async listRunStopRequests(input) {
+      assertOpen();
+      const runIds = parseStoreInput(schemas.runIds, input, "run ids");
+      return [...new Set(runIds)].filter((runId) => stopRequests.has(runId));
     },
 
     async commitRun(input) {
@@ -367,11 +383,14 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
     async pruneRunChunks(endedBefore) {
       assertOpen();
       const before = parseStoreInput(schemas.timestamp, endedBefore, "endedBefore");
-      for (const runId of runChunks.keys()) {
+      const ended = (runId: string) => {
         const run = runs.get(runId);
-        if (run && run.status !== "running" && run.endedAt !== undefined && run.endedAt < before)
-          runChunks.delete(runId);
-      }
+        return (
+          run !== undefined && run.status !== "running" && run.endedAt !== undefined && run.endedAt < before
+        );
+      };
+      for (const runId of runChunks.keys()) if (ended(runId)) runChunks.delete(runId);
+      for (const runId of stopRequests) if (ended(runId)) stopRequests.delete(runId);
     },
 
     watchRun(runId, onChange) {

@@ -211,6 +211,7 @@ export const storeInputSchemas = {
   ttlMs: z.number().int().positive(),
   runChunks: z.object({ runId: id, seq: z.number().int().nonnegative(), chunks: z.array(z.unknown()) }),
   runChunkQuery: z.object({ afterSeq: z.number().int().optional() }),
+  runIds: z.array(id),
   owner,
 };
 

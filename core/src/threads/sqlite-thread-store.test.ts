@@ -145,7 +145,7 @@ describe("createSqliteThreadStore", () => {
     const raw = new DatabaseSync(path);
     try {
       expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 4 });
+      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 5 });
       const tables = raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
       expect(tables.map((table) => table.name)).toEqual(
         expect.arrayContaining([
@@ -154,6 +154,7 @@ describe("createSqliteThreadStore", () => {
           "owners",
           "pending_actions",
           "run_chunks",
+          "run_stop_requests",
           "runs",
           "thread_leases",
           "threads",
@@ -170,7 +171,7 @@ describe("createSqliteThreadStore", () => {
     // Back to the version 1 schema, with a run and a lease written by a PAI without owners.
     const raw = new DatabaseSync(path);
     raw.exec(`
-      DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
+      DROP TABLE run_stop_requests; DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
       DROP TABLE owners; DROP INDEX runs_status;
       ALTER TABLE runs DROP COLUMN owner_id;
       ALTER TABLE leases DROP COLUMN owner_id; ALTER TABLE leases DROP COLUMN handover_to;
@@ -210,7 +211,7 @@ describe("createSqliteThreadStore", () => {
     await open().close();
     const raw = new DatabaseSync(path);
     raw.exec(`
-      DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
+      DROP TABLE run_stop_requests; DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
       ALTER TABLE pending_actions DROP COLUMN inner_call; ALTER TABLE pending_actions DROP COLUMN journal;
       INSERT INTO pending_actions (id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input,
         kind, name, payload, suspend_history, status, created_at)
@@ -234,7 +235,7 @@ describe("createSqliteThreadStore", () => {
     await open().close();
     const raw = new DatabaseSync(path);
     raw.exec(`
-      DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
+      DROP TABLE run_stop_requests; DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
       INSERT INTO pending_actions (id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input,
         kind, name, payload, suspend_history, status, created_at, settled_at, answer, inner_call, journal)
         VALUES ('a1', 't1', 'r1', 'c1', 'deploy', 'deploy', 'h', '{}', 'suspend', 'default', '"Deploy?"', '[]',
@@ -259,6 +260,24 @@ describe("createSqliteThreadStore", () => {
     expect(taken.acquired).toBe(true);
     await store.appendRunChunks({ runId: "r2", seq: 0, chunks: [{ type: "start" }] });
     expect(await store.listRunChunks("r2")).toEqual([{ runId: "r2", seq: 0, chunk: { type: "start" } }]);
+  });
+
+  it("migrates a version 4 store: a run it left running can be asked to stop", async () => {
+    await open().close();
+    const raw = new DatabaseSync(path);
+    raw.exec(`
+      DROP TABLE run_stop_requests;
+      INSERT INTO runs (id, thread_id, agent_id, status, started_at, owner_id)
+        VALUES ('r1', 't1', 'coder', 'running', 1, 'a');
+      PRAGMA user_version = 4;
+    `);
+    raw.close();
+
+    const store = open();
+    expect(await store.getRun("r1")).toMatchObject({ id: "r1", status: "running", ownerId: "a" });
+    expect(await store.listRunStopRequests(["r1"])).toEqual([]);
+    expect(await store.requestRunStop("r1")).toBe(true);
+    expect(await store.listRunStopRequests(["r1"])).toEqual(["r1"]);
   });
 
   it("adopts an empty file as a new store", async () => {
@@ -312,7 +331,7 @@ describe("createSqliteThreadStore", () => {
 
     expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
     expect((error as PaiError).message).toMatch(/schema version 99, written by a newer PAI/);
-    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 4 });
+    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 5 });
     expect(readFileSync(path).equals(bytes)).toBe(true);
   });
 

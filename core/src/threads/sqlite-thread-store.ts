@@ -165,6 +165,14 @@ const migrations: ReadonlyArray<(db: DatabaseSync) => void> = [
       ) WITHOUT ROWID;
       ALTER TABLE pending_actions ADD COLUMN applied_by TEXT;
     `),
+  // Stop requests: a stop sent to one process for a run another process runs.
+  (db) =>
+    db.exec(`
+      CREATE TABLE run_stop_requests (
+        run_id TEXT PRIMARY KEY,
+        requested_at REAL NOT NULL
+      ) WITHOUT ROWID;
+    `),
 ];
 
 /** The schema version this build writes and the newest it reads. */
@@ -266,6 +274,7 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
         transaction(() => {
           s.deleteThreadLeases.run(threadId, threadId);
           s.deleteThreadRunChunks.run(threadId);
+          s.deleteThreadStopRequests.run(threadId);
           s.deleteThreadLease.run(threadId);
           s.deleteThreadRuns.run(threadId);
           s.deleteThreadActions.run(threadId);
@@ -323,6 +332,14 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
             expected,
           ).changes === 1
         );
+      }),
+
+    requestRunStop: (runId) => use("write", () => s.requestRunStop.run(Date.now(), runId).changes === 1),
+
+    listRunStopRequests: (input) =>
+      use("read", () => {
+        const runIds = parseStoreInput(schemas.runIds, input, "run ids");
+        return s.listRunStopRequests.all(JSON.stringify(runIds)).map((row) => row.run_id as string);
       }),
 
     commitRun: (input) =>
@@ -497,7 +514,10 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
     pruneRunChunks: (endedBefore) =>
       use("write", () => {
         const before = parseStoreInput(schemas.timestamp, endedBefore, "endedBefore");
-        s.pruneRunChunks.run(before);
+        transaction(() => {
+          s.pruneRunChunks.run(before);
+          s.pruneStopRequests.run(before);
+        });
       }),
 
     heartbeatOwner: (input) =>
@@ -812,6 +832,21 @@ function prepareStatements(db: DatabaseSync) {
     ),
     deleteThreadRunChunks: db.prepare(
       "DELETE FROM run_chunks WHERE run_id IN (SELECT id FROM runs WHERE thread_id = ?)",
+    ),
+    /** Recorded only while the run is running; a second request keeps the first's time and counts as recorded. */
+    requestRunStop: db.prepare(
+      `INSERT INTO run_stop_requests (run_id, requested_at) SELECT id, ?1 FROM runs WHERE id = ?2 AND status = 'running'
+         ON CONFLICT (run_id) DO UPDATE SET requested_at = run_stop_requests.requested_at`,
+    ),
+    listRunStopRequests: db.prepare(
+      "SELECT run_id FROM run_stop_requests WHERE run_id IN (SELECT value FROM json_each(?))",
+    ),
+    pruneStopRequests: db.prepare(
+      `DELETE FROM run_stop_requests WHERE run_id IN
+         (SELECT id FROM runs WHERE status <> 'running' AND ended_at < ?)`,
+    ),
+    deleteThreadStopRequests: db.prepare(
+      "DELETE FROM run_stop_requests WHERE run_id IN (SELECT id FROM runs WHERE thread_id = ?)",
     ),
     deleteOwner: db.prepare("DELETE FROM owners WHERE owner_id = ?"),
     listLeases: db.prepare(

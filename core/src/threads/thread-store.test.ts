@@ -804,6 +804,56 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
     });
   });
 
+  describe("stop requests", () => {
+    it("records a stop only for a running run, once, and lists it among the runs asked about", async () => {
+      await store.createRun(run({ id: "r1" }));
+      await store.createRun(run({ id: "r2" }));
+      await store.createRun(run({ id: "done", status: "completed", endedAt: 2000 }));
+
+      expect(await store.requestRunStop("r1")).toBe(true);
+      expect(await store.requestRunStop("r1")).toBe(true);
+      expect(await store.requestRunStop("done")).toBe(false);
+      expect(await store.requestRunStop("missing")).toBe(false);
+
+      expect(await store.listRunStopRequests(["r1", "r2", "done", "missing"])).toEqual(["r1"]);
+      expect(await store.listRunStopRequests(["r2"])).toEqual([]);
+      expect(await store.listRunStopRequests([])).toEqual([]);
+      await expectCode(store.listRunStopRequests([""]), "INVALID_ARGUMENT");
+    });
+
+    it("keeps a stop request when the run's owner writes its run record again", async () => {
+      await store.commitRun({ thread: thread(), messages: conversation, run: run({ ownerId: "a" }) });
+      expect(await store.requestRunStop("r1")).toBe(true);
+
+      await store.commitRun({ thread: thread(), messages: conversation, run: run({ ownerId: "a" }) });
+      await store.updateRun("r1", { ownerId: "a" });
+
+      expect(await store.listRunStopRequests(["r1"])).toEqual(["r1"]);
+    });
+
+    it("prunes the stop requests of runs that ended before a time and deletes them with their thread", async () => {
+      await store.commitRun({ thread: thread(), messages: [], run: run({ id: "old" }) });
+      await store.commitRun({ thread: thread(), messages: [], run: run({ id: "recent" }) });
+      await store.commitRun({
+        thread: thread({ id: "t2" }),
+        messages: [],
+        run: run({ id: "other", threadId: "t2" }),
+      });
+      for (const runId of ["old", "recent", "other"]) expect(await store.requestRunStop(runId)).toBe(true);
+      await store.settleRun("old", "running", { status: "cancelled", endedAt: 1000 });
+      await store.settleRun("recent", "running", { status: "cancelled", endedAt: 5000 });
+
+      await store.pruneRunChunks(2000);
+      expect((await store.listRunStopRequests(["old", "recent", "other"])).sort()).toEqual([
+        "other",
+        "recent",
+      ]);
+
+      await store.deleteThread("t1");
+      expect(await store.listRunStopRequests(["old", "recent", "other"])).toEqual(["other"]);
+    });
+  });
+
   describe("close", () => {
     it("rejects every method with STORE_CLOSED after close", async () => {
       await store.ensureThread(thread());
@@ -854,6 +904,8 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       await expectCode(store.appendRunChunks({ runId: "r1", seq: 0, chunks: [] }), "STORE_CLOSED");
       await expectCode(store.listRunChunks("r1"), "STORE_CLOSED");
       await expectCode(store.pruneRunChunks(1), "STORE_CLOSED");
+      await expectCode(store.requestRunStop("r1"), "STORE_CLOSED");
+      await expectCode(store.listRunStopRequests(["r1"]), "STORE_CLOSED");
     });
   });
 });

@@ -228,8 +228,8 @@ export interface ThreadStore {
   /** Threads of one owner, newest first. */
   listThreads(query: { ownerKey: string; agentId?: string; limit?: number }): Promise<ThreadRecord[]>;
   /**
-   * Deletes the thread and everything recorded on it (messages, runs and their stored chunks, tool data, actions,
-   * capability leases, its thread lease).
+   * Deletes the thread and everything recorded on it (messages, runs and their stored chunks and stop requests, tool
+   * data, actions, capability leases, its thread lease).
    */
   deleteThread(threadId: string): Promise<void>;
 
@@ -252,6 +252,14 @@ export interface ThreadStore {
   ): Promise<boolean>;
   /** Replaces the thread's messages and stores the run's final record in one transaction. */
   commitRun(commit: RunCommit): Promise<void>;
+  /**
+   * Asks the process running `runId` to stop it: how a stop sent to one process reaches a run another process runs.
+   * Recorded only while the run is `running`; true when it is recorded (a second request changes nothing and is true
+   * too), false when the run is missing or no longer running.
+   */
+  requestRunStop(runId: string): Promise<boolean>;
+  /** Of `runIds`, those a stop was asked for ({@link requestRunStop}): what the process running them polls. */
+  listRunStopRequests(runIds: readonly string[]): Promise<string[]>;
 
   /** Appends one tool-data write; `seq` is assigned by the store and returned. */
   appendToolData(record: Omit<ToolDataRecord, "seq">): Promise<ToolDataRecord>;
@@ -333,7 +341,7 @@ export interface ThreadStore {
   appendRunChunks(batch: { runId: string; seq: number; chunks: unknown[] }): Promise<void>;
   /** A run's stored chunks in stream order, those after `afterSeq` when given. */
   listRunChunks(runId: string, query?: { afterSeq?: number }): Promise<RunChunkRecord[]>;
-  /** Deletes the chunks of runs that ended (any status but `running`) before `endedBefore`. */
+  /** Deletes the chunks and stop requests of runs that ended (any status but `running`) before `endedBefore`. */
   pruneRunChunks(endedBefore: number): Promise<void>;
   /**
    * Calls `onChange` soon after chunks of `runId` are appended, or a thread lease taken for it is released, by

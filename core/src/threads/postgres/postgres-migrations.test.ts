@@ -19,6 +19,7 @@ const storeTables = [
   "owners",
   "pending_actions",
   "run_chunks",
+  "run_stop_requests",
   "runs",
   "schema_migrations",
   "thread_leases",
@@ -45,6 +46,22 @@ async function applied() {
   return schema.sql<{ version: number; name: string; applied_at: Date }>(
     `SELECT version, name, applied_at FROM "${schema.name}".schema_migrations ORDER BY version`,
   );
+}
+
+/** The schema as a release of PAI left it: the migrations up to `version`, recorded. Returns the quoted schema. */
+async function migratedTo(version: number): Promise<string> {
+  const quoted = `"${schema.name}"`;
+  await schema.sql(`CREATE SCHEMA ${quoted}`);
+  await schema.sql(`CREATE TABLE ${quoted}.schema_migrations
+    (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+  for (const step of postgresMigrations.filter((candidate) => candidate.version <= version)) {
+    await schema.sql(step.sql(quoted));
+    await schema.sql(`INSERT INTO ${quoted}.schema_migrations (version, name) VALUES ($1, $2)`, [
+      step.version,
+      step.name,
+    ]);
+  }
+  return quoted;
 }
 
 async function rejection(promise: Promise<unknown>): Promise<PaiError> {
@@ -155,17 +172,7 @@ describe("Postgres thread store migrations", () => {
 
   it("upgrades a version-3 store in place: an answered nested action stays, unclaimed, and threads can be leased", async () => {
     // A store as the approvals release left it: steps 1 to 3, with an answered action waiting below its call.
-    const quoted = `"${schema.name}"`;
-    await schema.sql(`CREATE SCHEMA ${quoted}`);
-    await schema.sql(`CREATE TABLE ${quoted}.schema_migrations
-      (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    for (const step of postgresMigrations.filter((candidate) => candidate.version <= 3)) {
-      await schema.sql(step.sql(quoted));
-      await schema.sql(`INSERT INTO ${quoted}.schema_migrations (version, name) VALUES ($1, $2)`, [
-        step.version,
-        step.name,
-      ]);
-    }
+    const quoted = await migratedTo(3);
     await schema.sql(`INSERT INTO ${quoted}.pending_actions (id, thread_id, run_id, tool_call_id, tool_id,
         tool_name, input_hash, input, kind, name, payload, suspend_history, status, created_at, settled_at, answer,
         inner_call, journal)
@@ -190,6 +197,23 @@ describe("Postgres thread store migrations", () => {
       expect(taken.acquired).toBe(true);
       await store.appendRunChunks({ runId: "r2", seq: 0, chunks: [{ type: "start" }] });
       expect(await store.listRunChunks("r2")).toEqual([{ runId: "r2", seq: 0, chunk: { type: "start" } }]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("upgrades a version-4 store in place: a run it left running can be asked to stop", async () => {
+    const quoted = await migratedTo(4);
+    await schema.sql(`INSERT INTO ${quoted}.runs (id, thread_id, agent_id, status, started_at, owner_id)
+      VALUES ('r1', 't1', 'coder', 'running', 1000, 'a')`);
+
+    expect(await migrate()).toEqual({ from: 4, to: POSTGRES_SCHEMA_VERSION });
+    const store = await createPostgresThreadStore({ pool, schema: schema.name });
+    try {
+      expect(await store.getRun("r1")).toMatchObject({ status: "running", ownerId: "a" });
+      expect(await store.listRunStopRequests(["r1"])).toEqual([]);
+      expect(await store.requestRunStop("r1")).toBe(true);
+      expect(await store.listRunStopRequests(["r1"])).toEqual(["r1"]);
     } finally {
       await store.close();
     }

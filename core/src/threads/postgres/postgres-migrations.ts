@@ -143,6 +143,16 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       ALTER TABLE ${s}.pending_actions ADD COLUMN applied_by text COLLATE "C";
     `,
   },
+  {
+    version: 5,
+    name: "stop requests: a stop sent to one process for a run another process runs",
+    sql: (s) => `
+      CREATE TABLE ${s}.run_stop_requests (
+        run_id text COLLATE "C" PRIMARY KEY,
+        requested_at double precision NOT NULL
+      );
+    `,
+  },
 ];
 
 /** The schema version this build writes and the newest it reads. */

@@ -315,6 +315,15 @@ export async function createPostgresThreadStore(
         return settled.length === 1;
       }),
 
+    requestRunStop: (runId) =>
+      use("write", async () => (await query("requestRunStop", [runId, Date.now()])).length === 1),
+
+    listRunStopRequests: (input) =>
+      use("read", async () => {
+        const runIds = parseStoreInput(schemas.runIds, input, "run ids");
+        return (await query("listRunStopRequests", [runIds])).map((row) => row.run_id as string);
+      }),
+
     commitRun: (input) =>
       use("commit", async () => {
         const { thread, messages, run } = parseStoreInput(schemas.runCommit, input, "run commit");
@@ -591,6 +600,8 @@ function statements(s: string) {
         messages AS (DELETE FROM ${s}.messages WHERE thread_id = $1),
         chunks AS (DELETE FROM ${s}.run_chunks
           WHERE run_id IN (SELECT id FROM ${s}.runs WHERE thread_id = $1)),
+        stop_requests AS (DELETE FROM ${s}.run_stop_requests
+          WHERE run_id IN (SELECT id FROM ${s}.runs WHERE thread_id = $1)),
         thread_lease AS (DELETE FROM ${s}.thread_leases WHERE thread_id = $1)
       DELETE FROM ${s}.threads WHERE id = $1`,
 
@@ -715,8 +726,20 @@ function statements(s: string) {
       SELECT pg_notify('${RUN_CHANNEL}', $4::text)`,
     listRunChunks: `SELECT run_id, seq, chunk FROM ${s}.run_chunks WHERE run_id = $1 AND seq > $2
       ORDER BY seq`,
-    pruneRunChunks: `DELETE FROM ${s}.run_chunks AS chunks USING ${s}.runs AS runs
-      WHERE chunks.run_id = runs.id AND runs.status <> 'running' AND runs.ended_at < $1`,
+    /** The chunks and the stop requests of runs that ended, in one statement. */
+    pruneRunChunks: `WITH
+        ended AS (SELECT id FROM ${s}.runs WHERE status <> 'running' AND ended_at < $1),
+        stop_requests AS (DELETE FROM ${s}.run_stop_requests WHERE run_id IN (SELECT id FROM ended))
+      DELETE FROM ${s}.run_chunks WHERE run_id IN (SELECT id FROM ended)`,
+    /**
+     * Recorded only while the run is running (the run's row is read in the statement); a second request keeps the
+     * first's time and is returned too.
+     */
+    requestRunStop: `INSERT INTO ${s}.run_stop_requests (run_id, requested_at)
+        SELECT id, $2 FROM ${s}.runs WHERE id = $1 AND status = 'running'
+      ON CONFLICT (run_id) DO UPDATE SET requested_at = run_stop_requests.requested_at
+      RETURNING run_id`,
+    listRunStopRequests: `SELECT run_id FROM ${s}.run_stop_requests WHERE run_id = ANY($1::text[])`,
   };
 }
 
