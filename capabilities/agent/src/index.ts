@@ -78,7 +78,13 @@ export {
   type ProxiedConnectionEvents,
   type UpstreamRequest,
 } from "./egress/egress-proxy.ts";
-export { createEgressRelay, type EgressAdmission, type EgressRelay } from "./egress/egress-relay.ts";
+export {
+  createEgressRelay,
+  type EgressAdmission,
+  type EgressRelay,
+  type EgressRelayOptions,
+  type EgressRelayRestartOptions,
+} from "./egress/egress-relay.ts";
 export { proxiedDuplex } from "./egress/proxied-duplex.ts";
 export {
   EGRESS_PROXY_PORT,
