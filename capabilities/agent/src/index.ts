@@ -83,7 +83,6 @@ export {
   type EgressAdmission,
   type EgressRelay,
   type EgressRelayOptions,
-  type EgressRelayRestartOptions,
 } from "./egress/egress-relay.ts";
 export { proxiedDuplex } from "./egress/proxied-duplex.ts";
 export {
@@ -106,3 +105,4 @@ export {
 } from "./host-socket-directory.ts";
 export { createOutputCollector, type OutputCollector } from "./output-collector.ts";
 export { type AgentDial, prepareAgentDial } from "./prepare-agent-dial.ts";
+export type { RestartBackoffOptions } from "./restart-schedule.ts";

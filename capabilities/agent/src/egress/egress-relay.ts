@@ -5,6 +5,7 @@ import { basename } from "node:path";
 import { buildAgentBinary } from "../agent-binary.ts";
 import { ContainerAgentError } from "../container-agent-error.ts";
 import { claimSocketPath } from "../host-socket-directory.ts";
+import { createRestartSchedule, type RestartBackoffOptions } from "../restart-schedule.ts";
 import type { ProxiedConnection } from "./egress-proxy.ts";
 import {
   type EgressRelayProcess,
@@ -47,16 +48,6 @@ export interface EgressRelay {
   close(): Promise<void>;
 }
 
-/** How a relay that exited unexpectedly is started again; see {@link createEgressRelay}. */
-export interface EgressRelayRestartOptions {
-  /** The wait before starting it again after an exit. @default 100 */
-  initialDelayMs?: number;
-  /** The wait doubles with each exit, up to this. @default 10000 */
-  maxDelayMs?: number;
-  /** A relay that listened this long before it exited was healthy: the wait starts over from `initialDelayMs`. @default 60000 */
-  resetAfterMs?: number;
-}
-
 /** What {@link createEgressRelay} accepts. */
 export interface EgressRelayOptions {
   /** The host socket directory; it must exist and be this process's. */
@@ -64,7 +55,7 @@ export interface EgressRelayOptions {
   /** Aborts the first start (building and listening). */
   signal?: AbortSignal | undefined;
   /** How a relay that exited unexpectedly is started again. */
-  restart?: EgressRelayRestartOptions | undefined;
+  restart?: RestartBackoffOptions | undefined;
   /**
    * Told once of each unexpected exit of the relay (a failed restart included): a `ContainerAgentError`
    * `SANDBOX_PROTOCOL` saying why (the relay's last words on stderr) and, in `details`, `pid`, `path` and
@@ -95,10 +86,6 @@ export interface EgressRelayOptions {
  */
 export async function createEgressRelay(options: EgressRelayOptions): Promise<EgressRelay> {
   const { signal } = options;
-  const initialDelayMs = options.restart?.initialDelayMs ?? 100;
-  const maxDelayMs = options.restart?.maxDelayMs ?? 10_000;
-  const resetAfterMs = options.restart?.resetAfterMs ?? 60_000;
-  const onError = options.onError ?? ((error: ContainerAgentError) => process.emitWarning(error));
   const path = await claimSocketPath(options.directory, ".sock");
   const fileName = basename(path);
   try {
@@ -114,25 +101,12 @@ export async function createEgressRelay(options: EgressRelayOptions): Promise<Eg
   let current: EgressRelayProcess | undefined;
   /** Refusals counted by the relays that exited. */
   let refusedEarlier = 0;
-  let delayMs = initialDelayMs;
-  let restartTimer: ReturnType<typeof setTimeout> | undefined;
   let closed = false;
-
-  const report = (error: ContainerAgentError) => {
-    try {
-      onError(error);
-    } catch (thrown) {
-      process.emitWarning(`@pai/container-agent: the egress relay's onError threw: ${String(thrown)}`);
-    }
-  };
-
-  /** The wait before the next start after `relay` exited, having listened since `listenedAt` (if it did). */
-  const nextDelay = (listenedAt: number | undefined) => {
-    if (listenedAt !== undefined && Date.now() - listenedAt >= resetAfterMs) delayMs = initialDelayMs;
-    const wait = delayMs;
-    delayMs = Math.min(delayMs * 2, maxDelayMs);
-    return wait;
-  };
+  const restarts = createRestartSchedule({
+    restart: () => watch(spawnEgressRelayProcess({ path, admissions, holdProcess: false })),
+    backoff: options.restart,
+    onError: options.onError,
+  });
 
   /** Follows `relay` to its exit: unless the relay is closing, it is reported and started again after a wait. */
   const watch = (relay: EgressRelayProcess) => {
@@ -148,24 +122,18 @@ export async function createEgressRelay(options: EgressRelayOptions): Promise<Eg
       refusedEarlier += relay.refused();
       if (current === relay) current = undefined;
       if (closed) return;
-      const wait = nextDelay(listenedAt);
-      restartTimer = setTimeout(restart, wait);
-      restartTimer.unref();
-      report(
-        new ContainerAgentError(
-          "SANDBOX_PROTOCOL",
-          `the egress relay (pid ${relay.pid}) ${reason}; starting it again in ${wait} ms (the connections it ` +
-            "relayed are lost; containers tunnel until it listens)",
-          { details: { pid: relay.pid, path, restartInMs: wait } },
-        ),
+      restarts.schedule(
+        listenedAt,
+        (wait) =>
+          new ContainerAgentError(
+            "SANDBOX_PROTOCOL",
+            `the egress relay (pid ${relay.pid}) ${reason}; starting it again in ${wait} ms (the connections ` +
+              "it relayed are lost; containers tunnel until it listens)",
+            { details: { pid: relay.pid, path, restartInMs: wait } },
+          ),
       );
     });
   };
-
-  function restart() {
-    restartTimer = undefined;
-    watch(spawnEgressRelayProcess({ path, admissions, holdProcess: false }));
-  }
 
   const first = spawnEgressRelayProcess({ path, admissions, holdProcess: true, signal });
   await first.listening;
@@ -198,7 +166,7 @@ export async function createEgressRelay(options: EgressRelayOptions): Promise<Eg
     pid: () => current?.pid,
     async close() {
       closed = true;
-      clearTimeout(restartTimer);
+      restarts.cancel();
       process.off("exit", removeFile);
       admissions.clear();
       try {
