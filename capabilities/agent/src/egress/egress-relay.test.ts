@@ -357,7 +357,7 @@ describe("createEgressRelay", () => {
     expect(events.every((event) => event.decision === "allowed" && event.channel === "socket")).toBe(true);
   });
 
-  it("waits twice as long after each exit, and from the start again after a relay that stayed up", async () => {
+  it("waits twice as long after each exit, from the start again after a relay that stayed up, whatever onError does", async () => {
     const { target } = await serve((socket) => socket.end());
     const { admission } = proxyOn([target]);
     // While a directory stands at the socket's path, every new relay fails to bind and exits.
@@ -382,14 +382,27 @@ describe("createEgressRelay", () => {
     relay = await createEgressRelay({
       directory,
       restart: { resetAfterMs: 0 },
-      onError: (error) => reports.push(error),
+      onError: (error) => {
+        reports.push(error);
+        throw new Error("a broken onError");
+      },
     });
-    const again = proxyOn([target]);
-    for (let round = 0; round < 2; round++) {
-      await killRelay();
-      await connectsAgain(again.admission.token, target);
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on("warning", onWarning);
+    try {
+      const again = proxyOn([target]);
+      for (let round = 0; round < 2; round++) {
+        await killRelay();
+        await connectsAgain(again.admission.token, target);
+      }
+    } finally {
+      process.off("warning", onWarning);
     }
     expect(reports.map((report) => report.details?.restartInMs)).toEqual([100, 100]);
+    expect(
+      warnings.filter((warning) => warning.includes("onError threw: Error: a broken onError")),
+    ).toHaveLength(2);
   });
 
   it("close() during the wait leaves no relay and no socket file, and no restart follows", async () => {
