@@ -209,7 +209,7 @@ describe.skipIf(dockerOptedOut)("sandbox egress channels", () => {
     // And the policy still decides: a target the sandbox may not reach is refused, through the new relay.
     const seen = mine().length;
     const refused = await facade.runCommand({
-      command: `curl -sS -f http://${servers.tls}/`,
+      command: `curl -sS --fail-with-body http://${servers.tls}/`,
       timeoutMs: 20_000,
     });
     expect(refused.exitCode).toBe(22);
