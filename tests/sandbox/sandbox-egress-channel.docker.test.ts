@@ -2,7 +2,11 @@
 // host's 127.0.0.1 only: with an engine on this machine the agent relays them to the unix socket of this process's egress relay
 // that the container sees in a read-only directory, where a connection without the container's token is closed and
 // reported for no sandbox; `channel: "tunnel"` keeps them in frames over the agent's exec stream with nothing
-// mounted; ending the lease closes relayed connections.
+// mounted; ending the lease closes relayed connections. When the relay dies, a new one admits the tokens of the
+// running sandboxes, which tunnel only while none listens.
+import { mkdir, readFile, rmdir, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { egressSocketHostDirectory, prepareEgressChannel } from "@pai/container-agent";
 import {
   type DockerSandboxBinding,
   type DockerSandboxOptions,
@@ -16,6 +20,7 @@ import {
   dockerOptedOut,
   poolContainers,
   removePoolContainers,
+  testDriver,
   uniquePoolId,
   waitFor,
 } from "./docker-helpers.ts";
@@ -155,5 +160,67 @@ describe.skipIf(dockerOptedOut)("sandbox egress channels", () => {
     expect(events.filter((event) => event.containerId === resourceId)).toMatchObject([
       { target: servers.web, decision: "allowed", channel: "socket" },
     ]);
+  });
+
+  it("serves a sandbox made before its process's egress relay was killed through the relay started after it", async () => {
+    const resource = await provision(egressBinding({ allow: [servers.web] }), "relay-restart");
+    const { facade, resourceId } = resource;
+    const channel = await prepareEgressChannel({ driver: testDriver, image });
+    expect(channel).toBeDefined();
+    const relay = channel!.relay;
+    const mine = () => events.filter((event) => event.containerId === resourceId);
+    const hello = () =>
+      facade.runCommand({ command: `curl -sS -f http://${servers.web}/hello`, timeoutMs: 20_000 });
+    const answered = { exitCode: 0, stdout: "hello from the host\n" };
+    expect(await hello()).toMatchObject(answered);
+    await waitFor(() => mine().length === 1, "the first connection's event");
+    expect(mine()[0]).toMatchObject({ decision: "allowed", channel: "socket" });
+
+    // While a directory stands at the socket's path no relay can listen there: the agent tunnels meanwhile.
+    const path = join(egressSocketHostDirectory(), relay.fileName);
+    const killed = relay.pid();
+    expect(await readFile(`/proc/${killed}/comm`, "utf8")).toBe("pai-egress-rela\n");
+    await unlink(path);
+    await mkdir(path);
+    try {
+      process.kill(killed!, "SIGKILL");
+      await waitFor(() => relay.pid() !== killed, "the relay to exit");
+      expect(await hello()).toMatchObject(answered);
+      await waitFor(() => mine().length === 2, "the tunnelled connection's event");
+      expect(mine()[1]).toMatchObject({ target: servers.web, decision: "allowed", channel: "tunnel" });
+    } finally {
+      await rmdir(path);
+    }
+
+    // A new relay starts on the same path and knows the sandbox's token: its connections take the socket again.
+    await waitFor(
+      async () => {
+        expect(await hello()).toMatchObject(answered);
+        return mine().at(-1)?.channel === "socket";
+      },
+      "a connection through the new relay",
+      40_000,
+    );
+    const restarted = relay.pid();
+    expect(restarted).not.toBe(killed);
+    expect(await readFile(`/proc/${restarted}/comm`, "utf8")).toBe("pai-egress-rela\n");
+    expect(mine().every((event) => event.decision === "allowed" && event.target === servers.web)).toBe(true);
+
+    // And the policy still decides: a target the sandbox may not reach is refused, through the new relay.
+    const seen = mine().length;
+    const refused = await facade.runCommand({
+      command: `curl -sS --fail-with-body http://${servers.tls}/`,
+      timeoutMs: 20_000,
+    });
+    expect(refused.exitCode).toBe(22);
+    expect(refused.stdout).toContain(`pai egress: ${servers.tls} refused: a loopback address`);
+    await waitFor(() => mine().length > seen, "the refusal's event");
+    expect(mine().at(-1)).toMatchObject({
+      target: servers.tls,
+      decision: "refused",
+      status: 403,
+      channel: "socket",
+    });
+    await release(resource);
   });
 });

@@ -21,6 +21,7 @@
  *                                   HTTP status) | u8 count | count x (u8 family 4|6, 16 address bytes) |
  *                                   u32 prelude length | prelude (for the program) | bytes for the upstream
  *     0x05 CLOSE    id: connection  -
+ *     0x06 LISTEN   id 0            - : the admissions so far are all that exist now; bind and listen (once)
  *   relay -> parent
  *     0x81 READY    id 0            version
  *     0x82 OPEN     id: connection  u32 admission (its token was admitted)
@@ -35,7 +36,10 @@
  *
  * Connections without a token: the header line must come within HEADER_TIMEOUT_MS and MAX_HEADER_LINE bytes;
  * past MAX_UNIDENTIFIED of them the oldest is closed. A wrong, revoked or missing token closes the connection at
- * once, unseen by the parent (only counted). Every fd is non-blocking and one poll() loop serves all of them, so
+ * once, unseen by the parent (only counted). The relay reads the parent's commands up to LISTEN before it binds
+ * its socket, so a relay started again for containers that are already running knows all their tokens before the
+ * first of them can connect; afterwards it reads the parent's commands before accepting, so a token admitted
+ * before its agent connects is always known. Every fd is non-blocking and one poll() loop serves all of them, so
  * no peer can stall another; memory is bounded (MAX_CONNECTIONS, each holding at most its head). The relay exits
  * when its parent does (stdin EOF), on SIGTERM/SIGINT/SIGHUP, and removes its socket file then.
  *
@@ -80,7 +84,7 @@
 #define REPORT_EVERY (1024u * 1024u)
 #define OUT_MAX (64u * 1024u * 1024u) /* control bytes the parent has not read: past this it is not reading */
 
-enum { IN_ADMIT = 0x01, IN_REVOKE, IN_REFUSE, IN_CONNECT, IN_CLOSE };
+enum { IN_ADMIT = 0x01, IN_REVOKE, IN_REFUSE, IN_CONNECT, IN_CLOSE, IN_LISTEN };
 enum {
   OUT_READY = 0x81,
   OUT_OPEN,
@@ -152,6 +156,7 @@ static unsigned char *in;
 static size_t in_len;
 static volatile sig_atomic_t stopping;
 static int parent_gone; /* stdin ended, or the parent spoke nonsense */
+static int listen_asked; /* LISTEN came */
 
 static int read_parent(void);
 
@@ -631,6 +636,11 @@ static int handle_command(unsigned type, uint32_t id, const unsigned char *p, si
     }
     return 0;
   }
+  if (type == IN_LISTEN) {
+    if (listen_asked || id != 0 || len != 0) return -1;
+    listen_asked = 1;
+    return 0;
+  }
   if (type < IN_ADMIT || type > IN_CLOSE) return -1;
   conn_t *c = find_conn(id);
   if (!c || c->state == S_HEADER) return 0; /* closed meanwhile */
@@ -719,6 +729,19 @@ int main(int argc, char **argv) {
   sigaction(SIGHUP, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
 
+  if (fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK) || fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK))
+    die("fcntl O_NONBLOCK on stdin/stdout");
+  in = xrealloc(NULL, HDR + MAX_CONTROL_PAYLOAD);
+  while (!listen_asked) { /* the admissions first (see above) */
+    struct pollfd parent = {.fd = 0, .events = POLLIN};
+    if (stopping) return 0;
+    if (poll(&parent, 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      die("poll");
+    }
+    if (read_parent()) return 0;
+  }
+
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
   addr.sun_family = AF_UNIX;
@@ -731,9 +754,6 @@ int main(int argc, char **argv) {
   umask(old);
   socket_path = argv[1];
   if (chmod(argv[1], 0666) || listen(listen_fd, 512)) die(argv[1]);
-  if (fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK) || fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK))
-    die("fcntl O_NONBLOCK on stdin/stdout");
-  in = xrealloc(NULL, HDR + MAX_CONTROL_PAYLOAD);
   send_frame(OUT_READY, 0, RELAY_VERSION, sizeof RELAY_VERSION - 1);
 
   struct pollfd *pfds = NULL;
@@ -794,8 +814,8 @@ int main(int argc, char **argv) {
         connect_next(c, ETIMEDOUT);
       }
     }
-    if (pfds[2].revents) accept_connections();
     if ((pfds[0].revents && read_parent()) || parent_gone) break;
+    if (pfds[2].revents) accept_connections(); /* after the parent's commands: an admitted token is known */
     remove_closed();
   }
   unlink(socket_path);

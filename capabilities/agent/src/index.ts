@@ -78,7 +78,12 @@ export {
   type ProxiedConnectionEvents,
   type UpstreamRequest,
 } from "./egress/egress-proxy.ts";
-export { createEgressRelay, type EgressAdmission, type EgressRelay } from "./egress/egress-relay.ts";
+export {
+  createEgressRelay,
+  type EgressAdmission,
+  type EgressRelay,
+  type EgressRelayOptions,
+} from "./egress/egress-relay.ts";
 export { proxiedDuplex } from "./egress/proxied-duplex.ts";
 export {
   EGRESS_PROXY_PORT,
@@ -100,3 +105,4 @@ export {
 } from "./host-socket-directory.ts";
 export { createOutputCollector, type OutputCollector } from "./output-collector.ts";
 export { type AgentDial, prepareAgentDial } from "./prepare-agent-dial.ts";
+export type { RestartBackoffOptions } from "./restart-schedule.ts";

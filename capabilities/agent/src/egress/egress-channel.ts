@@ -41,8 +41,8 @@ export function wantsEgressChannel(network: EgressNetworkOptions): boolean {
 let shared: Promise<EgressRelay | undefined> | undefined;
 
 /**
- * This process's egress relay, started once; `undefined` when the directory cannot be made safely or the relay
- * cannot be built or started (containers then tunnel).
+ * This process's egress relay, started once (and again whenever it exits, see `createEgressRelay`); `undefined`
+ * when the directory cannot be made safely or the relay cannot be built or started (containers then tunnel).
  */
 function sharedEgressRelay(): Promise<EgressRelay | undefined> {
   shared ??= (async () => {

@@ -1,12 +1,14 @@
 // The native egress relay as a process of this test: a real unix socket, real loopback servers, and the real
 // proxy deciding. Connections come in as an agent sends them (`PAI-EGRESS/1 <token>\n` and a proxy request).
 
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { readdirSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, rm, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { ContainerAgentError } from "../container-agent-error.ts";
 import { parseEgressPolicy } from "./egress-policy.ts";
 import { createEgressProxy, type EgressConnectionEvent } from "./egress-proxy.ts";
 import { createEgressRelay, type EgressRelay } from "./egress-relay.ts";
@@ -14,12 +16,15 @@ import { createEgressRelay, type EgressRelay } from "./egress-relay.ts";
 const MIB = 1024 * 1024;
 let directory: string;
 let relay: EgressRelay;
+/** What the relay told its `onError`: each unexpected exit. */
+let reports: ContainerAgentError[];
 const servers: Server[] = [];
 const serverSockets = new Set<Socket>();
 
 beforeEach(async () => {
   directory = await mkdtemp(join(tmpdir(), "pai-egress-relay-"));
-  relay = await createEgressRelay({ directory });
+  reports = [];
+  relay = await createEgressRelay({ directory, onError: (error) => reports.push(error) });
 });
 
 afterEach(async () => {
@@ -70,6 +75,56 @@ async function exchange(bytes: string | Buffer): Promise<string> {
   const connection = open(bytes);
   await connection.closed;
   return connection.received().toString("latin1");
+}
+
+/** The relay process's id, checked to be a live `pai-egress-relay` child of this process. */
+async function relayProcess(): Promise<number> {
+  const pid = relay.pid();
+  expect(pid).toBeDefined();
+  expect(await readFile(`/proc/${pid}/comm`, "utf8")).toBe("pai-egress-rela\n");
+  expect(Number((await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]!.split(" ")[1])).toBe(
+    process.pid,
+  );
+  return pid!;
+}
+
+/** This process's `pai-egress-relay` children. */
+async function relayChildren(): Promise<number[]> {
+  const children = (await readFile(`/proc/self/task/${process.pid}/children`, "utf8")).trim().split(" ");
+  const pids: number[] = [];
+  for (const pid of children) {
+    const comm = await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "");
+    if (comm === "pai-egress-rela\n") pids.push(Number(pid));
+  }
+  return pids;
+}
+
+/** Kills the relay process with SIGKILL (it cannot clean up); resolves to its pid once it is gone. */
+async function killRelay(): Promise<number> {
+  const pid = await relayProcess();
+  process.kill(pid, "SIGKILL");
+  await vi.waitUntil(() => relay.pid() !== pid, { timeout: 10_000 });
+  return pid;
+}
+
+/** A CONNECT through the relay with `token` to `target`, which answers and hangs up: the relay's answer. */
+const connectWith = (token: string, target: string) =>
+  exchange(`PAI-EGRESS/1 ${token}\nCONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+
+/**
+ * Resolves once a connection with `token` to `target` gets through again. Until then the socket must be
+ * unreachable (no relay listens): a relay that accepts the connection knows every token admitted before it.
+ */
+async function connectsAgain(token: string, target: string): Promise<void> {
+  for (;;) {
+    const connection = open(`PAI-EGRESS/1 ${token}\nCONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+    let accepted = false;
+    connection.socket.once("connect", () => (accepted = true));
+    await connection.closed;
+    if (connection.received().toString("latin1").startsWith("HTTP/1.1 200 ")) return;
+    expect(accepted, "a relay that listens admits the tokens admitted before it").toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 describe("createEgressRelay", () => {
@@ -256,23 +311,142 @@ describe("createEgressRelay", () => {
     expect(proxy.stats().active).toBe(0);
   });
 
-  it("closes its connections for the proxy when it dies, and admitting afterwards does not throw", async () => {
+  it("closes its connections for the proxy when it dies", async () => {
     const { target } = await serve(() => {});
     const { events, admission, proxy } = proxyOn([target]);
     const connection = open(`PAI-EGRESS/1 ${admission.token}\nCONNECT ${target} HTTP/1.1\r\n\r\n`);
     await vi.waitUntil(() => connection.received().length > 0, { timeout: 10_000 });
-    const children = (await readFile(`/proc/self/task/${process.pid}/children`, "utf8")).trim().split(" ");
-    const relayPids: number[] = [];
-    for (const pid of children) {
-      const comm = await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "");
-      if (comm === "pai-egress-rela\n") relayPids.push(Number(pid));
-    }
-    expect(relayPids).toHaveLength(1);
-    process.kill(relayPids[0]!, "SIGKILL");
+    expect(await relayChildren()).toEqual([await relayProcess()]);
+    await killRelay();
     await connection.closed;
     await vi.waitUntil(() => events.length === 1 && proxy.stats().active === 0, { timeout: 10_000 });
     expect(events[0]).toMatchObject({ decision: "allowed", channel: "socket" });
-    expect(() => relay.admit(() => {}).revoke()).not.toThrow();
+  });
+
+  it("starts a new relay on the same socket when it is killed, admitting the tokens admitted before", async () => {
+    const { target } = await serve((socket) => socket.end());
+    const { events, admission } = proxyOn([target]);
+    const revoked = relay.admit(() => {});
+    revoked.revoke();
+    expect(await connectWith(admission.token, target)).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await connectWith("not-the-token", target)).toBe("");
+    await vi.waitUntil(() => relay.refused() === 1, { timeout: 10_000 });
+
+    const killed = await killRelay();
+    await connectsAgain(admission.token, target);
+    const restarted = await relayProcess();
+    expect(restarted).not.toBe(killed);
+    expect(relay.fileName).toBe(`${process.pid}.sock`);
+    expect(await relayChildren()).toEqual([restarted]);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toMatchObject({
+      code: "SANDBOX_PROTOCOL",
+      details: { pid: killed, restartInMs: 100, path: join(directory, relay.fileName) },
+    });
+    expect(reports[0]!.message).toMatch(
+      /^the egress relay \(pid \d+\) killed by SIGKILL; starting it again in 100 ms/,
+    );
+
+    // Revoked stays revoked, refusals keep counting from where they were, and new tokens are admitted.
+    expect(await connectWith(revoked.token, target)).toBe("");
+    await vi.waitUntil(() => relay.refused() === 2, { timeout: 10_000 });
+    const later = proxyOn([target]);
+    expect(await connectWith(later.admission.token, target)).toMatch(/^HTTP\/1\.1 200 /);
+    await vi.waitUntil(() => later.events.length === 1, { timeout: 10_000 });
+    expect(events.map((event) => [event.decision, event.channel])).toContainEqual(["allowed", "socket"]);
+    expect(events.every((event) => event.decision === "allowed" && event.channel === "socket")).toBe(true);
+  });
+
+  it("waits twice as long after each exit, from the start again after a relay that stayed up, whatever onError does", async () => {
+    const { target } = await serve((socket) => socket.end());
+    const { admission } = proxyOn([target]);
+    // While a directory stands at the socket's path, every new relay fails to bind and exits.
+    const path = join(directory, relay.fileName);
+    await unlink(path);
+    await mkdir(path);
+    await killRelay();
+    await vi.waitUntil(() => reports.length >= 3, { timeout: 20_000 });
+    await rmdir(path);
+    await connectsAgain(admission.token, target);
+    const waits = reports.map((report) => report.details?.restartInMs);
+    expect(waits).toEqual(waits.map((_, index) => Math.min(100 * 2 ** index, 10_000)));
+    expect(reports[0]!.message).toMatch(/killed by SIGKILL/);
+    for (const report of reports.slice(1)) {
+      expect(report.message).toMatch(
+        /exited with code 70: pai-egress-relay: fatal: .*: Address (already )?in use/,
+      );
+    }
+
+    await relay.close();
+    reports = [];
+    relay = await createEgressRelay({
+      directory,
+      restart: { resetAfterMs: 0 },
+      onError: (error) => {
+        reports.push(error);
+        throw new Error("a broken onError");
+      },
+    });
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on("warning", onWarning);
+    try {
+      const again = proxyOn([target]);
+      for (let round = 0; round < 2; round++) {
+        await killRelay();
+        await connectsAgain(again.admission.token, target);
+      }
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(reports.map((report) => report.details?.restartInMs)).toEqual([100, 100]);
+    expect(
+      warnings.filter((warning) => warning.includes("onError threw: Error: a broken onError")),
+    ).toHaveLength(2);
+  });
+
+  it("close() during the wait leaves no relay and no socket file, and no restart follows", async () => {
+    await relay.close();
+    let closing: Promise<void> | undefined;
+    let leftBehind: string[] = [];
+    relay = await createEgressRelay({
+      directory,
+      restart: { initialDelayMs: 200 },
+      onError: (error) => {
+        reports.push(error);
+        leftBehind = readdirSync(directory); // the killed relay's socket file
+        closing = relay.close(); // as the wait begins
+      },
+    });
+    const killed = await killRelay();
+    await vi.waitUntil(() => closing !== undefined, { timeout: 10_000 });
+    await closing;
+    expect(leftBehind).toEqual([relay.fileName]);
+    await new Promise((resolve) => setTimeout(resolve, 600)); // past the wait: nothing may start
+    expect(relay.pid()).toBeUndefined();
+    expect(await relayChildren()).toEqual([]);
+    expect(await readdir(directory)).toEqual([]);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]!.details).toMatchObject({ pid: killed });
+  });
+
+  it("does not keep its process alive while it waits to start a relay again", async () => {
+    const script = `
+      const { createEgressRelay } = await import(${JSON.stringify(new URL("./egress-relay.ts", import.meta.url).pathname)});
+      const untilReported = setInterval(() => {}, 1000);
+      const relay = await createEgressRelay({
+        directory: ${JSON.stringify(directory)},
+        restart: { initialDelayMs: 60_000 },
+        onError: (error) => {
+          console.log(JSON.stringify(error.details));
+          clearInterval(untilReported); // only the wait is left
+        },
+      });
+      process.kill(relay.pid(), "SIGKILL");
+    `;
+    const child = await execa(process.execPath, ["--input-type=module", "-e", script], { timeout: 30_000 });
+    expect(child.exitCode).toBe(0);
+    expect(JSON.parse(child.stdout)).toMatchObject({ restartInMs: 60_000 });
   });
 
   it("exits with its parent, removing its socket", async () => {
