@@ -46,17 +46,24 @@ class DialStdioSocket extends Duplex {
     this.#channel = channel;
     this.#onRef = onRef;
     let stderr = "";
+    let answered = false;
+    let ended = false;
     channel.stderr.on("data", (chunk: Buffer) => {
       if (stderr.length < STDERR_LIMIT)
         stderr += chunk.toString("utf8").slice(0, STDERR_LIMIT - stderr.length);
     });
     channel.on("data", (chunk: Buffer) => {
+      answered = true;
       this.#touch();
       if (!this.push(chunk)) channel.pause();
     });
-    channel.on("end", () => this.push(null));
+    channel.on("end", () => {
+      ended = true;
+      this.push(null);
+    });
     channel.on("exit", (code: number | null) => {
-      if (code === 0 || code === null) return;
+      // A command that failed before the engine said anything: no docker there, or it cannot reach its engine.
+      if (code === 0 || code === null || answered) return;
       this.destroy(
         new PoolError(
           "DOCKER_UNAVAILABLE",
@@ -65,7 +72,11 @@ class DialStdioSocket extends Duplex {
         ),
       );
     });
-    channel.on("close", () => this.destroy());
+    // The remote side is gone: what it sent is still read to the end first (a paused reader loses nothing).
+    channel.on("close", () => {
+      if (!ended || this.readableEnded) this.destroy();
+      else this.once("end", () => this.destroy());
+    });
     channel.on("error", (error: Error) => this.destroy(error));
   }
 
@@ -178,7 +189,10 @@ export function createDockerSshAgent(options: DockerSshAgentOptions): Agent {
     clearTimeout(connection.idleTimer);
     connection.idleTimer = undefined;
     if (connection.channels === 0 && !connection.closed) {
-      connection.idleTimer = setTimeout(() => connection.client.end(), idleMs);
+      connection.idleTimer = setTimeout(() => {
+        connection.closed = true; // no channel may start on it from now on
+        connection.client.end();
+      }, idleMs);
       connection.idleTimer.unref();
     }
   }
