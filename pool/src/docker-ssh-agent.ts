@@ -199,7 +199,8 @@ export function createDockerSshAgent(options: DockerSshAgentOptions): Agent {
 
   function open(): SshConnection {
     const client = new SshClient();
-    const tcp = connectTcp({ host: options.host, port: options.port });
+    // Small frames (the agent's protocol) go out at once rather than waiting for an ACK (Nagle).
+    const tcp = connectTcp({ host: options.host, port: options.port, noDelay: true });
     const connection: SshConnection = {
       client,
       tcp,
@@ -263,9 +264,14 @@ export function createDockerSshAgent(options: DockerSshAgentOptions): Agent {
     try {
       await connection.ready;
       const channel = await new Promise<ClientChannel>((resolve, reject) => {
-        connection.client.exec(DIAL_COMMAND, (error, stream) =>
-          error ? reject(sshError(error, describe)) : resolve(stream),
-        );
+        try {
+          connection.client.exec(DIAL_COMMAND, (error, stream) =>
+            error ? reject(sshError(error, describe)) : resolve(stream),
+          );
+        } catch (error) {
+          // The connection closed after it was ready ("Not connected").
+          reject(sshError(error as Error, describe));
+        }
       });
       const socket = new DialStdioSocket(channel, describe, (each, referenced) => {
         if (referenced) connection.referenced.add(each);
