@@ -102,10 +102,14 @@ class DialStdioSocket extends Duplex {
     callback(error);
   }
 
-  /** Emits `timeout` after `ms` without data either way (`0`: never), as `net.Socket#setTimeout` does. */
+  /**
+   * Emits `timeout` after `ms` without data either way, as `net.Socket#setTimeout` does: `0` turns it off and
+   * removes `callback` (Node's HTTP client does so each time it hands a kept-alive connection back).
+   */
   setTimeout(ms: number, callback?: () => void): this {
     this.timeout = ms;
-    if (callback) this.once("timeout", callback);
+    if (callback && ms === 0) this.removeListener("timeout", callback);
+    else if (callback) this.once("timeout", callback);
     this.#touch();
     return this;
   }
