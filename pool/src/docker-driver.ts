@@ -15,7 +15,12 @@ import type {
   LabelFilter,
 } from "./container-driver.ts";
 import { type ContainerSpec, type ResolvedContainerSpec, resolveContainerSpec } from "./container-spec.ts";
-import { type DockerEngineConnection, toDockerodeConnection } from "./docker-engine-connection.ts";
+import {
+  type DockerEngineConnection,
+  type DockerSshOptions,
+  toDockerodeConnection,
+} from "./docker-engine-connection.ts";
+import { createDockerSshAgent } from "./docker-ssh-agent.ts";
 import { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
 import { ensureHostsFile } from "./hosts-file-volume.ts";
 import { PoolError } from "./pool-error.ts";
@@ -259,6 +264,23 @@ async function exitCodeOf(exec: Docker.Exec): Promise<{ running: boolean; exitCo
 }
 
 /**
+ * dockerode's options for an engine reached over SSH: plain HTTP through PAI's SSH transport, not docker-modem's
+ * own (a fresh SSH login per request, and a crash on request timeouts).
+ */
+function overSsh(connection: Record<string, unknown>): Record<string, unknown> {
+  return {
+    protocol: "http",
+    sshOptions: undefined,
+    agent: createDockerSshAgent({
+      host: String(connection.host),
+      port: Number(connection.port),
+      username: connection.username as string | undefined,
+      sshOptions: connection.sshOptions as DockerSshOptions | undefined,
+    }),
+  };
+}
+
+/**
  * A {@link ContainerDriver} on the Docker Engine API (dockerode). Containers get the hardening of
  * `ContainerSpec` (read-only root, volumes for writable paths, all capabilities dropped, `no-new-privileges`,
  * `Init`, no logging, network `none` unless `host` is asked for); never a bridge network.
@@ -270,8 +292,10 @@ async function exitCodeOf(exec: Docker.Exec): Promise<{ running: boolean; exitCo
  * const { id } = await driver.create({ image: "pai/sandbox:latest" }, { "pai.managed": "true" });
  */
 export function createDockerDriver(options: DockerDriverOptions = {}): ContainerDriver {
+  const connection = toDockerodeConnection(options);
   const docker = new Docker({
-    ...toDockerodeConnection(options),
+    ...connection,
+    ...(connection.protocol === "ssh" ? overSsh(connection) : {}),
     timeout: options.requestTimeoutMs ?? 60_000,
   } as Docker.DockerOptions);
 

@@ -54,7 +54,32 @@ describe("toDockerodeConnection", () => {
   });
 
   it("leaves everything to the environment when no socket or host is given", () => {
+    vi.stubEnv("DOCKER_HOST", "tcp://127.0.0.1:2375");
     expect(toDockerodeConnection({})).toEqual({});
     expect(toDockerodeConnection({ version: "v1.41" })).toEqual({ version: "v1.41" });
+  });
+
+  it("reads an ssh:// DOCKER_HOST itself, with the agent of SSH_AUTH_SOCK, unless a socket or host is given", () => {
+    vi.stubEnv("DOCKER_HOST", "ssh://pai@runner-2:2222");
+    vi.stubEnv("SSH_AUTH_SOCK", "/run/agent.sock");
+    expect(toDockerodeConnection({ version: "v1.41" })).toMatchObject({
+      host: "runner-2",
+      port: 2222,
+      protocol: "ssh",
+      username: "pai",
+      sshOptions: { agent: "/run/agent.sock" },
+      version: "v1.41",
+    });
+    vi.stubEnv("DOCKER_HOST", "ssh://[::1]");
+    vi.stubEnv("SSH_AUTH_SOCK", "");
+    const bare = toDockerodeConnection({});
+    expect(bare).toMatchObject({ host: "::1", port: 22, protocol: "ssh" });
+    expect(bare.sshOptions).toBeUndefined();
+    expect(toDockerodeConnection({ socketPath: "/run/x.sock" })).toMatchObject({ protocol: undefined });
+  });
+
+  it("rejects an ssh:// DOCKER_HOST without a host", () => {
+    vi.stubEnv("DOCKER_HOST", "ssh://");
+    expect(() => toDockerodeConnection({})).toThrow(TypeError);
   });
 });

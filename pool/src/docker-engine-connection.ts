@@ -68,6 +68,31 @@ function remoteEndpoint(connection: DockerEngineConnection): { protocol: string;
 const hasValue = (value: string | undefined): value is string => value !== undefined && value !== "";
 
 /**
+ * The engine an `ssh://[user@]host[:port]` `DOCKER_HOST` names, logged in with the agent of `SSH_AUTH_SOCK` (as the
+ * `docker` CLI does, without its `~/.ssh/config`); `undefined` for any other `DOCKER_HOST`, which dockerode reads.
+ * @throws TypeError for an `ssh://` URL that does not parse or names no host.
+ */
+function environmentSshConnection(): DockerEngineConnection | undefined {
+  const host = process.env.DOCKER_HOST;
+  if (host === undefined || !host.startsWith("ssh://")) return undefined;
+  let url: URL;
+  try {
+    url = new URL(host);
+  } catch {
+    throw new TypeError(`DOCKER_HOST ${host} is not an ssh://[user@]host[:port] URL`);
+  }
+  if (url.hostname === "") throw new TypeError(`DOCKER_HOST ${host} names no host`);
+  const agent = process.env.SSH_AUTH_SOCK;
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    protocol: "ssh",
+    ...(url.port !== "" ? { port: Number(url.port) } : {}),
+    ...(url.username !== "" ? { username: decodeURIComponent(url.username) } : {}),
+    ...(hasValue(agent) ? { sshOptions: { agent } } : {}),
+  };
+}
+
+/**
  * A name for the engine a connection reaches, stable across restarts and free of secrets: `unix://<path>`,
  * `tcp://<host>:<port>` (TLS or not) or `ssh://<user>@<host>:<port>`. With no connection option set, the
  * engine `DOCKER_HOST` names (or `unix:///var/run/docker.sock`).
@@ -81,6 +106,11 @@ export function dockerEngineId(connection: DockerEngineConnection = {}): string 
   }
   if (hasValue(connection.socketPath)) return `unix://${connection.socketPath}`;
   return environmentEngineId();
+}
+
+/** Whether `connection` (or, with no socket or host given, `DOCKER_HOST`) reaches its engine over SSH. */
+export function reachesEngineOverSsh(connection: DockerEngineConnection = {}): boolean {
+  return toDockerodeConnection(connection).protocol === "ssh";
 }
 
 const connectionFields = [
@@ -99,9 +129,12 @@ const connectionFields = [
 /**
  * dockerode's connection options for `connection`. An explicit socket or host overrides all of `DOCKER_HOST`
  * (dockerode would otherwise keep the environment's host over a given socket); with neither, the environment
- * decides.
+ * decides (an `ssh://` one as if given here, see `protocol: "ssh"`). An SSH engine comes out with
+ * `protocol: "ssh"`, which the driver reaches through its own transport (`createDockerSshAgent`).
  */
-export function toDockerodeConnection(connection: DockerEngineConnection): Record<string, unknown> {
+export function toDockerodeConnection(given: DockerEngineConnection): Record<string, unknown> {
+  const explicit = hasValue(given.host) || hasValue(given.socketPath);
+  const connection = explicit ? given : { ...given, ...environmentSshConnection() };
   const options: Record<string, unknown> = {};
   if (hasValue(connection.host) || hasValue(connection.socketPath)) {
     for (const name of connectionFields) options[name] = undefined;

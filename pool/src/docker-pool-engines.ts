@@ -1,6 +1,6 @@
 import type { ContainerDriver } from "./container-driver.ts";
 import { createDockerDriver, type DockerDriverOptions } from "./docker-driver.ts";
-import { dockerEngineId } from "./docker-engine-connection.ts";
+import { dockerEngineId, reachesEngineOverSsh } from "./docker-engine-connection.ts";
 import type { PoolEngine } from "./multi-engine-pool.ts";
 
 /**
@@ -20,6 +20,8 @@ export interface DockerEngine extends DockerDriverOptions {
   max?: number;
 }
 
+const remoteFlag = (connection: DockerEngine) => (reachesEngineOverSsh(connection) ? { remote: true } : {});
+
 /** How a Docker binding names its engines: several, one driver of your own, or neither (`DOCKER_HOST`). */
 export interface DockerEnginesOptions {
   engines?: readonly DockerEngine[] | undefined;
@@ -28,7 +30,7 @@ export interface DockerEnginesOptions {
 
 /**
  * The engines of a Docker binding's pool: a driver per entry of `engines`, or the one `driver` given (engine id
- * `default`), or the engine `DOCKER_HOST` names (or the default socket).
+ * `default`), or the engine `DOCKER_HOST` names (or the default socket). An engine reached over SSH is `remote`.
  * @throws TypeError for both `engines` and `driver`, an empty `engines`, or two engines with the same id.
  */
 export function dockerPoolEngines(options: DockerEnginesOptions): PoolEngine[] {
@@ -36,7 +38,9 @@ export function dockerPoolEngines(options: DockerEnginesOptions): PoolEngine[] {
     throw new TypeError("Give either engines or driver, not both");
   }
   if (options.driver !== undefined) return [{ id: "default", driver: options.driver }];
-  if (options.engines === undefined) return [{ id: dockerEngineId(), driver: createDockerDriver() }];
+  if (options.engines === undefined) {
+    return [{ id: dockerEngineId(), driver: createDockerDriver(), ...remoteFlag({}) }];
+  }
   if (options.engines.length === 0) throw new TypeError("engines must list at least one engine");
   const seen = new Set<string>();
   return options.engines.map((engine) => {
@@ -48,6 +52,7 @@ export function dockerPoolEngines(options: DockerEnginesOptions): PoolEngine[] {
       driver: createDockerDriver(engine),
       ...(engine.min !== undefined ? { min: engine.min } : {}),
       ...(engine.max !== undefined ? { max: engine.max } : {}),
+      ...remoteFlag(engine),
     };
   });
 }

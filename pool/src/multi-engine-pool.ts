@@ -32,6 +32,12 @@ export interface PoolEngine {
   min?: number;
   /** Containers on this engine at most. @default the pool's `max` */
   max?: number;
+  /**
+   * The engine is on another machine by the way it is reached (SSH): its containers never see this machine's
+   * files, so capabilities mount none of them and do not probe for it. `false`: unknown (they may probe).
+   * @default false
+   */
+  remote?: boolean;
 }
 
 /** How a multi-engine pool watches its engines. */

@@ -249,7 +249,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
       // engine that shares this machine's filesystem (the mount is part of the spec every engine's containers share).
       const [engine] = engines;
       channel =
-        fastEgress && engine && engines.length === 1
+        fastEgress && engine && engines.length === 1 && !engine.remote
           ? await prepareEgressChannel({ driver: engine.driver, image })
           : undefined;
       const spec: ContainerSpec = {

@@ -266,13 +266,17 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       // filled once per engine (prepareEngine) through the archive API, so nothing is copied into each container.
       const agentVolume = useAgent ? await agentVolumeMount() : undefined;
       // The host socket directory, read-only, only on a single engine that shares this machine's filesystem (the
-      // mount is part of the spec every engine's containers share): egress connections reach this process's relay
-      // there without the agent's exec stream, and a fresh container's agent dials in there without a docker exec.
+      // mount is part of the spec every engine's containers share; an engine reached over SSH never does):
+      // egress connections reach this process's relay there without the agent's exec stream, and a fresh
+      // container's agent dials in there without a docker exec.
       const [engine] = engines;
       // Drivers of the engine DOCKER_HOST names are one engine: one probe of the directory per process.
       const engineKey =
         options.engines === undefined && options.driver === undefined ? engine?.id : undefined;
-      const local = engine && engines.length === 1 ? { driver: engine.driver, image, engineKey } : undefined;
+      const local =
+        engine && engines.length === 1 && !engine.remote
+          ? { driver: engine.driver, image, engineKey }
+          : undefined;
       channel = fastEgress && local ? await prepareEgressChannel(local) : undefined;
       // `channel: "tunnel"` asks for no host directory in the container at all.
       dial = useAgent && local && !(egress && !fastEgress) ? await prepareAgentDial(local) : undefined;
