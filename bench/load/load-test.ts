@@ -8,6 +8,7 @@ import type { PublicPendingAction, ThreadStore } from "@pai/core";
 import { createPostgresThreadStore } from "@pai/core/postgres";
 import { createDockerDriver, poolLabels } from "@pai/pool";
 import pg from "pg";
+import { readChunks } from "../../tests/fixtures/read-chunks.ts";
 import type { LoadRuntimeConfig } from "./load-runtime.ts";
 import { dockerEngine } from "./load-sandbox-binding.ts";
 
@@ -231,7 +232,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
             action = state.kind === "pending" ? state.action : undefined;
           }
           if (!action) {
-            const chunks = await streamed(
+            const chunks = (await readChunks(
               await request(runtime, "/chat", {
                 method: "POST",
                 signal,
@@ -246,7 +247,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
                   ],
                 },
               }),
-            );
+            )) as Chunk[];
             action = pendingActionIn(chunks);
             if (!action) throw new Retry("the run ended without asking for approval");
           }
@@ -267,7 +268,7 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadReport>
             throw new Retry("already settled");
           }
           accepted.push({ actionId: action.actionId, toolCallId: action.toolCallId });
-          const chunks = await streamed(response);
+          const chunks = (await readChunks(response)) as Chunk[];
           if (
             chunks.some(
               (chunk) => chunk.type === "tool-output-available" && chunk.toolCallId === action!.toolCallId,
@@ -495,26 +496,6 @@ async function request(
   const text = await response.text();
   if (response.status === 409 && text.includes("THREAD_BUSY")) throw new Retry(text);
   throw new HttpError(response.status, text);
-}
-
-/** The chunks of a UI message stream response, read to its end. */
-async function streamed(response: Response): Promise<Chunk[]> {
-  const chunks: Chunk[] = [];
-  const decoder = new TextDecoder();
-  let buffered = "";
-  for await (const bytes of response.body!) {
-    buffered += decoder.decode(bytes, { stream: true });
-    const events = buffered.split("\n\n");
-    buffered = events.pop()!;
-    for (const event of events) {
-      const data = event
-        .split("\n")
-        .find((line) => line.startsWith("data: "))
-        ?.slice("data: ".length);
-      if (data !== undefined && data !== "[DONE]") chunks.push(JSON.parse(data) as Chunk);
-    }
-  }
-  return chunks;
 }
 
 function pendingActionIn(chunks: Chunk[]): PublicPendingAction | undefined {

@@ -25,6 +25,7 @@ import {
   waitFor,
 } from "./docker-helpers.ts";
 import { type EgressServers, startEgressServers } from "./fixtures/egress-servers.ts";
+import { expectTunnelledHello } from "./fixtures/expect-tunnelled.ts";
 
 let servers: EgressServers;
 let image: string;
@@ -131,16 +132,7 @@ describe.skipIf(dockerOptedOut)("sandbox egress channels", () => {
   it('keeps connections in frames over the agent\'s stream with channel: "tunnel", mounting nothing', async () => {
     const resource = await provision(egressBinding({ allow: [servers.web], channel: "tunnel" }), "tunnel");
     const { facade, resourceId } = resource;
-    const ok = await facade.runCommand({
-      command: `curl -sS http://${servers.web}/hello`,
-      timeoutMs: 20_000,
-    });
-    expect(ok).toMatchObject({ exitCode: 0, stdout: "hello from the host\n" });
-    await waitFor(() => events.some((event) => event.containerId === resourceId), "the connection's event");
-    expect(events.filter((event) => event.containerId === resourceId)).toMatchObject([
-      { target: servers.web, decision: "allowed", channel: "tunnel" },
-    ]);
-    expect((await facade.runCommand({ command: "test -e /run/pai-egress" })).exitCode).toBe(1);
+    await expectTunnelledHello({ facade, resourceId, events, web: servers.web });
     await release(resource);
   });
 

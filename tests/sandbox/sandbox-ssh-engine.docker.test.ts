@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ensureSshEngine, type SshEngine } from "../fixtures/ssh-engine.ts";
 import { poolContainers, removePoolContainers, testDriver, uniquePoolId, waitFor } from "./docker-helpers.ts";
 import { type EgressServers, startEgressServers } from "./fixtures/egress-servers.ts";
+import { expectTunnelledHello } from "./fixtures/expect-tunnelled.ts";
 
 const run = promisify(execFile);
 const childScript = fileURLToPath(new URL("./fixtures/ssh-engine-child.ts", import.meta.url));
@@ -165,16 +166,7 @@ describe("dockerSandbox on an engine reached over SSH", () => {
     try {
       resource = await binding.provision(request("thread:egress"));
       const { facade, resourceId } = resource;
-      const ok = await facade.runCommand({
-        command: `curl -sS http://${servers.web}/hello`,
-        timeoutMs: 20_000,
-      });
-      expect(ok).toMatchObject({ exitCode: 0, stdout: "hello from the host\n" });
-      await waitFor(() => events.some((event) => event.containerId === resourceId), "the connection's event");
-      expect(events.filter((event) => event.containerId === resourceId)).toMatchObject([
-        { target: servers.web, decision: "allowed", channel: "tunnel" },
-      ]);
-      expect((await facade.runCommand({ command: "test -e /run/pai-egress" })).exitCode).toBe(1);
+      await expectTunnelledHello({ facade, resourceId, events, web: servers.web });
       // A target the policy does not name is refused on the host, and reported as such.
       const refused = await facade.runCommand({
         command: "curl -fsS http://127.0.0.1:9/",
