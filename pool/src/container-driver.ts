@@ -1,5 +1,6 @@
 import type { Duplex, Readable, Writable } from "node:stream";
 import type { ContainerSpec, ResolvedContainerSpec } from "./container-spec.ts";
+import type { ImageDriver } from "./image-driver.ts";
 
 /** What `inspect` reports about one container. */
 export interface ContainerInspection {
@@ -199,4 +200,9 @@ export interface ContainerDriver {
     spec: ContainerSpec | ResolvedContainerSpec,
     options?: { signal?: AbortSignal },
   ): Promise<EngineCheck>;
+  /**
+   * The engine's images: what PAI needs to build its own images there (`provideImage`), list and prune them.
+   * Absent on a driver that cannot build: it runs only images its engine already has.
+   */
+  readonly images?: ImageDriver;
 }

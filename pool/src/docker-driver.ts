@@ -15,11 +15,13 @@ import type {
   LabelFilter,
 } from "./container-driver.ts";
 import { type ContainerSpec, type ResolvedContainerSpec, resolveContainerSpec } from "./container-spec.ts";
+import { dockerCall, dockerMessage, isAbortError, toPoolError } from "./docker-call.ts";
 import {
   type DockerEngineConnection,
   type DockerSshOptions,
   toDockerodeConnection,
 } from "./docker-engine-connection.ts";
+import { createDockerImageDriver } from "./docker-image-driver.ts";
 import { createDockerSshAgent } from "./docker-ssh-agent.ts";
 import { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
 import { ensureHostsFile } from "./hosts-file-volume.ts";
@@ -74,77 +76,7 @@ export interface EnginePlacement {
   hostsFile?: string | undefined;
 }
 
-const unavailableCodes = new Set([
-  "ECONNREFUSED",
-  "ENOENT",
-  "EACCES",
-  "EPERM",
-  "ECONNRESET",
-  "EPIPE",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EAI_AGAIN",
-  "ENOTFOUND",
-]);
-
 const defaultMaxOutputBytes = 16 * 1024 * 1024;
-
-function isAbortError(error: unknown): boolean {
-  return (
-    typeof error === "object" &&
-    error !== null &&
-    ((error as { name?: unknown }).name === "AbortError" ||
-      (error as { code?: unknown }).code === "ABORT_ERR")
-  );
-}
-
-function dockerMessage(error: unknown): string {
-  const e = error as { json?: unknown; message?: unknown };
-  if (e.json && typeof e.json === "object" && typeof (e.json as { message?: unknown }).message === "string") {
-    return (e.json as { message: string }).message;
-  }
-  // docker-modem prefixes "(HTTP code 404) no such container - " even when the path, not the container, is missing.
-  const message = typeof e.message === "string" ? e.message : String(error);
-  return message.replace(/^\(HTTP code \d+\) [^-]*- /, "").trim();
-}
-
-/** Maps a dockerode/socket error onto a PoolError (aborts and PoolErrors pass through). */
-function toPoolError(error: unknown, action: string, details: Record<string, unknown> = {}): unknown {
-  if (PoolError.isInstance(error) || isAbortError(error)) return error;
-  const e = (error ?? {}) as { code?: unknown; statusCode?: unknown };
-  if (typeof e.code === "string" && unavailableCodes.has(e.code)) {
-    return new PoolError(
-      "DOCKER_UNAVAILABLE",
-      `Docker engine unavailable (${e.code}) while trying to ${action}`,
-      {
-        cause: error,
-        details: { ...details, errno: e.code },
-      },
-    );
-  }
-  const statusCode = typeof e.statusCode === "number" ? e.statusCode : undefined;
-  const message = `${action}: ${dockerMessage(error)}`;
-  if (statusCode === 404) {
-    return new PoolError("NOT_FOUND", message, { cause: error, details: { ...details, statusCode } });
-  }
-  return new PoolError("CONTAINER_FAILED", message, { cause: error, details: { ...details, statusCode } });
-}
-
-/** Runs `operation`, turning its errors into PoolErrors; an abort rejects with the signal's own reason. */
-async function call<T>(
-  action: string,
-  details: Record<string, unknown>,
-  operation: () => Promise<T>,
-  signal?: AbortSignal,
-): Promise<T> {
-  try {
-    return await operation();
-  } catch (error) {
-    if (signal?.aborted) throw signal.reason;
-    throw toPoolError(error, action, details);
-  }
-}
 
 function labelFilters(filter: LabelFilter): string[] {
   return Object.entries(filter.labels).map(([key, value]) => `${key}=${value}`);
@@ -293,11 +225,14 @@ function overSsh(connection: Record<string, unknown>): Record<string, unknown> {
  */
 export function createDockerDriver(options: DockerDriverOptions = {}): ContainerDriver {
   const connection = toDockerodeConnection(options);
+  const reach = { ...connection, ...(connection.protocol === "ssh" ? overSsh(connection) : {}) };
   const docker = new Docker({
-    ...connection,
-    ...(connection.protocol === "ssh" ? overSsh(connection) : {}),
+    ...reach,
     timeout: options.requestTimeoutMs ?? 60_000,
   } as Docker.DockerOptions);
+  // Builds, pulls and imports stream for as long as they take (a step may print nothing for minutes): no request
+  // timeout there, their signals bound them. Over SSH both clients share one transport.
+  const streaming = new Docker(reach as Docker.DockerOptions);
 
   async function startExec(
     id: string,
@@ -372,8 +307,10 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
   }
 
   const driver: ContainerDriver = {
+    images: createDockerImageDriver(docker, streaming),
+
     async create(spec, labels, callOptions = {}) {
-      const [runtime, hosts] = await call(
+      const [runtime, hosts] = await dockerCall(
         "prepare the engine",
         { image: spec.image },
         () => Promise.all([runtimeFor(spec), hostsFileFor(spec, callOptions.signal)]),
@@ -390,7 +327,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
         // Not cut short by the signal: an engine that got the request may create the container after the client
         // hung up, and nothing would know it to remove it. The create runs to its end, and an abort meanwhile
         // removes what it made.
-        id = await call("create container", { image: spec.image }, async () => {
+        id = await dockerCall("create container", { image: spec.image }, async () => {
           const container = await docker.createContainer(body);
           return container.id;
         });
@@ -409,7 +346,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     },
 
     start(id, callOptions = {}) {
-      return call(
+      return dockerCall(
         "start container",
         { containerId: id },
         async () => {
@@ -455,7 +392,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     },
 
     inspect(id, callOptions = {}) {
-      return call(
+      return dockerCall(
         "inspect container",
         { containerId: id },
         async (): Promise<ContainerInspection> => {
@@ -478,7 +415,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
 
     diskUsage(id, callOptions = {}) {
       const abort = callOptions.signal ? { abortSignal: callOptions.signal } : {};
-      return call(
+      return dockerCall(
         "inspect disk",
         { containerId: id },
         async (): Promise<DiskUsage | undefined> => {
@@ -496,7 +433,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     },
 
     list(filter, callOptions = {}) {
-      return call(
+      return dockerCall(
         "list containers",
         { labels: filter.labels },
         async (): Promise<ContainerSummary[]> => {
@@ -512,7 +449,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     },
 
     exec(id, execOptions: ExecOptions) {
-      return call(
+      return dockerCall(
         "exec in container",
         { containerId: id },
         async (): Promise<ExecResult> => {
@@ -571,7 +508,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     },
 
     execDuplex(id, execOptions) {
-      return call(
+      return dockerCall(
         "exec in container",
         { containerId: id },
         async (): Promise<ExecSession> => {
@@ -601,7 +538,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
             stdin: socket,
             stdout,
             stderr,
-            inspect: () => call("inspect exec", { containerId: id }, () => exitCodeOf(exec)),
+            inspect: () => dockerCall("inspect exec", { containerId: id }, () => exitCodeOf(exec)),
             close: () => socket.destroy(),
           };
         },
@@ -610,7 +547,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     },
 
     putArchive(id, path, tar, callOptions = {}) {
-      return call(
+      return dockerCall(
         "put archive",
         { containerId: id, path },
         async () => {
@@ -625,7 +562,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     },
 
     getArchive(id, path, callOptions = {}) {
-      return call(
+      return dockerCall(
         "get archive",
         { containerId: id, path },
         async () => {
@@ -732,7 +669,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     },
 
     ping(callOptions = {}) {
-      return call(
+      return dockerCall(
         "ping",
         {},
         async () => {
@@ -759,7 +696,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     checkEngine(spec, callOptions = {}) {
       const { signal } = callOptions;
       const resolved = resolveContainerSpec(spec);
-      return call(
+      return dockerCall(
         "check the engine",
         { image: resolved.image },
         async () => {
@@ -801,7 +738,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     },
 
     info(callOptions = {}) {
-      return call(
+      return dockerCall(
         "engine info",
         {},
         async (): Promise<EngineInfo> => {

@@ -13,7 +13,8 @@ export interface EngineGate {
  * The driver of one engine of a multi-engine pool: every container call fails at once (`DOCKER_UNAVAILABLE`
  * naming the engine) while the engine is known to be unreachable, instead of waiting on a dead connection, and a
  * call that finds the engine gone triggers a health check. `ping`, `info` and `events` go straight through (the
- * health check and the event stream's own reconnects use them).
+ * health check and the event stream's own reconnects use them). Its `images`, when the driver has them, are guarded
+ * alike.
  */
 export function guardEngineDriver(driver: ContainerDriver, gate: EngineGate): ContainerDriver {
   async function guarded<T>(operation: () => Promise<T>): Promise<T> {
@@ -26,7 +27,23 @@ export function guardEngineDriver(driver: ContainerDriver, gate: EngineGate): Co
       throw error;
     }
   }
+  const { images } = driver;
   return {
+    ...(images
+      ? {
+          images: {
+            inspect: (ref, options) => guarded(() => images.inspect(ref, options)),
+            list: (label, options) => guarded(() => images.list(label, options)),
+            usedImageIds: (options) => guarded(() => images.usedImageIds(options)),
+            pull: (ref, options) => guarded(() => images.pull(ref, options)),
+            build: (options) => guarded(() => images.build(options)),
+            import: (options) => guarded(() => images.import(options)),
+            tag: (source, target, options) => guarded(() => images.tag(source, target, options)),
+            remove: (ref, options) => guarded(() => images.remove(ref, options)),
+            engineId: (options) => guarded(() => images.engineId(options)),
+          },
+        }
+      : {}),
     create: (spec, labels, options) => guarded(() => driver.create(spec, labels, options)),
     start: (id, options) => guarded(() => driver.start(id, options)),
     stop: (id, options) => guarded(() => driver.stop(id, options)),

@@ -1,3 +1,9 @@
+export {
+  type BindingImage,
+  type BindingImageOptions,
+  createBindingImage,
+  writeImageProgress,
+} from "./binding-image.ts";
 export type {
   ContainerDriver,
   ContainerEvent,
@@ -29,6 +35,7 @@ export { createContainerPool } from "./container-pool.ts";
 export type { ContainerLimits, ContainerSpec, ResolvedContainerSpec } from "./container-spec.ts";
 export { containerSpecDefaults, resolveContainerSpec } from "./container-spec.ts";
 export type { CreateBackoffOptions } from "./create-backoff.ts";
+export { type DebootstrapBase, debootstrapBase, ensureDebootstrapBase } from "./debootstrap-base.ts";
 export type { DockerDriverOptions, EnginePlacement } from "./docker-driver.ts";
 export { createDockerDriver } from "./docker-driver.ts";
 export type { DockerEngineConnection, DockerSshOptions } from "./docker-engine-connection.ts";
@@ -38,8 +45,18 @@ export { dockerPoolEngines } from "./docker-pool-engines.ts";
 export type { DockerStreamDemuxer, DockerStreamType } from "./docker-stream-demuxer.ts";
 export { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
 export type { FreeCapacity } from "./engine-capacity.ts";
+export {
+  type AcquireFileLockOptions,
+  acquireFileLock,
+  type FileLock,
+  type FileLockOwner,
+} from "./file-lock.ts";
 export type { LostWatch } from "./guard-lost-facade.ts";
 export { guardLostFacade } from "./guard-lost-facade.ts";
+export type { ImageContextFile, ImageRecipe } from "./image-context.ts";
+export { readImageContext } from "./image-context.ts";
+export type { ImageBuildOptions, ImageDriver, ImageImportOptions, ImageSummary } from "./image-driver.ts";
+export type { ImageProgress } from "./image-progress.ts";
 export { poolLabels } from "./labels.ts";
 export type {
   EngineCheckOptions,
@@ -54,6 +71,14 @@ export type {
   ReplaceOptions,
 } from "./multi-engine-pool.ts";
 export { createMultiEnginePool } from "./multi-engine-pool.ts";
+export { listPaiImages, type PaiImage, type PrunedImage, prunePaiImages } from "./pai-images.ts";
+export {
+  type BaseImage,
+  DEFAULT_REGISTRY_BASE,
+  type ImagePlan,
+  type PlanImageOptions,
+  planImage,
+} from "./plan-image.ts";
 export type { PoolErrorCode } from "./pool-error.ts";
 export { PoolError } from "./pool-error.ts";
 export type { ContainerPoolEventMap, DestroyReason, PoolEvents } from "./pool-events.ts";
@@ -69,4 +94,5 @@ export {
   type ReapContext,
   type RecordedLease,
 } from "./pooled-binding.ts";
+export { type ProvidedImage, type ProvideImageOptions, provideImage } from "./provide-image.ts";
 export { specHash } from "./spec-hash.ts";

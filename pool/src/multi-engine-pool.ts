@@ -71,9 +71,18 @@ export interface MultiEnginePoolOptions<STATE = undefined>
   /** Containers **on each engine** at most, leased ones included (an engine's own `max` overrides it). @default 10 */
   max?: number;
   /**
-   * One-time set-up of an engine before its first container (e.g. filling a shared volume), after the driver's
-   * `checkEngine` (the image is there, the disk plugin answers); a failure of either is retried on the next use,
-   * and placement tries the other engines meanwhile. `driver` is the engine's guarded driver.
+   * Makes sure an engine has the spec's image before the driver's `checkEngine` looks for it (e.g. builds it
+   * there: see `provideImage`). Once per engine, like `prepareEngine`, and retried alike after a failure.
+   */
+  ensureImage?: (context: {
+    engineId: string;
+    driver: ContainerDriver;
+    signal: AbortSignal;
+  }) => Promise<void>;
+  /**
+   * One-time set-up of an engine before its first container (e.g. filling a shared volume), after `ensureImage`
+   * and the driver's `checkEngine` (the image is there, the disk plugin answers); a failure of any is retried on
+   * the next use, and placement tries the other engines meanwhile. `driver` is the engine's guarded driver.
    */
   prepareEngine?: (context: {
     engineId: string;
@@ -194,7 +203,8 @@ export interface MultiEnginePool<STATE = undefined> {
   ): Promise<{ removed: string[]; failed: string[]; unreached: string[] }>;
   /**
    * Resolves when every reachable engine that could be prepared has its `min` containers ready; rejects when one
-   * of them cannot warm, or when no engine answers or can be prepared (with the preparation's error).
+   * of them cannot warm, or when no engine answers or can be prepared (with the preparation's error). Each
+   * engine's `timeoutMs` runs from the end of its preparation (its image may have to be built first).
    */
   warm(options?: WarmOptions): Promise<void>;
   metrics(): MultiEnginePoolMetrics;
@@ -308,7 +318,14 @@ function messageOf(error: unknown): string {
 export function createMultiEnginePool<STATE = undefined>(
   options: MultiEnginePoolOptions<STATE>,
 ): MultiEnginePool<STATE> {
-  const { engines, prepareEngine, engineChecks = {}, ownerId: givenOwner, ...poolOptions } = options;
+  const {
+    engines,
+    ensureImage,
+    prepareEngine,
+    engineChecks = {},
+    ownerId: givenOwner,
+    ...poolOptions
+  } = options;
   let ownerId = givenOwner;
   if (!Array.isArray(engines) || engines.length === 0) {
     throw new TypeError("createMultiEnginePool: engines must list at least one engine");
@@ -492,6 +509,7 @@ export function createMultiEnginePool<STATE = undefined>(
     if (!record.preparing) {
       const preparing = (async () => {
         const signal = closeController.signal;
+        await ensureImage?.({ engineId: record.id, driver: record.driver, signal });
         const { runtime } = await record.driver.checkEngine(spec, { signal });
         await prepareEngine?.({ engineId: record.id, driver: record.driver, signal });
         if (closed) throw closedError();
@@ -826,7 +844,7 @@ export function createMultiEnginePool<STATE = undefined>(
 
   async function warm(warmOptions: WarmOptions = {}): Promise<void> {
     if (closed) throw closedError();
-    const deadline = Date.now() + (warmOptions.timeoutMs ?? 60_000);
+    const timeoutMs = warmOptions.timeoutMs ?? 60_000;
     await firstChecks;
     const failures: unknown[] = [];
     /** Engines that could not be prepared (an `error` event each): skipped while another engine is warm. */
@@ -844,8 +862,9 @@ export function createMultiEnginePool<STATE = undefined>(
           return;
         }
         try {
+          // From the engine's preparation on: building its image may take minutes.
           await pool.warm({
-            timeoutMs: Math.max(1, deadline - Date.now()),
+            timeoutMs,
             ...(warmOptions.signal ? { signal: warmOptions.signal } : {}),
           });
         } catch (error) {

@@ -7,7 +7,8 @@ export type PoolErrorCode =
   | "DOCKER_UNAVAILABLE"
   | "CONTAINER_FAILED"
   | "CONTAINER_LOST"
-  | "NOT_FOUND";
+  | "NOT_FOUND"
+  | "IMAGE_UNAVAILABLE";
 
 /**
  * The error `@pai/pool` throws on purpose. A member of PAI's error family (the shape of `@pai/core`'s `PaiError`)

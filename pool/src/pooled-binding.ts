@@ -67,9 +67,11 @@ export interface PooledBindingOptions<STATE, FACADE, SCOPE> {
   carryOver?: readonly string[];
   /**
    * Called once, on the first start: the image and the pool's container options (spec, hooks; the hooks get the
-   * driver of the container's engine). Image resolution belongs here.
+   * driver of the container's engine). Image resolution belongs here. `signal` aborts when the binding closes.
    */
-  preparePool(): Promise<
+  preparePool(context: {
+    signal: AbortSignal;
+  }): Promise<
     { image: string } & Pick<ContainerPoolOptions<STATE>, "spec"> &
       Partial<
         Pick<
@@ -78,7 +80,17 @@ export interface PooledBindingOptions<STATE, FACADE, SCOPE> {
         >
       >
   >;
-  /** One-time set-up of each engine (after `preparePool`, before the engine's first container). */
+  /**
+   * Makes sure each engine has the image (after `preparePool`, before the engine's image is checked): see
+   * `MultiEnginePoolOptions.ensureImage`.
+   */
+  ensureImage?(context: {
+    engineId: string;
+    driver: ContainerDriver;
+    image: string;
+    signal: AbortSignal;
+  }): Promise<void>;
+  /** One-time set-up of each engine (after `preparePool` and `ensureImage`, before the engine's first container). */
   prepareEngine?(context: {
     engineId: string;
     driver: ContainerDriver;
@@ -233,6 +245,8 @@ export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
   let ownerId: string | undefined;
   let starting: Promise<void> | undefined;
   let closed = false;
+  /** Aborts what the first start still does (building an image) when the binding closes. */
+  const closing = new AbortController();
   const tuning = options.tuning ?? {};
   const events = createPoolEvents<MultiEnginePoolEventMap>();
 
@@ -252,12 +266,15 @@ export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
       if (starting) return starting.then(() => pool?.claimOwner(owner));
     }
     starting ??= (async () => {
-      const { image: preparedImage, ...prepared } = await options.preparePool();
+      const { image: preparedImage, ...prepared } = await options.preparePool({ signal: closing.signal });
       const id = options.poolId ?? `pai-${options.name}-${specHash(prepared.spec)}`;
-      const { prepareEngine } = options;
+      const { ensureImage, prepareEngine } = options;
       const created = createMultiEnginePool<STATE>({
         ...prepared,
         engines: options.engines,
+        ...(ensureImage
+          ? { ensureImage: (context) => ensureImage({ ...context, image: preparedImage }) }
+          : {}),
         ...(prepareEngine
           ? { prepareEngine: (context) => prepareEngine({ ...context, image: preparedImage }) }
           : {}),
@@ -428,6 +445,7 @@ export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
     },
     async close() {
       closed = true;
+      closing.abort(options.closedError());
       await starting?.catch(() => undefined);
       await pool?.close({ keepLeased: true });
     },
