@@ -1,13 +1,17 @@
 const marker = Symbol.for("pai.error.BrowserError");
 
-/** Every code a {@link BrowserError} carries: the codes `@pai/browser` throws. */
+/**
+ * Every code a {@link BrowserError} carries: the codes `@pai/browser` throws. `IMAGE_UNAVAILABLE`: the browser image
+ * is not on an engine and could not be provided there (the message says what to do).
+ */
 export type BrowserErrorCode =
   | "INVALID_ARGUMENT"
   | "NOT_FOUND"
   | "CAPABILITY_UNAVAILABLE"
   | "BROWSER_TIMEOUT"
   | "BROWSER_NAVIGATION_FAILED"
-  | "BROWSER_EVALUATION_FAILED";
+  | "BROWSER_EVALUATION_FAILED"
+  | "IMAGE_UNAVAILABLE";
 
 /**
  * The error `@pai/browser` throws on purpose. A member of PAI's error family (the shape of `@pai/core`'s `PaiError`)

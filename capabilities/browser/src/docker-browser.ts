@@ -28,9 +28,11 @@ import {
   type ContainerDriver,
   type ContainerLimits,
   type ContainerSpec,
+  createBindingImage,
   createPooledBinding,
   type DockerEngine,
   dockerPoolEngines,
+  type ImageProgress,
   type MultiEnginePoolEventMap,
   type MultiEnginePoolMetrics,
   type PoolEvents,
@@ -40,19 +42,34 @@ import {
 import { bindBrowserFacade } from "./bind-browser-facade.ts";
 import { BrowserError } from "./browser-error.ts";
 import type { BrowserFacade } from "./browser-facade.ts";
+import { browserImage, browserImageError } from "./browser-image.ts";
 import { chromiumCommand } from "./chromium-command.ts";
 import { type ChromiumConnection, connectChromium } from "./connect-chromium.ts";
 import { createBrowserFacade } from "./create-browser-facade.ts";
-import { resolveDefaultBrowserImage } from "./default-browser-image.ts";
 
 /** Options of {@link dockerBrowser}. */
 export interface DockerBrowserOptions {
   /**
-   * Image of the browser containers (it must exist locally; nothing is pulled). It must have `/usr/bin/chromium`
-   * and a non-root user 1000.
-   * @default the tag `images/build --print-tag browser` prints when that image exists, else `pai/browser:latest`
+   * Image of the browser containers: it must have `/usr/bin/chromium` and a non-root user 1000. A given image
+   * must be on every engine: it is never built or pulled (a missing one fails with `IMAGE_UNAVAILABLE`).
+   * @default PAI's browser image (`browserImage`: `pai/browser:<hash of its context and base>`), built from this
+   * package's `image/` folder on each engine that lacks it, on the first use (a few minutes; see `onImageProgress`)
    */
   image?: string;
+  /**
+   * The base PAI's browser image is built on when `image` is not given (a Debian bookworm, or an image with apt
+   * that works like it). Pulled when the engine lacks it.
+   * @default `PAI_BASE_IMAGE` when set; else `debian:bookworm-slim` when the engine has it or a registry gives it
+   * (a pull that must start answering within 20 s); else a Debian rootfs made with debootstrap (`pai/base:<hash>`:
+   * the engine's, or imported from /var/cache/pai-images, or made when this process is root and has debootstrap)
+   */
+  baseImage?: string;
+  /**
+   * Each line of progress while an engine's browser image is provided (pulling the base, each build step and its
+   * output, waiting for another process building it), with the engine's id.
+   * @default each line but a step's own output written to stderr (`writeImageProgress`)
+   */
+  onImageProgress?: (progress: ImageProgress) => void;
   /** The warm pool: its idle containers run a Chromium that Playwright is already attached to. */
   pool?: PooledBindingPoolOptions;
   /**
@@ -196,6 +213,18 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
     ...(options.chromiumArgs ? { extraArgs: options.chromiumArgs } : {}),
   });
 
+  const bindingImage = createBindingImage({
+    recipe: browserImage,
+    image: options.image,
+    baseImage: options.baseImage,
+    engines,
+    onProgress: options.onImageProgress,
+  });
+  const ensureImage = (context: { engineId: string; driver: ContainerDriver; signal: AbortSignal }) =>
+    bindingImage.ensure(context).catch((error: unknown) => {
+      throw browserImageError(error);
+    });
+
   /** Set by `preparePool` when the binding has one engine that shares this machine's filesystem (and `channel` is not `"tunnel"`). */
   let channel: EgressChannel | undefined;
 
@@ -241,17 +270,19 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
     ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
     ...(options.poolId ? { poolId: options.poolId } : {}),
     closedError: () => new BrowserError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
-    async preparePool() {
-      const image = options.image ?? (await resolveDefaultBrowserImage());
+    async preparePool({ signal }) {
+      const image = await bindingImage.resolve(signal).catch((error: unknown) => {
+        throw browserImageError(error);
+      });
       // The agent's volume, filled on each engine by prepareEngine (it starts Chromium and relays its pipe).
       const agentVolume = await agentVolumeMount();
       // The egress sockets' directory, read-only, so connections bypass the agent's exec stream: only on a single
       // engine that shares this machine's filesystem (the mount is part of the spec every engine's containers share).
       const [engine] = engines;
-      channel =
-        fastEgress && engine && engines.length === 1 && !engine.remote
-          ? await prepareEgressChannel({ driver: engine.driver, image })
-          : undefined;
+      const local = engine && engines.length === 1 && !engine.remote ? engine : undefined;
+      // The probe makes a container of the image: it must be there first.
+      if (fastEgress && local) await ensureImage({ engineId: local.id, driver: local.driver, signal });
+      channel = fastEgress && local ? await prepareEgressChannel({ driver: local.driver, image }) : undefined;
       const spec: ContainerSpec = {
         image,
         // The main process only keeps the container up; the agent starts Chromium.
@@ -285,6 +316,7 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         healthCheck: ({ state }) => state?.connection.isConnected() === true,
       };
     },
+    ensureImage,
     async prepareEngine({ driver, image, signal }) {
       await prepareAgentVolume({ driver, image, signal });
     },

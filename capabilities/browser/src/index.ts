@@ -1,3 +1,4 @@
+export type { ImageProgress, ImageRecipe } from "@pai/pool";
 export { bindBrowserFacade } from "./bind-browser-facade.ts";
 export { browser } from "./browser.ts";
 export { BrowserError, type BrowserErrorCode } from "./browser-error.ts";
@@ -14,8 +15,12 @@ export type {
   ScreenshotOptions,
   TextOptions,
 } from "./browser-facade.ts";
+export {
+  browserImage,
+  LATEST_BROWSER_IMAGE,
+  resolveDefaultBrowserImage,
+} from "./browser-image.ts";
 export { chromiumCommand } from "./chromium-command.ts";
-export { LATEST_BROWSER_IMAGE, resolveDefaultBrowserImage } from "./default-browser-image.ts";
 export {
   type BrowserConnectionEvent,
   type DockerBrowserBinding,

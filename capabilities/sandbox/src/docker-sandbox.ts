@@ -31,9 +31,11 @@ import {
   type ContainerDriver,
   type ContainerLimits,
   type ContainerSpec,
+  createBindingImage,
   createPooledBinding,
   type DockerEngine,
   dockerPoolEngines,
+  type ImageProgress,
   type MultiEnginePoolEventMap,
   type MultiEnginePoolMetrics,
   type PoolEvents,
@@ -44,18 +46,34 @@ import { createAgentExecutor } from "./agent-executor.ts";
 import { bindSandboxFacade } from "./bind-sandbox-facade.ts";
 import type { CommandExecutor } from "./command-executor.ts";
 import { createSandboxFacade } from "./create-sandbox-facade.ts";
-import { resolveDefaultSandboxImage } from "./default-sandbox-image.ts";
 import { createDockerExecExecutor } from "./docker-exec-executor.ts";
 import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxFacade, SandboxProcess } from "./sandbox-facade.ts";
+import { sandboxImage, sandboxImageError } from "./sandbox-image.ts";
 
 /** Options of {@link dockerSandbox}. */
 export interface DockerSandboxOptions {
   /**
-   * Image of the sandbox containers (it must exist locally; nothing is pulled).
-   * @default the tag `images/build --print-tag sandbox` prints when that image exists, else `pai/sandbox:latest`
+   * Image of the sandbox containers. A given image must be on every engine: it is never built or pulled (a
+   * missing one fails with `IMAGE_UNAVAILABLE`).
+   * @default PAI's sandbox image (`sandboxImage`: `pai/sandbox:<hash of its context and base>`), built from this
+   * package's `image/` folder on each engine that lacks it, on the first use (about a minute; see `onImageProgress`)
    */
   image?: string;
+  /**
+   * The base PAI's sandbox image is built on when `image` is not given (a Debian bookworm, or an image with apt
+   * that works like it). Pulled when the engine lacks it.
+   * @default `PAI_BASE_IMAGE` when set; else `debian:bookworm-slim` when the engine has it or a registry gives it
+   * (a pull that must start answering within 20 s); else a Debian rootfs made with debootstrap (`pai/base:<hash>`:
+   * the engine's, or imported from /var/cache/pai-images, or made when this process is root and has debootstrap)
+   */
+  baseImage?: string;
+  /**
+   * Each line of progress while an engine's sandbox image is provided (pulling the base, each build step and its
+   * output, waiting for another process building it), with the engine's id.
+   * @default each line but a step's own output written to stderr (`writeImageProgress`)
+   */
+  onImageProgress?: (progress: ImageProgress) => void;
   /** The warm pool. */
   pool?: PooledBindingPoolOptions;
   /**
@@ -196,6 +214,18 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
     throw new SandboxError("INVALID_ARGUMENT", "dockerSandbox: network.allow needs the agent executor");
   }
 
+  const bindingImage = createBindingImage({
+    recipe: sandboxImage,
+    image: options.image,
+    baseImage: options.baseImage,
+    engines,
+    onProgress: options.onImageProgress,
+  });
+  const ensureImage = (context: { engineId: string; driver: ContainerDriver; signal: AbortSignal }) =>
+    bindingImage.ensure(context).catch((error: unknown) => {
+      throw sandboxImageError(error);
+    });
+
   /** Set by `preparePool` when the binding has one engine that shares this machine's filesystem (and `channel` is not `"tunnel"`). */
   let channel: EgressChannel | undefined;
   /** Set by `preparePool` likewise: fresh containers' agents dial this process instead of a `docker exec`. */
@@ -260,8 +290,10 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
     // A conversation's files outlive a spec change: its next container inherits the old one's workspace.
     carryOver: [WORKSPACE],
     closedError: () => new SandboxError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
-    async preparePool() {
-      const image = options.image ?? (await resolveDefaultSandboxImage());
+    async preparePool({ signal }) {
+      const image = await bindingImage.resolve(signal).catch((error: unknown) => {
+        throw sandboxImageError(error);
+      });
       // The agent lives on a read-only volume shared by every container of an engine (sandboxes and browsers),
       // filled once per engine (prepareEngine) through the archive API, so nothing is copied into each container.
       const agentVolume = useAgent ? await agentVolumeMount() : undefined;
@@ -277,6 +309,8 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         engine && engines.length === 1 && !engine.remote
           ? { driver: engine.driver, image, engineKey }
           : undefined;
+      // The probes below make containers of the image: it must be there first.
+      if (engine && local) await ensureImage({ engineId: engine.id, driver: engine.driver, signal });
       channel = fastEgress && local ? await prepareEgressChannel(local) : undefined;
       // `channel: "tunnel"` asks for no host directory in the container at all.
       dial = useAgent && local && !(egress && !fastEgress) ? await prepareAgentDial(local) : undefined;
@@ -306,6 +340,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
         ...(useAgent ? { healthCheck: ({ state }) => state?.executor.kind === "agent" } : {}),
       };
     },
+    ensureImage,
     async prepareEngine({ driver, image, signal }) {
       if (useAgent) await prepareAgentVolume({ driver, image, signal });
     },

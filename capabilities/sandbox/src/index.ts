@@ -1,4 +1,5 @@
 export type { EgressAllowEntry, EgressNetworkOptions } from "@pai/container-agent";
+export type { ImageProgress, ImageRecipe } from "@pai/pool";
 export {
   type AgentExecutor,
   type AgentExecutorOptions,
@@ -12,7 +13,6 @@ export type {
   ExecutorSpawnOptions,
 } from "./command-executor.ts";
 export { createSandboxFacade, type SandboxFacadeOptions } from "./create-sandbox-facade.ts";
-export { LATEST_SANDBOX_IMAGE, resolveDefaultSandboxImage } from "./default-sandbox-image.ts";
 export {
   createDockerExecExecutor,
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -44,5 +44,6 @@ export type {
   UploadResult,
   WriteFileEntry,
 } from "./sandbox-facade.ts";
+export { LATEST_SANDBOX_IMAGE, resolveDefaultSandboxImage, sandboxImage } from "./sandbox-image.ts";
 export { type ToSandboxSessionOptions, toSandboxSession } from "./to-sandbox-session.ts";
 export { resolveWorkspacePath } from "./workspace-path.ts";

@@ -10,6 +10,8 @@ const marker = Symbol.for("pai.error.SandboxError");
  * - `SANDBOX_PROTOCOL`: the in-container agent or the command wrapper stopped speaking its protocol.
  * - `CONTAINER_FAILED`: the container failed under an operation (lost, stopped, a file script failed).
  * - `CAPABILITY_UNAVAILABLE`: the sandbox, its binding or the test run's sandbox pool is closed or unreachable.
+ * - `IMAGE_UNAVAILABLE`: the sandbox image is not on an engine and could not be provided there (a given image is
+ *   missing, or PAI's own could not be built: no base, a failed build); the message says what to do.
  */
 export type SandboxErrorCode =
   | "INVALID_ARGUMENT"
@@ -18,7 +20,8 @@ export type SandboxErrorCode =
   | "SANDBOX_SPAWN_FAILED"
   | "SANDBOX_PROTOCOL"
   | "CONTAINER_FAILED"
-  | "CAPABILITY_UNAVAILABLE";
+  | "CAPABILITY_UNAVAILABLE"
+  | "IMAGE_UNAVAILABLE";
 
 /**
  * The error `@pai/sandbox` throws on purpose. A member of PAI's error family (the shape of `@pai/core`'s `PaiError`)

@@ -1,9 +1,9 @@
 import { type ContainerLimits, containerSpecDefaults, createDockerDriver } from "@pai/pool";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
 import { createSandboxFacade } from "../create-sandbox-facade.ts";
-import { LATEST_SANDBOX_IMAGE } from "../default-sandbox-image.ts";
 import { createDockerExecExecutor } from "../docker-exec-executor.ts";
 import type { SandboxFacade } from "../sandbox-facade.ts";
+import { LATEST_SANDBOX_IMAGE } from "../sandbox-image.ts";
 
 /** Options of {@link createTestSandbox}. */
 export interface TestSandboxOptions {

@@ -1,0 +1,63 @@
+import { fileURLToPath } from "node:url";
+import { type ContainerDriver, createDockerDriver, type ImageRecipe, PoolError, planImage } from "@pai/pool";
+import { SandboxError } from "./sandbox-error.ts";
+
+/**
+ * The sandbox image PAI provides: the build context in this package's `image/` folder (Debian bookworm with bash,
+ * coreutils, python3 and pip, node, git, curl; user 1000, `/workspace`). `dockerSandbox()` builds it on an engine
+ * that lacks it; `npx pai images build sandbox` builds it ahead of time.
+ */
+export const sandboxImage: ImageRecipe = {
+  name: "sandbox",
+  contextDirectory: fileURLToPath(new URL("../image/", import.meta.url)),
+};
+
+/** The tag every build of the sandbox image moves to the newest one. */
+export const LATEST_SANDBOX_IMAGE = "pai/sandbox:latest";
+
+/**
+ * The image `dockerSandbox()` runs when none is given, built or not: `pai/sandbox:<12 hex>`, a hash of
+ * {@link sandboxImage}'s context and its base as the engine has it now (nothing is pulled), so a changed Dockerfile
+ * or base is noticed. {@link LATEST_SANDBOX_IMAGE} for a driver that cannot tell (no `images`).
+ */
+export async function resolveDefaultSandboxImage(
+  options: {
+    signal?: AbortSignal;
+    /** The engine. @default createDockerDriver() (DOCKER_HOST or the default socket) */
+    driver?: ContainerDriver;
+    /** As `DockerSandboxOptions.baseImage`. */
+    baseImage?: string;
+  } = {},
+): Promise<string> {
+  const { images } = options.driver ?? createDockerDriver();
+  if (!images) return LATEST_SANDBOX_IMAGE;
+  const plan = await planImage({
+    images,
+    recipe: sandboxImage,
+    baseImage: options.baseImage,
+    pull: false,
+    signal: options.signal,
+  });
+  return plan.tag;
+}
+
+/** An error of the binding's image as the `SandboxError` that says what to do; other errors pass through. */
+export function sandboxImageError(error: unknown): unknown {
+  if (PoolError.hasCode(error, "NOT_FOUND") && typeof error.details?.image === "string") {
+    const { image, engineId } = error.details;
+    return new SandboxError(
+      "IMAGE_UNAVAILABLE",
+      `Image ${image} is not on engine ${engineId} (a given image is never built or pulled): pull or load it ` +
+        `there (docker pull ${image}), or leave out \`image\` and PAI builds its own sandbox image ` +
+        "(ahead of time: npx pai images build sandbox)",
+      { cause: error, details: error.details },
+    );
+  }
+  if (PoolError.hasCode(error, "IMAGE_UNAVAILABLE")) {
+    return new SandboxError("IMAGE_UNAVAILABLE", error.message, {
+      cause: error,
+      details: error.details ?? {},
+    });
+  }
+  return error;
+}
