@@ -143,7 +143,10 @@ export async function acquireFileLock(options: AcquireFileLockOptions): Promise<
       waiting = true;
       options.onWait?.(holder);
     }
-    await sleep(POLL_MS, undefined, signal ? { signal } : {});
+    // An abort rejects with the signal's own reason, as every PAI call does.
+    await sleep(POLL_MS, undefined, signal ? { signal } : {}).catch((error: unknown) => {
+      throw signal?.aborted ? signal.reason : error;
+    });
   }
   const heartbeat = setInterval(() => {
     const now = new Date();

@@ -221,6 +221,61 @@ describe("createMultiEnginePool placement", () => {
   });
 });
 
+describe("createMultiEnginePool images", () => {
+  it("makes sure of each engine's image before checking it, and warms within its timeout counted from then", async () => {
+    const a = createFakeDriver({ createDelayMs: 30 });
+    const b = createFakeDriver({ createDelayMs: 30 });
+    const order: string[] = [];
+    const pool = makePool(
+      { a, b },
+      {
+        min: 1,
+        // A build takes minutes; here 300 ms, longer than the warm timeout below.
+        ensureImage: async ({ engineId }) => {
+          const driver = engineId === "a" ? a : b;
+          order.push(`ensure ${engineId} (checked ${driver.calls.checkEngine})`);
+          await new Promise((resolve) => setTimeout(resolve, 300));
+        },
+        prepareEngine: async ({ engineId }) => {
+          const driver = engineId === "a" ? a : b;
+          order.push(`prepare ${engineId} (checked ${driver.calls.checkEngine})`);
+        },
+      },
+    );
+    await pool.warm({ timeoutMs: 200 });
+    expect(order.sort()).toEqual([
+      "ensure a (checked 0)",
+      "ensure b (checked 0)",
+      "prepare a (checked 1)",
+      "prepare b (checked 1)",
+    ]);
+    expect(pool.metrics().available).toBe(2);
+  });
+
+  it("tries again to make sure of an engine's image after it failed", async () => {
+    const a = createFakeDriver();
+    const b = createFakeDriver();
+    let failA = true;
+    const pool = makePool(
+      { a, b },
+      {
+        ensureImage: async ({ engineId }) => {
+          if (engineId === "a" && failA) {
+            failA = false;
+            throw new PoolError("IMAGE_UNAVAILABLE", "the build failed");
+          }
+        },
+      },
+    );
+    const errors = collect(pool, "error");
+    const leases = await acquireMany(pool, 3);
+    expect(errors.map((event) => [event.operation, event.engineId, (event.error as Error).message])).toEqual([
+      ["prepare", "a", "the build failed"],
+    ]);
+    expect(leases.map((lease) => lease.engineId)).toContain("a");
+  });
+});
+
 describe("createMultiEnginePool ownership", () => {
   it("labels containers with its owner on every engine, and a pool made without one takes the owner it is given later", async () => {
     const a = createFakeDriver();
