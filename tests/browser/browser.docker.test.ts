@@ -14,6 +14,8 @@ import {
   browser,
   type DockerBrowserBinding,
   dockerBrowser,
+  type ImageProgress,
+  resolveDefaultBrowserImage,
 } from "@pai/browser";
 import type { CapabilityBinding } from "@pai/core";
 import {
@@ -513,6 +515,28 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
       expect(await poolContainers(ownPoolId)).toEqual([]);
     } finally {
       await removePoolContainers(ownPoolId);
+    }
+  });
+});
+
+describe.skipIf(dockerOptedOut)("the image dockerBrowser() runs by default", () => {
+  it("is the package's own browser image, current on the engine (npm test builds it first): nothing to build", async () => {
+    const progress: ImageProgress[] = [];
+    const poolId = uniquePoolId("default-image");
+    const defaults = dockerBrowser({
+      poolId,
+      pool: { min: 0, max: 1 },
+      network: "none",
+      onImageProgress: (line) => progress.push(line),
+    });
+    try {
+      await defaults.start();
+      expect(defaults.image).toMatch(/^pai\/browser:[0-9a-f]{12}$/);
+      expect(defaults.image).toBe(await resolveDefaultBrowserImage());
+      expect(progress).toEqual([]);
+    } finally {
+      await defaults.close();
+      await removePoolContainers(poolId);
     }
   });
 });
