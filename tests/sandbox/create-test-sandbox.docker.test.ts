@@ -1,6 +1,6 @@
 // `@pai/sandbox/testing`: createTestSandbox on testcontainers, cleaned up by `await using`, and the facade
 // presented as the AI SDK's SandboxSession.
-import { toSandboxSession } from "@pai/sandbox";
+import { resolveDefaultSandboxImage, toSandboxSession } from "@pai/sandbox";
 import { createTestSandbox } from "@pai/sandbox/testing";
 import { describe, expect, it } from "vitest";
 import { docker, dockerOptedOut, sandboxImage, testDriver } from "./docker-helpers.ts";
@@ -39,6 +39,12 @@ describe.skipIf(dockerOptedOut)("createTestSandbox", () => {
       expect(await docker("inspect", "-f", "{{.HostConfig.PidsLimit}}", containerId)).toBe("256");
     }
     expect(await gone(containerId)).toBe(true);
+  });
+
+  it("runs PAI's own sandbox image when given none (there on this engine: nothing to build)", async () => {
+    await using box = await createTestSandbox();
+    expect((await box.info()).image).toBe(await resolveDefaultSandboxImage());
+    expect((await box.runCommand({ command: "id -u" })).stdout).toBe("1000\n");
   });
 
   it("works as an AI SDK SandboxSession", async () => {

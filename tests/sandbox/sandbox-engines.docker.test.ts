@@ -6,7 +6,12 @@ import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import type { LeaseRecord } from "@pai/core";
 import { PoolError, poolLabels } from "@pai/pool";
-import { type DockerSandboxBinding, dockerSandbox, type ProvisionedSandbox } from "@pai/sandbox";
+import {
+  type DockerSandboxBinding,
+  dockerSandbox,
+  type ProvisionedSandbox,
+  SandboxError,
+} from "@pai/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   containersOn,
@@ -200,8 +205,13 @@ describe("dockerSandbox on several engines", () => {
       expect(leased.map(engineOf)).toEqual(["engine-1", "engine-1"]);
       const prepare = errors.find((event) => event.operation === "prepare");
       expect(prepare?.engineId).toBe("engine-2");
-      expect(PoolError.hasCode(prepare?.error, "NOT_FOUND")).toBe(true);
-      expect(prepare?.error).toMatchObject({ message: expect.stringContaining(onlyOnOne) });
+      // A given image is never built: its absence is told with the fix.
+      expect(SandboxError.hasCode(prepare?.error, "IMAGE_UNAVAILABLE")).toBe(true);
+      expect(prepare?.error).toMatchObject({
+        message: expect.stringMatching(
+          new RegExp(`${onlyOnOne} is not on engine engine-2.*npx pai images build`),
+        ),
+      });
       const runtimes = JSON.parse(
         (await run("docker", ["-H", `unix://${one.socketPath}`, "info", "--format", "{{json .Runtimes}}"]))
           .stdout,

@@ -44,6 +44,11 @@ export type {
   UploadResult,
   WriteFileEntry,
 } from "./sandbox-facade.ts";
-export { LATEST_SANDBOX_IMAGE, resolveDefaultSandboxImage, sandboxImage } from "./sandbox-image.ts";
+export {
+  LATEST_SANDBOX_IMAGE,
+  provideSandboxImage,
+  resolveDefaultSandboxImage,
+  sandboxImage,
+} from "./sandbox-image.ts";
 export { type ToSandboxSessionOptions, toSandboxSession } from "./to-sandbox-session.ts";
 export { resolveWorkspacePath } from "./workspace-path.ts";

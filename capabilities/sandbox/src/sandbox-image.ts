@@ -1,5 +1,13 @@
 import { fileURLToPath } from "node:url";
-import { type ContainerDriver, createDockerDriver, type ImageRecipe, PoolError, planImage } from "@pai/pool";
+import {
+  type ContainerDriver,
+  createBindingImage,
+  createDockerDriver,
+  type ImageProgress,
+  type ImageRecipe,
+  PoolError,
+  planImage,
+} from "@pai/pool";
 import { SandboxError } from "./sandbox-error.ts";
 
 /**
@@ -39,6 +47,40 @@ export async function resolveDefaultSandboxImage(
     signal: options.signal,
   });
   return plan.tag;
+}
+
+/**
+ * Makes sure the engine has PAI's sandbox image, building it there when it lacks it, and returns its tag: what
+ * `dockerSandbox()` does on its first use, for code that starts containers itself (`createTestSandbox`) or wants
+ * the build done ahead of time (an app's start, a CI step).
+ * @throws SandboxError `IMAGE_UNAVAILABLE` naming what to do when it cannot be provided
+ */
+export async function provideSandboxImage(
+  options: {
+    /** The engine. @default createDockerDriver() (DOCKER_HOST or the default socket) */
+    driver?: ContainerDriver;
+    /** As `DockerSandboxOptions.baseImage`. */
+    baseImage?: string;
+    /** As `DockerSandboxOptions.onImageProgress`. @default lines on stderr */
+    onImageProgress?: (progress: ImageProgress) => void;
+    signal?: AbortSignal;
+  } = {},
+): Promise<string> {
+  const engine = { id: "default", driver: options.driver ?? createDockerDriver() };
+  const image = createBindingImage({
+    recipe: sandboxImage,
+    baseImage: options.baseImage,
+    engines: [engine],
+    onProgress: options.onImageProgress,
+  });
+  const signal = options.signal ?? new AbortController().signal;
+  try {
+    const tag = await image.resolve(signal);
+    await image.ensure({ engineId: engine.id, driver: engine.driver, signal });
+    return tag;
+  } catch (error) {
+    throw sandboxImageError(error);
+  }
 }
 
 /** An error of the binding's image as the `SandboxError` that says what to do; other errors pass through. */

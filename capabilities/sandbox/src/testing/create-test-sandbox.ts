@@ -3,11 +3,14 @@ import { GenericContainer, type StartedTestContainer, Wait } from "testcontainer
 import { createSandboxFacade } from "../create-sandbox-facade.ts";
 import { createDockerExecExecutor } from "../docker-exec-executor.ts";
 import type { SandboxFacade } from "../sandbox-facade.ts";
-import { LATEST_SANDBOX_IMAGE } from "../sandbox-image.ts";
+import { provideSandboxImage } from "../sandbox-image.ts";
 
 /** Options of {@link createTestSandbox}. */
 export interface TestSandboxOptions {
-  /** A local image (nothing is pulled). @default "pai/sandbox:latest" */
+  /**
+   * An image the engine has (nothing is pulled).
+   * @default PAI's sandbox image, built on the engine when it lacks it (see `provideSandboxImage`)
+   */
   image?: string;
   /** Limits, as `dockerSandbox`'s. @default 512 MiB, 1 CPU, 256 pids, 1 GiB largest file */
   limits?: ContainerLimits;
@@ -68,7 +71,7 @@ class HardenedContainer extends GenericContainer {
 export async function createTestSandbox(options: TestSandboxOptions = {}): Promise<TestSandbox> {
   process.env.TESTCONTAINERS_RYUK_DISABLED ??= "true";
   process.env.TESTCONTAINERS_HOST_OVERRIDE ??= "localhost";
-  const image = options.image ?? LATEST_SANDBOX_IMAGE;
+  const image = options.image ?? (await provideSandboxImage());
   const limits = { ...containerSpecDefaults.limits, ...(options.limits ?? {}) };
   const container = await new HardenedContainer(image, limits)
     .withCommand(["sleep", "infinity"])
