@@ -73,8 +73,8 @@ export async function createChatServer(options: ChatServerOptions = {}): Promise
   } catch (error) {
     await runtime.close().catch(() => undefined);
     throw new Error(
-      "the sandbox could not start: is the Docker engine up (bash scripts/docker-engine) and the image built " +
-        `(images/build sandbox)? ${error instanceof Error ? error.message : String(error)}`,
+      "the sandbox could not start: is the Docker engine up (bash scripts/docker-engine)? " +
+        `${error instanceof Error ? error.message : String(error)}`,
       { cause: error },
     );
   }
