@@ -199,6 +199,7 @@ export function createDockerImageDriver(docker: Docker, streaming: Docker): Imag
               labels: { ...options.labels },
               networkmode: options.networkMode ?? "host",
               ...(options.extraHosts?.length ? { extrahosts: [...options.extraHosts] } : {}),
+              ...(options.noCache ? { nocache: true } : {}),
               rm: true,
               forcerm: true,
               ...abort(signal),

@@ -23,6 +23,8 @@ export interface ImageBuildOptions {
   networkMode?: "host" | "none";
   /** `name:address` lines for the build containers' /etc/hosts (e.g. the apt mirror's name, resolved beforehand). */
   extraHosts?: readonly string[];
+  /** Runs every step anew instead of taking layers an earlier build left. @default false */
+  noCache?: boolean;
   /** Told each line of the build's output (`Step 2/7 : RUN ...`, then that step's own output). */
   onOutput?: (line: string) => void;
   signal?: AbortSignal;

@@ -13,7 +13,10 @@ export interface ProvideImageOptions {
   images: ImageDriver;
   /** What to provide (see `planImage`). */
   plan: ImagePlan;
-  /** Build even when the engine has the image (e.g. to take in Debian's updates). @default false */
+  /**
+   * Build even when the engine has the image, every step anew (no layer of an earlier build reused), e.g. to take
+   * in Debian's updates. @default false
+   */
   force?: boolean;
   /** Told each line of progress: waiting for another process, pulling or making the base, each build step. */
   onProgress?: ((progress: ImageProgress) => void) | undefined;
@@ -86,6 +89,7 @@ async function build(options: ProvideImageOptions): Promise<void> {
       labels: { "pai.image": plan.recipe.name, "pai.content-hash": plan.hash, "pai.base": plan.base.ref },
       networkMode: "host",
       extraHosts: await pinnedHosts(),
+      noCache: options.force === true,
       onOutput: (line) => {
         const step = /^Step \d+\/\d+ : /.test(line);
         if (!step) recent.push(line);

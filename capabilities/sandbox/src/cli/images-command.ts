@@ -30,7 +30,7 @@ const usage = [
   "",
   "  --base REF     the base image to build on (default: PAI_BASE_IMAGE; else debian:bookworm-slim when the",
   "                 engine has it or a registry gives it; else a Debian rootfs made with debootstrap)",
-  "  --force        build even when the engine has the image (e.g. to take in Debian's updates)",
+  "  --force        build even when the engine has the image, every step anew (e.g. to take in Debian's updates)",
   "  --print-tag    print the tags the images would have now; build and pull nothing",
 ];
 
