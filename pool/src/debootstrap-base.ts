@@ -55,6 +55,7 @@ function cacheDirectory(): string {
   return process.env.PAI_IMAGES_CACHE || "/var/cache/pai-images";
 }
 
+/** Whether `program` is on the PATH (the rootfs script runs debootstrap, chroot and mount from there). */
 async function onPath(program: string): Promise<boolean> {
   for (const directory of (process.env.PATH ?? "").split(delimiter)) {
     if (directory === "") continue;
@@ -63,18 +64,15 @@ async function onPath(program: string): Promise<boolean> {
       return true;
     } catch {}
   }
-  // debootstrap lives in /usr/sbin, which a non-login PATH may lack.
-  return access(join("/usr/sbin", program), constants.X_OK).then(
-    () => true,
-    () => false,
-  );
+  return false;
 }
 
 /** Why this process cannot run debootstrap, or `undefined` when it can. */
 async function cannotDebootstrap(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return "debootstrap needs root";
-  if (!(await onPath("debootstrap")))
-    return "the debootstrap program is not installed (apt-get install debootstrap)";
+  if (!(await onPath("debootstrap"))) {
+    return "debootstrap is not on the PATH (apt-get install debootstrap; it lives in /usr/sbin)";
+  }
   return undefined;
 }
 

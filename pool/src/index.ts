@@ -45,16 +45,9 @@ export { dockerPoolEngines } from "./docker-pool-engines.ts";
 export type { DockerStreamDemuxer, DockerStreamType } from "./docker-stream-demuxer.ts";
 export { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
 export type { FreeCapacity } from "./engine-capacity.ts";
-export {
-  type AcquireFileLockOptions,
-  acquireFileLock,
-  type FileLock,
-  type FileLockOwner,
-} from "./file-lock.ts";
 export type { LostWatch } from "./guard-lost-facade.ts";
 export { guardLostFacade } from "./guard-lost-facade.ts";
-export type { ImageContextFile, ImageRecipe } from "./image-context.ts";
-export { readImageContext } from "./image-context.ts";
+export type { ImageRecipe } from "./image-context.ts";
 export type { ImageBuildOptions, ImageDriver, ImageImportOptions, ImageSummary } from "./image-driver.ts";
 export type { ImageProgress } from "./image-progress.ts";
 export { poolLabels } from "./labels.ts";

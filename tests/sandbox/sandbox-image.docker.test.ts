@@ -4,6 +4,8 @@
 // debootstrap base is pushed there as <registry>/debian:bookworm-slim. Then two processes provision at once on the
 // empty engine, and the `pai images` command line runs as a child process against it.
 import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { debootstrapBase, type ImageProgress } from "@pai/pool";
 import { dockerSandbox, resolveDefaultSandboxImage, SandboxError } from "@pai/sandbox";
@@ -104,7 +106,7 @@ describe("the sandbox image, provided by the package", () => {
     }
   }, 900_000);
 
-  it("names the fix when the base cannot be had, and when a given image is missing builds nothing", async () => {
+  it("names the fix when the base cannot be had or made, and when a given image is missing builds nothing", async () => {
     const imageIds = async () => [...new Set(lines(await docker("images", "-aq")))].sort();
     const before = await imageIds();
     const noBase = dockerSandbox({
@@ -129,6 +131,31 @@ describe("the sandbox image, provided by the package", () => {
     await noImage.close();
     expect(SandboxError.hasCode(noImageError, "IMAGE_UNAVAILABLE")).toBe(true);
     expect((noImageError as Error).message).toMatch(/not on engine engine-3.*npx pai images build sandbox/);
+    expect(await imageIds()).toEqual(before);
+
+    // The default base on an engine that lacks it, no registry answering, no cached rootfs, and no debootstrap on
+    // the PATH: the base cannot be made here, and the error says what would do.
+    const cache = await mkdtemp(join(tmpdir(), "pai-images-cache-"));
+    try {
+      const cannot = await execa(
+        process.execPath,
+        [
+          provisionFixture,
+          engine.socketPath,
+          engine.id,
+          `test-image-no-debootstrap-${randomBytes(3).toString("hex")}`,
+        ],
+        { env: { PATH: "/usr/bin:/bin", PAI_IMAGES_CACHE: cache }, reject: false, timeout: 120_000 },
+      );
+      expect(cannot.exitCode).toBe(1);
+      expect(cannot.stderr).toContain("SandboxError");
+      expect(cannot.stderr).toContain("IMAGE_UNAVAILABLE");
+      expect(cannot.stderr).toMatch(
+        /debootstrap is not on the PATH.*Install debootstrap and run as root, make a registry reachable.*baseImage/,
+      );
+    } finally {
+      await rm(cache, { recursive: true, force: true });
+    }
     expect(await imageIds()).toEqual(before);
   }, 120_000);
 
