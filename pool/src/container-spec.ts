@@ -23,7 +23,7 @@ export interface ContainerLimits {
   /**
    * Disk of the container: everything its writable paths hold together (`/workspace` and `/tmp`), bounded by the
    * kernel — they share one small ext4 filesystem of this size (the engine's `pai-disk` volume plugin, started by
-   * `scripts/docker-engine`), so a write past it fails with ENOSPC and the host spends at most this much.
+   * `npx pai engine setup`), so a write past it fails with ENOSPC and the host spends at most this much.
    * `null` leaves them plain local volumes, bounded only by the host's disk (for engines without the plugin).
    * @default 2147483648 (2 GiB)
    */

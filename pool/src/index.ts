@@ -29,6 +29,7 @@ export { createContainerPool } from "./container-pool.ts";
 export type { ContainerLimits, ContainerSpec, ResolvedContainerSpec } from "./container-spec.ts";
 export { containerSpecDefaults, resolveContainerSpec } from "./container-spec.ts";
 export type { CreateBackoffOptions } from "./create-backoff.ts";
+export { diskVolumePluginEntryPath } from "./disk-plugin/disk-volume-plugin-entry-path.ts";
 export type { DockerDriverOptions, EnginePlacement } from "./docker-driver.ts";
 export { createDockerDriver } from "./docker-driver.ts";
 export type { DockerEngineConnection, DockerSshOptions } from "./docker-engine-connection.ts";

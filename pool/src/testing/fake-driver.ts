@@ -350,6 +350,12 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
         memoryBytes: options.host?.memoryBytes ?? 8 * 1024 ** 3,
         cpus: options.host?.cpus ?? 4,
         containersRunning: [...containers.values()].filter((c) => c.status === "running").length,
+        hostname: "fake-engine",
+        serverVersion: "0.0.0-fake",
+        architecture: "x86_64",
+        runtimes: [...new Set(["runc", options.defaultRuntime ?? "runc"])],
+        defaultRuntime: "runc",
+        volumePlugins: ["local"],
       };
     },
 
