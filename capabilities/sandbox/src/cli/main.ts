@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+// `pai`, the command line of @pai/sandbox: `npx pai doctor`, `npx pai engine setup`.
+import type { CliIo } from "./cli-io.ts";
+import { doctorCommand } from "./doctor-command.ts";
+import { engineCommand } from "./engine-command.ts";
+
+const commands = { doctor: doctorCommand, engine: engineCommand };
+
+const usage = [
+  "usage: pai <command> [options]",
+  "",
+  "  doctor         checks the Docker engine for PAI's sandboxes: each line OK, or the problem and its fix",
+  "  engine setup   equips the engine on this machine, as root: crun registered, the pai-disk plugin running",
+  "",
+  "`pai <command> --help` tells a command's options.",
+];
+
+const controller = new AbortController();
+/** The exit code of a command stopped by a signal: 128 + its number, as a shell reports it. */
+const stoppedBy = { SIGINT: 130, SIGTERM: 143 } as const;
+for (const name of Object.keys(stoppedBy) as Array<keyof typeof stoppedBy>) {
+  process.once(name, () => controller.abort(name));
+}
+
+const io: CliIo = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+  signal: controller.signal,
+};
+
+async function main(argv: readonly string[]): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === "--help" || name === "-h" || name === "help") {
+    for (const line of usage) io.out(line);
+    return 0;
+  }
+  if (name === undefined || !Object.hasOwn(commands, name)) {
+    if (name !== undefined) io.err(`pai: unknown command ${name}`);
+    for (const line of usage) io.err(line);
+    return 2;
+  }
+  return commands[name as keyof typeof commands](args, io);
+}
+
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (error) {
+  const stopped = controller.signal.aborted
+    ? (controller.signal.reason as keyof typeof stoppedBy)
+    : undefined;
+  io.err(
+    stopped ? `pai: stopped by ${stopped}` : `pai: ${error instanceof Error ? error.message : String(error)}`,
+  );
+  process.exitCode = stopped ? stoppedBy[stopped] : 1;
+}
