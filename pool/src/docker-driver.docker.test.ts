@@ -314,7 +314,9 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     const missing = createDockerDriver({ diskVolumeDriver: `pai-disk-missing-${testRun}` });
     const error = await missing.create({ image }, { [poolLabels.pool]: newPoolId("nodisk") }).catch((e) => e);
     expect(PoolError.hasCode(error, "CONTAINER_FAILED")).toBe(true);
-    expect(error.message).toMatch(/has no "pai-disk-missing-\w+" volume plugin.*`npx pai engine setup`.*limits\.diskBytes/);
+    expect(error.message).toMatch(
+      /has no "pai-disk-missing-\w+" volume plugin.*`npx pai engine setup`.*limits\.diskBytes/,
+    );
     expect(error.details).toMatchObject({ reason: "disk-driver-missing" });
   }, 40_000);
 

@@ -1,10 +1,17 @@
 import { request } from "node:http";
 
 /**
- * Whether a volume plugin answers on `socket`: it activates as a `VolumeDriver` (`POST /Plugin.Activate`, the
- * first call Docker makes). `false` when nothing listens, it answers something else, or it takes over 10 s.
+ * What a volume plugin's socket says to `POST /Plugin.Activate`, the first call Docker makes: `answers` when a
+ * `VolumeDriver` activates there, `no-access` when the socket refuses this user (the plugin's socket admits root
+ * only), `silent` when nothing listens, it answers something else, or it takes over 10 s.
  */
-export function diskPluginAnswers(socket: string, options: { signal: AbortSignal }): Promise<boolean> {
+export type DiskPluginAnswer = "answers" | "no-access" | "silent";
+
+/** Asks the volume plugin on `socket` whether it is there: see {@link DiskPluginAnswer}. */
+export function diskPluginAnswers(
+  socket: string,
+  options: { signal: AbortSignal },
+): Promise<DiskPluginAnswer> {
   const signal = AbortSignal.any([options.signal, AbortSignal.timeout(10_000)]);
   return new Promise((resolve) => {
     const call = request(
@@ -15,11 +22,15 @@ export function diskPluginAnswers(socket: string, options: { signal: AbortSignal
         response.on("data", (chunk: string) => {
           body += chunk;
         });
-        response.on("end", () => resolve(response.statusCode === 200 && body.includes("VolumeDriver")));
-        response.on("error", () => resolve(false));
+        response.on("end", () =>
+          resolve(response.statusCode === 200 && body.includes("VolumeDriver") ? "answers" : "silent"),
+        );
+        response.on("error", () => resolve("silent"));
       },
     );
-    call.on("error", () => resolve(false));
+    call.on("error", (error: NodeJS.ErrnoException) =>
+      resolve(error.code === "EACCES" ? "no-access" : "silent"),
+    );
     call.end("{}");
   });
 }

@@ -1,7 +1,7 @@
 import { allPassed, type CheckResult, formatCheck } from "./check-result.ts";
 import type { CliIo } from "./cli-io.ts";
-import { diskPluginAnswers } from "./disk-plugin-answers.ts";
 import { type DiskPluginFiles, diskPluginFiles } from "./disk-plugin-files.ts";
+import { diskPluginStatus } from "./disk-plugin-status.ts";
 import { engineCheck } from "./engine-check.ts";
 import { type EngineTarget, inspectEngine } from "./inspect-engine.ts";
 import { parseCliOptions } from "./parse-cli-options.ts";
@@ -58,12 +58,13 @@ async function diskPluginCheck(
   const check = "disk plugin";
   const fix = `${setupHere(engine)}, or set limits: { diskBytes: null } for sandboxes without a disk bound`;
   if (engine.local) {
-    return (await diskPluginAnswers(files.socket, { signal }))
-      ? { check, status: "ok", message: `${files.name} answers on ${files.socket}` }
+    const status = await diskPluginStatus({ files, signal });
+    return status.running
+      ? { check, status: "ok", message: status.detail }
       : {
           check,
           status: "failed",
-          message: `nothing answers on ${files.socket}: sandboxes with a disk bound (limits.diskBytes) cannot start`,
+          message: `${status.detail}: sandboxes with a disk bound (limits.diskBytes) cannot start`,
           fix,
         };
   }

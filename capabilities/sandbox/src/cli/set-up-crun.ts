@@ -48,7 +48,7 @@ export async function setUpCrun(options: {
     return {
       check,
       status: "failed",
-      message: `the engine has no runtime crun, and registering it in ${configPath} needs root`,
+      message: `${engine.info === undefined ? "no engine answers to tell whether it has runtime crun" : "the engine has no runtime crun"}, and registering it in ${configPath} needs root`,
       fix: "run `sudo npx pai engine setup`",
     };
   }

@@ -1,8 +1,7 @@
 import { execa } from "execa";
 import type { CheckResult } from "./check-result.ts";
-import { diskPluginAnswers } from "./disk-plugin-answers.ts";
 import type { DiskPluginFiles } from "./disk-plugin-files.ts";
-import { diskPluginProcess } from "./disk-plugin-process.ts";
+import { diskPluginStatus } from "./disk-plugin-status.ts";
 import { findExecutable } from "./find-executable.ts";
 import type { EngineTarget } from "./inspect-engine.ts";
 import { startDiskPlugin } from "./start-disk-plugin.ts";
@@ -30,19 +29,13 @@ export async function setUpDiskPlugin(options: {
       fix: `run \`npx pai engine setup\` as root on that host, ${unbounded}`,
     };
   }
-  if (await diskPluginAnswers(files.socket, { signal })) {
-    const pid = await diskPluginProcess(files);
-    return {
-      check,
-      status: "ok",
-      message: `${files.name} answers on ${files.socket}${pid === undefined ? "" : ` (pid ${pid})`}`,
-    };
-  }
+  const status = await diskPluginStatus({ files, signal });
+  if (status.running) return { check, status: "ok", message: status.detail };
   if (!options.root) {
     return {
       check,
       status: "failed",
-      message: `nothing answers on ${files.socket}, and starting ${files.name} needs root (it mounts loop devices)`,
+      message: `${status.detail}, and starting ${files.name} needs root (it mounts loop devices)`,
       fix: `run \`sudo npx pai engine setup\`, ${unbounded}`,
     };
   }

@@ -93,7 +93,7 @@ export async function startDiskPlugin(options: {
   try {
     await writeFile(files.pidFile, `${pid}\n`);
     const deadline = Date.now() + startTimeoutMs;
-    while (!(await diskPluginAnswers(files.socket, { signal }))) {
+    while ((await diskPluginAnswers(files.socket, { signal })) !== "answers") {
       if (exited) throw new Error(`the disk plugin exited as it started:\n${await logTail(files.log)}`);
       if (Date.now() > deadline) {
         throw new Error(
