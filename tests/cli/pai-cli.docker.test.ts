@@ -4,6 +4,7 @@
 // name, socket, pid file and state folder of their own, and dockerd is never restarted.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildAgentBinary } from "@pai/container-agent";
@@ -11,6 +12,7 @@ import { execa } from "execa";
 import { beforeAll, describe, expect, it } from "vitest";
 import { docker, dockerOptedOut, waitFor } from "../sandbox/docker-helpers.ts";
 
+const MiB = 1024 * 1024;
 const main = join(import.meta.dirname, "..", "..", "capabilities", "sandbox", "src", "cli", "main.ts");
 
 /** Runs `pai <args>` on this Node, as `npx pai` would; `env` is added to this process's environment. */
@@ -41,15 +43,34 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The engine makes a 16 MiB volume through plugin `name` and drops it: the plugin serves the engine. */
-async function expectEngineUses(name: string): Promise<void> {
-  const volume = `pai-clitest-${randomBytes(4).toString("hex")}`;
-  await docker("volume", "create", "--driver", name, "--opt", `size=${16 * 1024 * 1024}`, volume);
+/** One call of the volume plugin protocol on `socket`, as the engine makes it. */
+function callPlugin(socket: string, path: string, body: object): Promise<Record<string, any>> {
+  return new Promise((resolve, reject) => {
+    const call = request({ socketPath: socket, path, method: "POST" }, (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      response.on("end", () => resolve(JSON.parse(text)));
+      response.on("error", reject);
+    });
+    call.on("error", reject);
+    call.end(JSON.stringify(body));
+  });
+}
+
+/** The plugin on `socket` makes a 16 MiB disk (mkfs, loop mount), tells its size, and drops it. */
+async function expectPluginServes(socket: string): Promise<void> {
+  const Name = `pai-clitest-${randomBytes(4).toString("hex")}`;
+  expect(
+    await callPlugin(socket, "/VolumeDriver.Create", { Name, Opts: { size: String(16 * MiB) } }),
+  ).toEqual({});
   try {
-    const status = JSON.parse(await docker("volume", "inspect", "--format", "{{json .Status}}", volume));
-    expect(status).toMatchObject({ sizeBytes: 16 * 1024 * 1024 });
+    const { Volume } = await callPlugin(socket, "/VolumeDriver.Get", { Name });
+    expect(Volume.Status).toMatchObject({ sizeBytes: 16 * MiB });
   } finally {
-    await docker("volume", "rm", volume);
+    expect(await callPlugin(socket, "/VolumeDriver.Remove", { Name })).toEqual({});
   }
 }
 
@@ -139,12 +160,16 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
   });
 
   it("engine setup starts a disk plugin that is not running, and again after it was killed", async () => {
+    // A second plugin with a socket where engines do not look: an engine that met a plugin in
+    // /run/docker/plugins keeps asking it until it restarts, and waits for it once it is gone.
     const name = `pai-disk-clitest-${randomBytes(3).toString("hex")}`;
-    const stateDir = await mkdtemp(join(tmpdir(), "pai-disk-clitest-"));
-    const socket = `/run/docker/plugins/${name}.sock`;
+    const folder = await mkdtemp(join(tmpdir(), "pai-disk-clitest-"));
+    const socket = join(folder, "plugin.sock");
+    const stateDir = join(folder, "state");
     const pidFile = `/var/run/${name}-plugin.pid`;
     const log = `/var/log/${name}-plugin.log`;
-    const setup = () => pai(["engine", "setup", "--plugin-name", name, "--plugin-state-dir", stateDir]);
+    const plugin = ["--plugin-name", name, "--plugin-socket", socket];
+    const setup = () => pai(["engine", "setup", ...plugin, "--plugin-state-dir", stateDir]);
     try {
       const first = await setup();
       expect(first.stdout).toMatch(
@@ -156,13 +181,15 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
       expect(first.stdout).toMatch(/^engine setup: done \(1 changed\)$/m);
       expect(first.exitCode).toBe(0);
       const pid = (await pidIn(pidFile)) as number;
+      // It outlived the command that started it.
       expect(alive(pid)).toBe(true);
+      await expectPluginServes(socket);
       expect(await readFile(log, "utf8")).toContain(`pai-disk: serving ${socket}`);
 
       // A crash: the daemon dies, its socket file stays.
       process.kill(pid, "SIGKILL");
       await waitFor(() => !alive(pid), "the plugin to die");
-      const doctor = await pai(["doctor", "--plugin-name", name]);
+      const doctor = await pai(["doctor", ...plugin]);
       expect(doctor.exitCode).toBe(1);
       expect(doctor.stdout).toMatch(
         new RegExp(
@@ -176,8 +203,8 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
       expect(again.stdout).toMatch(new RegExp(`^DONE disk plugin: started ${name} \\(pid \\d+\\)`, "m"));
       const restarted = (await pidIn(pidFile)) as number;
       expect(restarted).not.toBe(pid);
-      // It outlived the command that started it, and serves the engine.
-      await expectEngineUses(name);
+      await expectPluginServes(socket);
+      expect((await pai(["doctor", ...plugin])).stdout).toMatch(/^OK disk plugin: /m);
 
       const third = await setup();
       expect(third.exitCode).toBe(0);
@@ -190,9 +217,7 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
         process.kill(pid, "SIGTERM");
         await waitFor(() => !alive(pid), "the plugin to stop");
       }
-      await Promise.all(
-        [socket, pidFile, log, stateDir].map((path) => rm(path, { recursive: true, force: true })),
-      );
+      await Promise.all([folder, pidFile, log].map((path) => rm(path, { recursive: true, force: true })));
     }
   }, 120_000);
 

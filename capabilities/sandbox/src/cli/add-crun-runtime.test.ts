@@ -24,7 +24,11 @@ describe("addCrunRuntime", () => {
 
   it("keeps everything else in an existing file, and a second call changes nothing", async () => {
     const configPath = join(folder, "daemon.json");
-    const before = { "log-level": "warn", runtimes: { kata: { path: "/opt/kata" } }, "data-root": "/srv/docker" };
+    const before = {
+      "log-level": "warn",
+      runtimes: { kata: { path: "/opt/kata" } },
+      "data-root": "/srv/docker",
+    };
     await writeFile(configPath, JSON.stringify(before));
     expect(await addCrunRuntime({ configPath, crunPath: "/usr/bin/crun" })).toBe(true);
     expect(await read(configPath)).toEqual({

@@ -14,12 +14,20 @@ export interface DiskPluginFiles {
  * The files of plugin `name` (those `scripts/docker-engine` used before `pai engine setup` took over, so either
  * finds the plugin the other started): `/run/docker/plugins/<name>.sock`, `/var/run/<name>-plugin.pid`,
  * `/var/log/<name>-plugin.log`, state in `stateDir` (default `/var/lib/<name>`).
+ *
+ * `socket` puts the socket elsewhere, where engines do not look (a plugin for tests): an engine keeps every plugin
+ * it met in /run/docker/plugins until it restarts, and once that plugin's socket is gone, each look-up of a volume
+ * it does not know waits ~15 s for it.
  */
-export function diskPluginFiles(options: { name: string; stateDir?: string | undefined }): DiskPluginFiles {
+export function diskPluginFiles(options: {
+  name: string;
+  stateDir?: string | undefined;
+  socket?: string | undefined;
+}): DiskPluginFiles {
   const { name } = options;
   return {
     name,
-    socket: `/run/docker/plugins/${name}.sock`,
+    socket: options.socket ?? `/run/docker/plugins/${name}.sock`,
     pidFile: `/var/run/${name}-plugin.pid`,
     log: `/var/log/${name}-plugin.log`,
     stateDir: options.stateDir ?? `/var/lib/${name}`,

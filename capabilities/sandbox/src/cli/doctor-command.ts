@@ -14,12 +14,14 @@ const help = [
   "Checks what PAI's sandboxes need from the Docker engine (DOCKER_HOST, or the default socket), one line per",
   "check: OK, or the problem and its fix. Changes nothing. Exit code 0 when every check passes.",
   "",
-  "  --plugin-name <name>   the disk volume plugin sandboxes use (default pai-disk)",
-  "  --json                 one JSON object instead of lines",
+  "  --plugin-name <name>     the disk volume plugin sandboxes use (default pai-disk)",
+  "  --plugin-socket <path>   its socket (default /run/docker/plugins/<name>.sock)",
+  "  --json                   one JSON object instead of lines",
 ];
 
 const options = {
   "plugin-name": { type: "string", default: "pai-disk" },
+  "plugin-socket": { type: "string" },
   json: { type: "boolean", default: false },
   help: { type: "boolean", short: "h", default: false },
 } as const;
@@ -107,7 +109,7 @@ export async function doctorCommand(args: readonly string[], io: CliIo): Promise
     return 0;
   }
   const { signal } = io;
-  const files = diskPluginFiles({ name: values["plugin-name"] });
+  const files = diskPluginFiles({ name: values["plugin-name"], socket: values["plugin-socket"] });
   const engine = await inspectEngine({ signal });
   const results: CheckResult[] = [
     engineCheck(engine),

@@ -22,6 +22,7 @@ const help = [
   "  --pid-file <file>          the engine's pid file           (default /var/run/docker.pid)",
   "  --plugin-name <name>       the disk plugin's name          (default pai-disk)",
   "  --plugin-state-dir <dir>   the disk plugin's state folder  (default /var/lib/<name>)",
+  "  --plugin-socket <path>     the disk plugin's socket (default /run/docker/plugins/<name>.sock, where engines look)",
   "  --json                     one JSON object instead of lines",
 ];
 
@@ -30,6 +31,7 @@ const options = {
   "pid-file": { type: "string", default: "/var/run/docker.pid" },
   "plugin-name": { type: "string", default: "pai-disk" },
   "plugin-state-dir": { type: "string" },
+  "plugin-socket": { type: "string" },
   json: { type: "boolean", default: false },
   help: { type: "boolean", short: "h", default: false },
 } as const;
@@ -58,7 +60,11 @@ export async function engineCommand(args: readonly string[], io: CliIo): Promise
   }
   const { signal } = io;
   const root = process.getuid?.() === 0;
-  const files = diskPluginFiles({ name: values["plugin-name"], stateDir: values["plugin-state-dir"] });
+  const files = diskPluginFiles({
+    name: values["plugin-name"],
+    stateDir: values["plugin-state-dir"],
+    socket: values["plugin-socket"],
+  });
   const results: CheckResult[] = [];
   const report = (result: CheckResult) => {
     results.push(result);
