@@ -3,7 +3,7 @@
 // host needs. The shared engine and its pai-disk plugin are only read: the plugin tests run a second plugin under a
 // name, socket, pid file and state folder of their own, and dockerd is never restarted.
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -218,6 +218,68 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
         await waitFor(() => !alive(pid), "the plugin to stop");
       }
       await Promise.all([folder, pidFile, log].map((path) => rm(path, { recursive: true, force: true })));
+    }
+  }, 120_000);
+
+  it("engine setup registers crun with a running engine that lacks it: daemon.json, then a reload", async () => {
+    // A throwaway engine of this test (its own socket, data, exec root, pid file and daemon.json without crun):
+    // the shared engine already has crun and is never reloaded.
+    const folder = await mkdtemp("/run/pai-clitest-");
+    const socket = join(folder, "docker.sock");
+    const config = join(folder, "daemon.json");
+    const pidFile = join(folder, "docker.pid");
+    const env = { DOCKER_HOST: `unix://${socket}` };
+    const runtimes = async () =>
+      Object.keys(JSON.parse(await docker("-H", env.DOCKER_HOST, "info", "--format", "{{json .Runtimes}}")));
+    let dockerd: ReturnType<typeof execa> | undefined;
+    try {
+      await writeFile(config, '{ "log-level": "warn" }\n');
+      const log = { file: join(folder, "dockerd.log"), append: true };
+      const where = ["--data-root", join(folder, "data"), "--exec-root", join(folder, "exec")];
+      dockerd = execa(
+        "dockerd",
+        [
+          ...["--config-file", config, "--pidfile", pidFile, "--host", env.DOCKER_HOST, ...where],
+          ...["--bridge=none", "--iptables=false", "--ip-forward=false", "--ip-masq=false"],
+        ],
+        { stdin: "ignore", stdout: log, stderr: log, reject: false },
+      );
+      await waitFor(
+        async () => (await runtimes().catch(() => undefined)) !== undefined,
+        "the engine",
+        60_000,
+      );
+      expect(await runtimes()).not.toContain("crun");
+      const doctor = await pai(["doctor"], env);
+      expect(doctor.stdout).toMatch(
+        /^FAIL runtime: the engine has no runtime crun: sandboxes start on runc/m,
+      );
+
+      const { exitCode, stdout } = await pai(
+        ["engine", "setup", "--config", config, "--pid-file", pidFile],
+        env,
+      );
+      expect(stdout).toMatch(
+        new RegExp(
+          `^DONE crun: added runtime crun \\(\\S+\\) to ${config} and reloaded dockerd \\(pid ${dockerd.pid}\\)`,
+          "m",
+        ),
+      );
+      expect(exitCode).toBe(0);
+      expect(await runtimes()).toContain("crun");
+      expect(JSON.parse(await readFile(config, "utf8"))).toMatchObject({
+        "log-level": "warn",
+        runtimes: { crun: { path: expect.stringMatching(/\/crun$/) } },
+      });
+      // Still the same engine: reloaded, not restarted.
+      expect((await readFile(pidFile, "utf8")).trim()).toBe(String(dockerd.pid));
+      expect((await pai(["doctor"], env)).stdout).toMatch(/^OK runtime: crun registered/m);
+    } finally {
+      if (dockerd !== undefined) {
+        dockerd.kill("SIGTERM");
+        await dockerd;
+      }
+      await rm(folder, { recursive: true, force: true });
     }
   }, 120_000);
 
