@@ -39,12 +39,16 @@ export interface EngineInfo {
   cpus: number;
   /** Containers running on the engine now, every owner's. */
   containersRunning: number;
+  /**
+   * The machine architecture of the engine's host as the engine says it (Docker: `uname -m`, `x86_64` or
+   * `aarch64`; some engines say `amd64`/`arm64`): what binaries its containers run. Not this process's
+   * `process.arch` — a remote engine may differ. Empty when the engine does not say.
+   */
+  architecture: string;
   /** The engine's host name (`Name`): the name of the machine it runs on. */
   hostname: string;
   /** The engine's version, e.g. `26.1.5`. */
   serverVersion: string;
-  /** The CPU architecture of the engine's host as the kernel names it (`uname -m`): `x86_64`, `aarch64`, ... */
-  architecture: string;
   /** The OCI runtimes registered with the engine, by name (`runc`, `crun`, ...). */
   runtimes: string[];
   /** The runtime of a container that names none. */
