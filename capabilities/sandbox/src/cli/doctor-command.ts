@@ -117,6 +117,8 @@ export async function doctorCommand(args: readonly string[], io: CliIo): Promise
     await diskPluginCheck(engine, files, signal),
     await agentCheck(engine),
   ];
+  // A check cut short by Ctrl-C reads as a failure: none is reported.
+  signal.throwIfAborted();
   const ok = allPassed(results);
   if (values.json) {
     io.out(JSON.stringify({ ok, engine: engine.id, checks: results }));

@@ -67,6 +67,8 @@ export async function engineCommand(args: readonly string[], io: CliIo): Promise
   });
   const results: CheckResult[] = [];
   const report = (result: CheckResult) => {
+    // A step cut short by Ctrl-C reads as a failure: none is reported.
+    signal.throwIfAborted();
     results.push(result);
     if (!values.json) io.out(formatCheck(result));
   };

@@ -16,11 +16,14 @@ const usage = [
 ];
 
 const controller = new AbortController();
-/** The exit code of a command stopped by a signal: 128 + its number, as a shell reports it. */
-const stoppedBy = { SIGINT: 130, SIGTERM: 143 } as const;
-for (const name of Object.keys(stoppedBy) as Array<keyof typeof stoppedBy>) {
-  process.once(name, () => controller.abort(name));
-}
+const stoppedBy = new Map<NodeJS.Signals, number>([
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+]);
+for (const name of stoppedBy.keys())
+  process.once(name, () =>
+    controller.abort(Object.assign(new Error(`stopped by ${name}`), { signal: name })),
+  );
 
 const io: CliIo = {
   out: (line) => process.stdout.write(`${line}\n`),
@@ -45,11 +48,8 @@ async function main(argv: readonly string[]): Promise<number> {
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (error) {
-  const stopped = controller.signal.aborted
-    ? (controller.signal.reason as keyof typeof stoppedBy)
-    : undefined;
-  io.err(
-    stopped ? `pai: stopped by ${stopped}` : `pai: ${error instanceof Error ? error.message : String(error)}`,
-  );
-  process.exitCode = stopped ? stoppedBy[stopped] : 1;
+  if (!controller.signal.aborted) throw error;
+  const reason = controller.signal.reason as Error & { signal?: NodeJS.Signals };
+  io.err(`pai: ${reason.message}`);
+  process.exitCode = (reason.signal && stoppedBy.get(reason.signal)) ?? 130;
 }
