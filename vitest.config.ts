@@ -13,7 +13,8 @@ export default defineConfig({
   environments: { client: source, ssr: source, __vitest__: source },
   test: {
     include: ["**/*.test.ts", "**/*.test.tsx"],
-    exclude: ["**/node_modules/**", "**/dist/**"],
+    // tests/packaging/app is a user's app, tested by tests/packaging/packaging.test.ts where it is installed.
+    exclude: ["**/node_modules/**", "**/dist/**", "tests/packaging/app/**"],
     typecheck: { enabled: true, include: ["**/*.test-d.ts", "**/*.test-d.tsx"], tsconfig: "./tsconfig.json" },
     testTimeout: 60_000,
     hookTimeout: 120_000,
