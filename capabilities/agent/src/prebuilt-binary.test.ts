@@ -1,7 +1,10 @@
 // The native programs as the package ships them (built by native/build.sh into prebuilt/): read from disk, their
 // ELF headers checked byte by byte.
 
-import { readFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import {
   findPrebuiltBinary,
@@ -73,6 +76,35 @@ describe("the prebuilt native programs", () => {
       code: "PREBUILT_BINARY_MISSING",
       message: expect.stringContaining("ships no pai-egress-relay for darwin-arm64"),
     });
+  });
+
+  it("names the fix when the package was packed without its native build", async () => {
+    // A copy of this module in a package folder that has no prebuilt/.
+    const unbuilt = await mkdtemp(join(tmpdir(), "pai-unbuilt-agent-"));
+    try {
+      await mkdir(join(unbuilt, "src"));
+      for (const file of ["prebuilt-binary.ts", "container-agent-error.ts"]) {
+        await copyFile(fileURLToPath(new URL(file, import.meta.url)), join(unbuilt, "src", file));
+      }
+      const copy: typeof import("./prebuilt-binary.ts") = await import(
+        pathToFileURL(join(unbuilt, "src/prebuilt-binary.ts")).href
+      );
+      await expect(
+        copy.findPrebuiltBinary({ program: "pai-agent", architecture: "arm64" }),
+      ).rejects.toMatchObject({
+        code: "PREBUILT_BINARY_MISSING",
+        message: expect.stringMatching(
+          /ships no pai-agent for linux-arm64 \(.*\/prebuilt\/linux-arm64\/pai-agent is missing\): .*native\/build\.sh/,
+        ),
+        details: {
+          program: "pai-agent",
+          architecture: "arm64",
+          path: join(unbuilt, "prebuilt/linux-arm64/pai-agent"),
+        },
+      });
+    } finally {
+      await rm(unbuilt, { recursive: true, force: true });
+    }
   });
 
   it("names an engine's machine as Node does", () => {
