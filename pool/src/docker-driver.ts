@@ -809,11 +809,12 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
           const info = (await (docker.info as unknown as (options: object) => Promise<unknown>).call(
             docker,
             callOptions.signal ? { abortSignal: callOptions.signal } : {},
-          )) as { MemTotal?: number; NCPU?: number; ContainersRunning?: number };
+          )) as { MemTotal?: number; NCPU?: number; ContainersRunning?: number; Architecture?: string };
           return {
             memoryBytes: info.MemTotal ?? 0,
             cpus: info.NCPU ?? 0,
             containersRunning: info.ContainersRunning ?? 0,
+            architecture: info.Architecture ?? "",
           };
         },
         callOptions.signal,
