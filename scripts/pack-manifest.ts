@@ -41,11 +41,11 @@ if (step === "prepack") {
   const text = await readFile(manifestPath, "utf8");
   const manifest = JSON.parse(text);
   const node = process.execPath;
-  await execa(node, [join(root, "scripts", "build-packages.ts"), relative(root, packageDirectory)], {
-    stdio: "inherit",
-  });
+  // What the builds print goes to stderr: `npm pack --json` prints its answer on stdout.
+  const toStderr = { stdio: ["ignore", 2, 2] } as const;
+  await execa(node, [join(root, "scripts", "build-packages.ts"), relative(root, packageDirectory)], toStderr);
   if (manifest.scripts?.["build:native"]) {
-    await execa("npm", ["run", "build:native"], { stdio: "inherit", cwd: packageDirectory });
+    await execa("npm", ["run", "--silent", "build:native"], { ...toStderr, cwd: packageDirectory });
   }
   await copyFile(join(root, "LICENSE"), licensePath);
   await writeFile(keptManifestPath, text);

@@ -88,7 +88,13 @@ describe.skipIf(dockerOptedOut)("the packages as users install them", () => {
       reject: false,
       all: true,
       // Nothing of the repo's: no source condition, no PATH to its Node 24.
-      env: { ...options.env, NODE_OPTIONS: "", PATH: `${join(app, "node_modules", ".bin")}:/usr/bin:/bin` },
+      env: {
+        ...options.env,
+        NO_COLOR: "1",
+        FORCE_COLOR: "0",
+        NODE_OPTIONS: "",
+        PATH: `${join(app, "node_modules", ".bin")}:/usr/bin:/bin`,
+      },
       extendEnv: true,
     });
 
