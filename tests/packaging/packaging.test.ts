@@ -6,6 +6,7 @@
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishedPackages } from "../../scripts/build-packages.ts";
@@ -153,6 +154,17 @@ describe.skipIf(dockerOptedOut)("the packages as users install them", () => {
         if (dependency.startsWith("@pai/")) expect(range, `${name} -> ${dependency}`).toBe("^0.1.0");
       }
     }
+  });
+
+  it("lets a script in the repo import the packages with plain node (their built dist/, made by npm install)", async () => {
+    const script =
+      'const core = await import("@pai/core"); await import("@pai/sandbox"); await import("@pai/react");' +
+      'console.log(typeof core.createAgentRuntime, import.meta.resolve("@pai/core"))';
+    const result = await execa(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: join(root, "examples", "code-agent"),
+      env: { NODE_OPTIONS: "" },
+    });
+    expect(result.stdout).toBe(`function ${pathToFileURL(join(root, "core", "dist", "index.js"))}`);
   });
 
   it("runs a sandbox tool from a plain JavaScript app on Node 22 with no loader", async () => {
