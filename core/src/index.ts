@@ -82,6 +82,7 @@ export type {
   ToolAgents,
   ToolCallLocation,
   ToolDataAccess,
+  ToolDataChannels,
   ToolDataEntry,
   ToolEntry,
   ToolExecuteContext,

@@ -173,7 +173,7 @@ function writableMount(target: string, index: number, diskBytes: number | null, 
   };
 }
 
-/** The Engine API body of `POST /containers/create` for a spec. Exported for tests of the mapping. */
+/** The Engine API body of `POST /containers/create` for a spec. Exported for tests of the mapping. @internal */
 export function toCreateBody(
   spec: ContainerSpec | ResolvedContainerSpec,
   labels: Readonly<Record<string, string>>,
