@@ -74,6 +74,37 @@ async function expectPluginServes(socket: string): Promise<void> {
   }
 }
 
+/**
+ * A second disk plugin of a test, with its socket where engines do not look: an engine that met a plugin in
+ * /run/docker/plugins keeps asking it until the engine restarts, and waits ~15 s for it at every look-up of an
+ * unknown volume once it is gone. `remove` stops its daemon and removes its files.
+ */
+async function testPlugin() {
+  const name = `pai-disk-clitest-${randomBytes(3).toString("hex")}`;
+  const folder = await mkdtemp(join(tmpdir(), "pai-disk-clitest-"));
+  const socket = join(folder, "plugin.sock");
+  const stateDir = join(folder, "state");
+  const pidFile = `/var/run/${name}-plugin.pid`;
+  const log = `/var/log/${name}-plugin.log`;
+  return {
+    name,
+    socket,
+    stateDir,
+    pidFile,
+    log,
+    /** Options of `pai doctor` and `pai engine setup` that name it. */
+    options: ["--plugin-name", name, "--plugin-socket", socket],
+    async remove() {
+      const pid = await pidIn(pidFile);
+      if (pid !== undefined && alive(pid)) {
+        process.kill(pid, "SIGTERM");
+        await waitFor(() => !alive(pid), "the plugin to stop");
+      }
+      await Promise.all([folder, pidFile, log].map((path) => rm(path, { recursive: true, force: true })));
+    },
+  };
+}
+
 const engineRuntimes = async () =>
   Object.keys(JSON.parse(await docker("info", "--format", "{{json .Runtimes}}")));
 
@@ -160,15 +191,7 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
   });
 
   it("engine setup starts a disk plugin that is not running, and again after it was killed", async () => {
-    // A second plugin with a socket where engines do not look: an engine that met a plugin in
-    // /run/docker/plugins keeps asking it until it restarts, and waits for it once it is gone.
-    const name = `pai-disk-clitest-${randomBytes(3).toString("hex")}`;
-    const folder = await mkdtemp(join(tmpdir(), "pai-disk-clitest-"));
-    const socket = join(folder, "plugin.sock");
-    const stateDir = join(folder, "state");
-    const pidFile = `/var/run/${name}-plugin.pid`;
-    const log = `/var/log/${name}-plugin.log`;
-    const plugin = ["--plugin-name", name, "--plugin-socket", socket];
+    const { name, socket, stateDir, pidFile, log, options: plugin, remove } = await testPlugin();
     const setup = () => pai(["engine", "setup", ...plugin, "--plugin-state-dir", stateDir]);
     try {
       const first = await setup();
@@ -212,14 +235,35 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
       expect(third.stdout).toMatch(/^engine setup: everything in place, nothing changed$/m);
       expect(await pidIn(pidFile)).toBe(restarted);
     } finally {
-      const pid = await pidIn(pidFile);
-      if (pid !== undefined && alive(pid)) {
-        process.kill(pid, "SIGTERM");
-        await waitFor(() => !alive(pid), "the plugin to stop");
-      }
-      await Promise.all([folder, pidFile, log].map((path) => rm(path, { recursive: true, force: true })));
+      await remove();
     }
   }, 120_000);
+
+  it("the compiled command line (dist/cli/main.js, what `npx pai` runs) starts the compiled plugin", async () => {
+    // Plain node: no @pai/source condition, so every @pai package resolves to its dist/, as in a user's app.
+    await execa(process.execPath, [
+      join(root, "scripts", "build-packages.ts"),
+      "pool",
+      "capabilities/sandbox",
+    ]);
+    const plugin = await testPlugin();
+    try {
+      const compiled = join(root, "capabilities", "sandbox", "dist", "cli", "main.js");
+      const result = await execa(
+        process.execPath,
+        [compiled, "engine", "setup", ...plugin.options, "--plugin-state-dir", plugin.stateDir],
+        { env: { NODE_OPTIONS: "" }, reject: false, stdin: "ignore" },
+      );
+      expect(result.stdout).toMatch(new RegExp(`^DONE disk plugin: started ${plugin.name} `, "m"));
+      expect(result.exitCode).toBe(0);
+      const pid = (await pidIn(plugin.pidFile)) as number;
+      const commandLine = (await readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0");
+      expect(commandLine[1]).toBe(join(root, "pool", "dist", "disk-plugin", "run-disk-volume-plugin.js"));
+      await expectPluginServes(plugin.socket);
+    } finally {
+      await plugin.remove();
+    }
+  }, 300_000);
 
   it("engine setup registers crun with a running engine that lacks it: daemon.json, then a reload", async () => {
     // A throwaway engine of this test (its own socket, data, exec root, pid file and daemon.json without crun):

@@ -86,13 +86,16 @@ async function agentCheck(engine: EngineTarget): Promise<CheckResult> {
   if (engine.info === undefined) return noEngine(check);
   const { architecture } = engine.info;
   const agent = await shippedAgent(architecture);
-  return agent !== undefined
-    ? { check, status: "ok", message: `@pai/container-agent has pai-agent for ${architecture} (${agent})` }
+  return "path" in agent
+    ? {
+        check,
+        status: "ok",
+        message: `@pai/container-agent has pai-agent for ${architecture} (${agent.path})`,
+      }
     : {
         check,
         status: "failed",
-        message: `@pai/container-agent has no pai-agent for the engine's ${architecture}: sandboxes cannot run commands`,
-        fix: "install a version of @pai/container-agent that ships one for it",
+        message: `sandboxes cannot run commands on this ${architecture} engine: ${agent.missing}`,
       };
 }
 
