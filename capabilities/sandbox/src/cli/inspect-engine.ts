@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { createDockerDriver, dockerEngineId, type EngineInfo } from "@pai/pool";
+import { type ContainerDriver, createDockerDriver, dockerEngineId, type EngineInfo } from "@pai/pool";
 
 /** The engine the command line works on, as `DOCKER_HOST` (or the default socket) names it. */
 export interface EngineTarget {
@@ -25,7 +25,7 @@ export async function inspectEngine(options: { signal: AbortSignal }): Promise<E
   const fromEnvironment = process.env.DOCKER_HOST !== undefined && process.env.DOCKER_HOST !== "";
   const id = dockerEngineId();
   let error: string | undefined;
-  let driver: ReturnType<typeof createDockerDriver> | undefined;
+  let driver: ContainerDriver | undefined;
   try {
     driver = createDockerDriver({ requestTimeoutMs: 15_000 });
   } catch (cause) {
