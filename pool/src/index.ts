@@ -26,7 +26,12 @@ export type {
   WarmOptions,
 } from "./container-pool.ts";
 export { createContainerPool } from "./container-pool.ts";
-export type { ContainerLimits, ContainerSpec, ResolvedContainerSpec } from "./container-spec.ts";
+export type {
+  ContainerCapability,
+  ContainerLimits,
+  ContainerSpec,
+  ResolvedContainerSpec,
+} from "./container-spec.ts";
 export { containerSpecDefaults, resolveContainerSpec } from "./container-spec.ts";
 export type { CreateBackoffOptions } from "./create-backoff.ts";
 export type { DockerDriverOptions, EnginePlacement } from "./docker-driver.ts";
