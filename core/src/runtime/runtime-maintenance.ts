@@ -31,13 +31,24 @@ export interface RuntimeMaintenance {
 }
 
 /**
+ * Ends the thread leases of the owners whose process is known gone (on this machine; see
+ * `OwnerRegistry.goneOwners`), so their threads take new runs now rather than once the leases lapse. Their runs must
+ * be interrupted first (see `interruptDeadRuns`): a run that takes a thread must not find its last run `running`.
+ */
+export async function freeGoneOwnersThreads(store: ThreadStore, owners: OwnerRegistry): Promise<void> {
+  for (const ownerId of await owners.goneOwners()) await store.releaseOwnerThreadLeases(ownerId);
+}
+
+/**
  * Starts the runtime's maintenance. Every heartbeat interval it records this process as alive and renews the leases
  * of the threads it runs, on its own: a beat never waits behind the other work, which may take long (reattaching
  * and reaping containers), so that work never makes a live process look dead. Every heartbeat it also follows its
- * capability leases in the store (handovers); every reconcile interval it interrupts dead owners' runs, takes over
- * or frees their leases and has the bindings reap, then forgets the dead owners every binding has dealt with, and
- * deletes the stored streams of runs that ended a minute ago; every idle interval it releases idle leases. A pass
- * never overlaps the previous one; errors go to `onError` and the next pass tries again.
+ * capability leases in the store (handovers); every reconcile interval it interrupts dead owners' runs, frees the
+ * threads of those whose process is known gone, takes over or frees their leases and has the bindings reap, then
+ * forgets the dead owners every binding has dealt with, and deletes the stored streams of runs that ended a minute
+ * ago; every idle interval it releases idle leases. A pass never overlaps the previous one; errors go to `onError`
+ * and the next pass tries again. The first pass runs at once, so a process that starts after another on its
+ * machine died has that one's runs ended and its threads free once `started` resolves.
  */
 export function createRuntimeMaintenance(options: {
   store: ThreadStore;
@@ -88,6 +99,7 @@ export function createRuntimeMaintenance(options: {
     if (force || now - lastReconcile >= reconcileIntervalMs) {
       lastReconcile = now;
       await step(() => interruptDeadRuns(store, { live, self: owners }));
+      await step(() => freeGoneOwnersThreads(store, owners));
       await step(async () => {
         const dead = await owners.deadOwners();
         if (await capabilities.reconcile(live, dead)) await owners.forget(dead);
