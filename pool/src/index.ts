@@ -70,7 +70,9 @@ export {
   type PooledBindingOptions,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
+  type PooledHibernation,
   type PooledResource,
+  type PooledRestart,
   type ReapContext,
   type RecordedLease,
 } from "./pooled-binding.ts";
