@@ -2,13 +2,20 @@
 // killed from the host, `docker kill`, `docker stop`. The next call starts it again through the wake path (files
 // kept, processes gone, its agent dialling in again), the run streams `restarted` with the reason and the model is
 // told; a container that stops again and again is not restarted in a loop (CONTAINER_LOST); and one that cannot be
-// started again is replaced by a new container that inherits its /workspace.
+// started again is replaced by a new container that inherits its /workspace. An engine restart is shown on an extra
+// engine (scripts/docker-engines-extra): the main engine is never restarted.
 
 import { agentSupervisorSpec } from "@pai/container-agent";
 import { createAgentRuntime, createMemoryThreadStore, toolEndOf } from "@pai/core";
 import { createPooledBinding, type PooledResource } from "@pai/pool";
 import { dockerSandbox } from "@pai/sandbox";
 import { describe, expect, it } from "vitest";
+import {
+  engineSandboxImage,
+  ensureTestEngines,
+  removeFromEngines,
+  stopTestEngine,
+} from "../fixtures/test-engines.ts";
 import {
   docker,
   dockerOptedOut,
@@ -211,4 +218,44 @@ describe.skipIf(dockerOptedOut)("a sandbox whose container stopped outside PAI",
       }
     }
   }, 120_000);
+});
+
+describe.skipIf(dockerOptedOut)("a sandbox whose engine restarted", () => {
+  it("is started again on the next call, with its files, once the engine is back", async () => {
+    const [engine] = ensureTestEngines(1);
+    const poolId = uniquePoolId("restart-engine");
+    const binding = dockerSandbox({
+      image: engineSandboxImage(),
+      engines: [engine!.engine],
+      poolId,
+      pool: { min: 0, max: 2, acquireTimeoutMs: 60_000 },
+      // No health check of the engine during the test: a check that found it down would lose the sandbox (an
+      // unreachable engine's sandboxes are lost for good), which is not what this test is about.
+      poolTuning: { engineChecks: { intervalMs: 600_000 } },
+    });
+    const signal = new AbortController().signal;
+    let stopped = false;
+    try {
+      const sandbox = await binding.provision({ leaseKey: "thread:engine", lifetime: "thread", signal });
+      await sandbox.facade.writeFiles([{ path: "note.txt", content: "kept" }]);
+      await stopTestEngine(engine!.n);
+      stopped = true;
+      ensureTestEngines(1); // its dockerd starts again, and stops the containers it left running
+      stopped = false;
+      await waitFor(
+        async () => !(await engine!.driver.inspect(sandbox.resourceId)).running,
+        "the engine to stop the container",
+        60_000,
+      );
+      const woke = await sandbox.hibernation?.wake(signal);
+      expect(woke).toMatchObject({ status: "restarted", reason: expect.stringContaining("its container") });
+      expect(await sandbox.facade.readTextFile("note.txt")).toBe("kept");
+      expect((await sandbox.facade.runCommand({ command: "echo back" })).stdout).toBe("back\n");
+      await sandbox.release();
+    } finally {
+      if (stopped) ensureTestEngines(1);
+      await binding.close();
+      await removeFromEngines([engine!], poolId);
+    }
+  }, 300_000);
 });
