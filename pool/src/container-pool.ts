@@ -881,16 +881,7 @@ export function createContainerPool<STATE = undefined>(
       try {
         // One that stopped on its own meanwhile is still one to restart, not to wake, whenever it is used again.
         if (entry.dead) entry.stopReason ??= await inspectStop(entry).catch(() => undefined);
-        await runTeardown(entry.id, entry.state);
-        entry.tornDown = true;
-        entry.state = undefined as STATE;
-        await driver.stop(entry.id, { signal: closeController.signal });
-        entry.hibernated = true;
-        entry.hibernatedAt = Date.now();
-        if (entry.permit) {
-          entry.permit = false;
-          capacity.release();
-        }
+        await settleStopped(entry, { stop: true });
         events.emit("hibernate", { containerId: entry.id, leaseKey, reason });
       } catch (error) {
         // Its agent is gone either way: the next wake starts and sets it up again (keeping its permit).
@@ -905,6 +896,23 @@ export function createContainerPool<STATE = undefined>(
       enforceHibernatedBudget();
     });
     return transition;
+  }
+
+  /**
+   * Counts a lease's container as stopped — hibernated, holding no room — once what `setup` made for it is torn
+   * down (and, with `stop`, the container stopped).
+   */
+  async function settleStopped(entry: Entry<STATE>, options: { stop: boolean }): Promise<void> {
+    await runTeardown(entry.id, entry.state);
+    entry.tornDown = true;
+    entry.state = undefined as STATE;
+    if (options.stop) await driver.stop(entry.id, { signal: closeController.signal });
+    entry.hibernated = true;
+    entry.hibernatedAt = Date.now();
+    if (entry.permit) {
+      entry.permit = false;
+      capacity.release();
+    }
   }
 
   /** The error for a lease whose container is gone (removed by the pool while hibernated, or from outside). */
@@ -959,18 +967,8 @@ export function createContainerPool<STATE = undefined>(
     const reason = entry.stopReason ?? (await stoppedReason(entry, signal));
     if (reason === undefined) return;
     if (!entry.hibernated) {
-      // Stopped as if hibernated: what was set up for it goes, and it holds no room until it is started.
-      const transition = (async () => {
-        await runTeardown(entry.id, entry.state);
-        entry.tornDown = true;
-        entry.state = undefined as STATE;
-        entry.hibernated = true;
-        entry.hibernatedAt = Date.now();
-        if (entry.permit) {
-          entry.permit = false;
-          capacity.release();
-        }
-      })();
+      // Stopped already: it counts as hibernated until the wake path starts it.
+      const transition = settleStopped(entry, { stop: false });
       entry.transition = transition;
       try {
         await transition;
