@@ -27,7 +27,7 @@ import type { AnyToolDefinition } from "../tools/define-tool.ts";
 import type { AgentRun } from "./agent-run.ts";
 import { followStoredRun } from "./follow-stored-run.ts";
 import { defaultIdentityKey } from "./identity-key.ts";
-import { interruptDeadRuns } from "./interrupt-dead-runs.ts";
+import { freeGoneOwnersThreads } from "./interrupt-dead-runs.ts";
 import { type MessageLimits, messageLimits } from "./message-limits.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
@@ -284,8 +284,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     ttlMs: owners.ownerTtlMs,
     async freeIfGone(holder) {
       if (!(await owners.goneOwners()).has(holder)) return false;
-      await interruptDeadRuns(store, { live: await owners.liveOwners(), self: owners });
-      await store.releaseOwnerThreadLeases(holder);
+      await freeGoneOwnersThreads(store, [holder]);
       // The rest of what it left (its other leases, its containers) is dealt with now rather than at the next pass.
       void maintenance.runNow();
       return true;

@@ -1,7 +1,7 @@
 import type { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { OwnerRegistry } from "../ownership/owner-registry.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
-import { interruptDeadRuns } from "./interrupt-dead-runs.ts";
+import { freeGoneOwnersThreads, interruptDeadRuns } from "./interrupt-dead-runs.ts";
 import type { ThreadRunLeases } from "./thread-run-leases.ts";
 
 /** How long a finished run's stored stream stays for followers still reading it. */
@@ -28,15 +28,6 @@ export interface RuntimeMaintenance {
   runNow(): Promise<void>;
   /** Stops the timer and waits for the pass under way. */
   close(): Promise<void>;
-}
-
-/**
- * Ends the thread leases of the owners whose process is known gone (on this machine; see
- * `OwnerRegistry.goneOwners`), so their threads take new runs now rather than once the leases lapse. Their runs must
- * be interrupted first (see `interruptDeadRuns`): a run that takes a thread must not find its last run `running`.
- */
-export async function freeGoneOwnersThreads(store: ThreadStore, owners: OwnerRegistry): Promise<void> {
-  for (const ownerId of await owners.goneOwners()) await store.releaseOwnerThreadLeases(ownerId);
 }
 
 /**
@@ -99,7 +90,7 @@ export function createRuntimeMaintenance(options: {
     if (force || now - lastReconcile >= reconcileIntervalMs) {
       lastReconcile = now;
       await step(() => interruptDeadRuns(store, { live, self: owners }));
-      await step(() => freeGoneOwnersThreads(store, owners));
+      await step(async () => freeGoneOwnersThreads(store, await owners.goneOwners()));
       await step(async () => {
         const dead = await owners.deadOwners();
         if (await capabilities.reconcile(live, dead)) await owners.forget(dead);
