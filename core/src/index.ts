@@ -83,6 +83,7 @@ export type {
   ToolAgents,
   ToolCallLocation,
   ToolDataAccess,
+  ToolDataChannels,
   ToolDataEntry,
   ToolEntry,
   ToolExecuteContext,

@@ -36,6 +36,12 @@ export interface EngineInfo {
   cpus: number;
   /** Containers running on the engine now, every owner's. */
   containersRunning: number;
+  /**
+   * The machine architecture of the engine's host as the engine says it (Docker: `uname -m`, `x86_64` or
+   * `aarch64`; some engines say `amd64`/`arm64`): what binaries its containers run. Not this process's
+   * `process.arch` — a remote engine may differ. Empty when the engine does not say.
+   */
+  architecture: string;
 }
 
 /** What an engine offers the containers of one spec: see `ContainerDriver.checkEngine`. */

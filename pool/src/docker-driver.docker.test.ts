@@ -187,6 +187,17 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     expect(await dockerPs(poolId)).not.toContain(lease.containerId);
   });
 
+  it("reports the engine's host: memory, CPUs and the machine architecture its containers run", async () => {
+    const info = await driver.info();
+    const [memory, cpus, architecture] = (
+      await docker("info", "--format", "{{.MemTotal}} {{.NCPU}} {{.Architecture}}")
+    ).split(" ");
+    expect(info).toMatchObject({ memoryBytes: Number(memory), cpus: Number(cpus), architecture });
+    // A container on this engine says the same machine.
+    const { stdout } = await execa("docker", ["run", "--rm", "--network", "none", image, "uname", "-m"]);
+    expect(info.architecture).toBe(stdout.trim());
+  });
+
   it("runs containers on crun when the engine has it, else on the engine's default runtime", async () => {
     const runtimes = Object.keys(JSON.parse(await docker("info", "--format", "{{json .Runtimes}}")));
     const pool = track(

@@ -173,7 +173,7 @@ function writableMount(target: string, index: number, diskBytes: number | null, 
   };
 }
 
-/** The Engine API body of `POST /containers/create` for a spec. Exported for tests of the mapping. */
+/** The Engine API body of `POST /containers/create` for a spec. Exported for tests of the mapping. @internal */
 export function toCreateBody(
   spec: ContainerSpec | ResolvedContainerSpec,
   labels: Readonly<Record<string, string>>,
@@ -810,11 +810,12 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
           const info = (await (docker.info as unknown as (options: object) => Promise<unknown>).call(
             docker,
             callOptions.signal ? { abortSignal: callOptions.signal } : {},
-          )) as { MemTotal?: number; NCPU?: number; ContainersRunning?: number };
+          )) as { MemTotal?: number; NCPU?: number; ContainersRunning?: number; Architecture?: string };
           return {
             memoryBytes: info.MemTotal ?? 0,
             cpus: info.NCPU ?? 0,
             containersRunning: info.ContainersRunning ?? 0,
+            architecture: info.Architecture ?? "",
           };
         },
         callOptions.signal,

@@ -1,7 +1,7 @@
 /*
  * pai-agent — PAI's in-container agent.
  *
- * A small static program (built against musl by ./build.sh) that runs inside a container (a sandbox or a
+ * A small static program (built by ./build.sh for x86_64 and aarch64) that runs inside a container (a sandbox or a
  * browser) and serves the host over ONE long-lived byte stream: its own stdin (host -> agent) and stdout
  * (agent -> host), the stdio of a `docker exec` session. Nothing but frames is ever written to stdout;
  * diagnostics go to stderr. That one stream carries everything between host and container: commands, small

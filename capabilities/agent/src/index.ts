@@ -1,10 +1,4 @@
 export {
-  agentBinaryPath,
-  agentBuildScriptPath,
-  buildAgentBinary,
-  egressRelayBinaryPath,
-} from "./agent-binary.ts";
-export {
   type AgentClient,
   type AgentClientOptions,
   type AgentProcess,
@@ -105,5 +99,13 @@ export {
   engineSharesHostSocketDirectory,
 } from "./host-socket-directory.ts";
 export { createOutputCollector, type OutputCollector } from "./output-collector.ts";
+export {
+  findPrebuiltBinary,
+  nodeArchitecture,
+  PREBUILT_ARCHITECTURES,
+  type PrebuiltArchitecture,
+  type PrebuiltProgram,
+  prebuiltBinaryPath,
+} from "./prebuilt-binary.ts";
 export { type AgentDial, prepareAgentDial } from "./prepare-agent-dial.ts";
 export type { RestartBackoffOptions } from "./restart-schedule.ts";
