@@ -222,6 +222,7 @@ export function toCreateBody(
           : []),
       ] as unknown as Docker.MountConfig,
       CapDrop: ["ALL"],
+      ...(resolved.capabilities ? { CapAdd: [...resolved.capabilities] } : {}),
       SecurityOpt: ["no-new-privileges"],
       LogConfig: { Type: "none", Config: {} },
       Init: true,

@@ -26,7 +26,12 @@ export type {
   WarmOptions,
 } from "./container-pool.ts";
 export { createContainerPool } from "./container-pool.ts";
-export type { ContainerLimits, ContainerSpec, ResolvedContainerSpec } from "./container-spec.ts";
+export type {
+  ContainerCapability,
+  ContainerLimits,
+  ContainerSpec,
+  ResolvedContainerSpec,
+} from "./container-spec.ts";
 export { containerSpecDefaults, resolveContainerSpec } from "./container-spec.ts";
 export type { CreateBackoffOptions } from "./create-backoff.ts";
 export { diskVolumePluginEntryPath } from "./disk-plugin/disk-volume-plugin-entry-path.ts";
@@ -66,7 +71,9 @@ export {
   type PooledBindingOptions,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
+  type PooledHibernation,
   type PooledResource,
+  type PooledRestart,
   type ReapContext,
   type RecordedLease,
 } from "./pooled-binding.ts";

@@ -28,6 +28,7 @@ export {
   signalNumber,
 } from "./agent-protocol.ts";
 export { AgentStream, STREAM_WINDOW_BYTES } from "./agent-stream.ts";
+export { agentSupervisorSpec, SANDBOX_USER } from "./agent-supervisor-spec.ts";
 export {
   AGENT_DIRECTORY,
   AGENT_PATH,
