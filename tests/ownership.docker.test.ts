@@ -48,10 +48,12 @@ interface Ran {
 }
 
 /** A runtime process (tests/sandbox/fixtures/owner-child.ts) driven over stdin/stdout. */
-async function startProcess(name: string) {
-  const child = spawn(process.execPath, [fixture, db, sandboxImage, runTag], {
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+async function startProcess(name: string, options: { ownerTtlMs?: number } = {}) {
+  const child = spawn(
+    process.execPath,
+    [fixture, db, sandboxImage, runTag, String(options.ownerTtlMs ?? OWNER_TTL_MS)],
+    { stdio: ["pipe", "pipe", "pipe"] },
+  );
   children.push(child);
   const lines: string[] = [];
   let buffered = "";
@@ -314,6 +316,52 @@ describe.skipIf(dockerOptedOut)(
       expect([...(await engine()).keys()]).toEqual([]);
       expect(await leaseRecords()).toEqual([]);
       expect(await withStore((store) => store.listOwners())).toEqual([]);
+    }, 600_000);
+
+    it("after kill -9 of the only process, the next one takes a new message on its thread at once and finds its files; nothing of the dead one is left after the next one's close", async () => {
+      // Ten minutes of owner TTL: only seeing on this machine that the process is gone can free anything here.
+      const long = { ownerTtlMs: 600_000 };
+      const a = await startProcess("A", long);
+      const kept = await a.run("tK", "sh", "echo keep > k.txt; hostname");
+      const containerK = kept.container!;
+      stdoutOf(kept);
+      expect((await a.block("tK", "echo started; exec sleep 600")).container).toBe(containerK);
+      await waitFor(
+        () =>
+          withStore(async (store) =>
+            (await store.loadMessages("tK")).some((message) =>
+              message.parts.some((part) => part.type === "tool-block"),
+            ),
+          ),
+        "the running call to be stored",
+      );
+      const ofA = [...(await engine()).entries()].filter(([, row]) => row.owner === a.ownerId);
+      expect(ofA.length).toBeGreaterThanOrEqual(2); // its thread's container and its warm one
+      await a.kill();
+
+      // B's start (READY comes once startCapabilities resolved) has ended A's run, freed its thread, taken its
+      // thread's sandbox over and removed the rest.
+      const b = await startProcess("B", long);
+      const [interrupted] = (await withStore((store) => store.listRuns("tK"))).slice(-1);
+      expect(interrupted).toMatchObject({ ownerId: a.ownerId, status: "interrupted" });
+      const call = (await withStore((store) => store.loadMessages("tK")))
+        .at(-1)
+        ?.parts.find((part) => part.type === "tool-block");
+      expect(toolEndOf(call)).toEqual({ reason: "interrupted" });
+      expect([...(await engine()).entries()].filter(([, row]) => row.owner === a.ownerId)).toEqual([
+        [containerK, { owner: a.ownerId, state: "running" }],
+      ]);
+      expect(await leaseRecords()).toMatchObject([{ key: "tK", ownerId: b.ownerId, resourceId: containerK }]);
+
+      const resumed = await b.run("tK", "sh", "cat k.txt; hostname");
+      expect(stdoutOf(resumed)).toBe(`keep\n${short(containerK)}\n`);
+      const [ended, next] = (await withStore((store) => store.listRuns("tK"))).slice(-2);
+      expect(ended!.id).toBe(interrupted!.id);
+      expect(ended!.endedAt!).toBeLessThanOrEqual(next!.startedAt);
+
+      await b.close();
+      expect([...(await engine()).keys()]).toEqual([]);
+      expect(await leaseRecords()).toEqual([]);
     }, 600_000);
   },
 );

@@ -36,6 +36,7 @@ export type {
   ProvisionRequest,
   ReapContext,
   ResourceHibernation,
+  ResourceRestart,
 } from "./capabilities/capability-binding.ts";
 export type { CapabilityStatusEvent } from "./capabilities/capability-manager.ts";
 export {
@@ -82,6 +83,7 @@ export type {
   ToolAgents,
   ToolCallLocation,
   ToolDataAccess,
+  ToolDataChannels,
   ToolDataEntry,
   ToolEntry,
   ToolExecuteContext,

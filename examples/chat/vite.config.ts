@@ -1,10 +1,13 @@
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vite";
+import { defaultClientConditions, defineConfig } from "vite";
 
 /** Builds the chat page: `page/` → `dist/` (served by `server.ts`). */
 export default defineConfig({
   root: fileURLToPath(new URL("./page", import.meta.url)),
   base: "/",
+  // In the repo the page bundles the packages' sources (their `@pai/source` export condition); an app installing
+  // @pai/react from a registry bundles its built dist/ with the default conditions.
+  resolve: { conditions: ["@pai/source", ...defaultClientConditions] },
   build: {
     outDir: fileURLToPath(new URL("./dist", import.meta.url)),
     emptyOutDir: true,

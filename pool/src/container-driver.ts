@@ -29,7 +29,10 @@ export interface ContainerSummary {
   state: string;
 }
 
-/** What the engine reports about itself (`docker info`): what placement on several engines weighs. */
+/**
+ * What the engine reports about itself (`docker info`): what placement on several engines weighs, and what it
+ * offers PAI's containers (`pai doctor` reads it).
+ */
 export interface EngineInfo {
   /** Memory of the engine's host. */
   memoryBytes: number;
@@ -37,6 +40,25 @@ export interface EngineInfo {
   cpus: number;
   /** Containers running on the engine now, every owner's. */
   containersRunning: number;
+  /**
+   * The machine architecture of the engine's host as the engine says it (Docker: `uname -m`, `x86_64` or
+   * `aarch64`; some engines say `amd64`/`arm64`): what binaries its containers run. Not this process's
+   * `process.arch` — a remote engine may differ. Empty when the engine does not say.
+   */
+  architecture: string;
+  /** The engine's host name (`Name`): the name of the machine it runs on. */
+  hostname: string;
+  /** The engine's version, e.g. `26.1.5`. */
+  serverVersion: string;
+  /** The OCI runtimes registered with the engine, by name (`runc`, `crun`, ...). */
+  runtimes: string[];
+  /** The runtime of a container that names none. */
+  defaultRuntime: string;
+  /**
+   * The volume plugins the engine has loaded (`local` and plugins met so far: the engine loads a plugin of
+   * `/run/docker/plugins` on its first use).
+   */
+  volumePlugins: string[];
 }
 
 /** What an engine offers the containers of one spec: see `ContainerDriver.checkEngine`. */

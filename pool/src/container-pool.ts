@@ -156,6 +156,21 @@ export interface Lease<STATE = undefined> {
   wake(options?: { signal?: AbortSignal }): Promise<boolean>;
   /** Not in use now: hibernated once idle for `hibernateAfterMs`, or at once when room is needed. */
   idle(): void;
+  /**
+   * Why the container stopped although the pool did not stop it (its main process killed, `docker kill` or
+   * `docker stop` from outside, an engine restart), or `undefined` while it runs or is hibernated. Known from the
+   * engine's `die` event, or from the health check (the engine is then asked): a healthy container costs no
+   * round trip. A stopped container stays stopped until {@link Lease.restart}.
+   * @throws PoolError `NOT_FOUND` when the container was removed from outside.
+   */
+  stopped(options?: { signal?: AbortSignal }): Promise<string | undefined>;
+  /**
+   * Starts a container that stopped outside the pool's wish again, the way a wake starts a hibernated one (in use,
+   * files as they were, processes gone; `setup` with `adopted: true`): a `restart` event.
+   * @throws PoolError `NOT_FOUND` when it was removed, `POOL_EXHAUSTED` when no room came within
+   * `acquireTimeoutMs`, or what the start or `setup` threw (the container is then left stopped).
+   */
+  restart(options?: { signal?: AbortSignal }): Promise<void>;
   /** Hibernates now (the lease stays; `wake()` brings it back). A no-op once hibernated. */
   hibernate(): Promise<void>;
   /** True for a lease made by `adopt`. */
@@ -320,8 +335,13 @@ interface Entry<STATE> {
   id: string;
   state: STATE;
   phase: "idle" | "leased" | "removing";
-  /** The engine reported its death while it was idle; the evictor removes it. */
+  /**
+   * The engine reported its death outside the pool's wish: an idle container is removed by the evictor; a leased one
+   * is looked at on its next use (see `Lease.stopped`).
+   */
   dead: boolean;
+  /** Why a leased container stopped outside the pool's wish, once known; cleared when it is started again. */
+  stopReason?: string;
   /** Handed to a lease: generic-pool's `destroy` of it must not remove the container. */
   detached: boolean;
   /** `teardown` already ran (the pool closed with `keepLeased`, or it hibernated); a later release only removes. */
@@ -742,7 +762,8 @@ export function createContainerPool<STATE = undefined>(
   function onContainerEvent(event: ContainerEvent) {
     const entry = containers.get(event.containerId);
     if (!entry || entry.phase === "removing" || entry.hibernated || entry.transition) return;
-    if (entry.phase === "idle") entry.dead = true;
+    // An `oom` event tells of a process of the container killed; only `die` tells the container ended.
+    if (event.type === "die") entry.dead = true;
     const leaseKey = entry.lease?.leaseKey;
     events.emit("exit", {
       containerId: entry.id,
@@ -841,6 +862,8 @@ export function createContainerPool<STATE = undefined>(
         makeRoom();
       },
       hibernate: () => hibernateEntry(entry, "asked"),
+      stopped: (stoppedOptions = {}) => stoppedReason(entry, stoppedOptions.signal),
+      restart: (restartOptions = {}) => restartEntry(entry, restartOptions.signal),
       [Symbol.asyncDispose]: release,
     };
     entry.phase = "leased";
@@ -856,16 +879,9 @@ export function createContainerPool<STATE = undefined>(
     const leaseKey = entry.lease?.leaseKey ?? entry.id;
     const transition = (async () => {
       try {
-        await runTeardown(entry.id, entry.state);
-        entry.tornDown = true;
-        entry.state = undefined as STATE;
-        await driver.stop(entry.id, { signal: closeController.signal });
-        entry.hibernated = true;
-        entry.hibernatedAt = Date.now();
-        if (entry.permit) {
-          entry.permit = false;
-          capacity.release();
-        }
+        // One that stopped on its own meanwhile is still one to restart, not to wake, whenever it is used again.
+        if (entry.dead) entry.stopReason ??= await inspectStop(entry).catch(() => undefined);
+        await settleStopped(entry, { stop: true });
         events.emit("hibernate", { containerId: entry.id, leaseKey, reason });
       } catch (error) {
         // Its agent is gone either way: the next wake starts and sets it up again (keeping its permit).
@@ -882,14 +898,97 @@ export function createContainerPool<STATE = undefined>(
     return transition;
   }
 
-  async function wakeEntry(entry: Entry<STATE>, signal: AbortSignal | undefined): Promise<boolean> {
+  /**
+   * Counts a lease's container as stopped — hibernated, holding no room — once what `setup` made for it is torn
+   * down (and, with `stop`, the container stopped).
+   */
+  async function settleStopped(entry: Entry<STATE>, options: { stop: boolean }): Promise<void> {
+    await runTeardown(entry.id, entry.state);
+    entry.tornDown = true;
+    entry.state = undefined as STATE;
+    if (options.stop) await driver.stop(entry.id, { signal: closeController.signal });
+    entry.hibernated = true;
+    entry.hibernatedAt = Date.now();
+    if (entry.permit) {
+      entry.permit = false;
+      capacity.release();
+    }
+  }
+
+  /** The error for a lease whose container is gone (removed by the pool while hibernated, or from outside). */
+  function goneError(entry: Entry<STATE>, how = "was removed while hibernated"): PoolError {
+    return new PoolError("NOT_FOUND", `The lease's container ${entry.id} ${how}`, {
+      details: { containerId: entry.id, poolId },
+    });
+  }
+
+  /** What the engine says of a container that stopped: its exit, told for a person (and a model). */
+  async function inspectStop(entry: Entry<STATE>, signal?: AbortSignal): Promise<string | undefined> {
+    const inspection = await driver.inspect(entry.id, signal ? { signal } : {});
+    if (inspection.running) return undefined;
+    if (inspection.oomKilled) return "its container ran out of memory";
+    const code = inspection.exitCode;
+    if (code === 137) return "its container was killed (exit code 137)";
+    if (code === 143) return "its container was stopped (exit code 143)";
+    return code === null ? "its container stopped" : `its container stopped (exit code ${code})`;
+  }
+
+  async function stoppedReason(
+    entry: Entry<STATE>,
+    signal: AbortSignal | undefined,
+  ): Promise<string | undefined> {
+    while (entry.transition) await entry.transition.catch(() => undefined);
+    if (entry.phase !== "leased") return undefined; // released or detached: its calls say so
+    if (entry.stopReason !== undefined || entry.hibernated) return entry.stopReason;
+    if (!entry.dead) {
+      const healthy = healthCheck ? await healthCheck({ containerId: entry.id, state: entry.state }) : true;
+      if (healthy) return undefined;
+    }
+    let reason: string | undefined;
+    try {
+      reason = await inspectStop(entry, signal);
+    } catch (error) {
+      if (PoolError.hasCode(error, "NOT_FOUND")) throw goneError(entry, "was removed");
+      throw error;
+    }
+    if (reason === undefined) {
+      entry.dead = false; // running: what failed the health check recovers on its own (an agent restarting)
+      return undefined;
+    }
+    entry.stopReason = reason;
+    return reason;
+  }
+
+  /** Starts a lease's container that stopped outside the pool's wish again, through the wake path. */
+  async function restartEntry(entry: Entry<STATE>, signal: AbortSignal | undefined): Promise<void> {
+    while (entry.transition) await entry.transition.catch(() => undefined);
+    if (closed) throw closedError();
+    if (entry.phase !== "leased") throw goneError(entry, "was let go of");
+    const reason = entry.stopReason ?? (await stoppedReason(entry, signal));
+    if (reason === undefined) return;
+    if (!entry.hibernated) {
+      // Stopped already: it counts as hibernated until the wake path starts it.
+      const transition = settleStopped(entry, { stop: false });
+      entry.transition = transition;
+      try {
+        await transition;
+      } finally {
+        if (entry.transition === transition) entry.transition = undefined;
+      }
+    }
+    await wakeEntry(entry, signal, reason);
+  }
+
+  /** Starts a hibernated lease's container (a wake, or with `restartReason` a restart); false when it runs. */
+  async function wakeEntry(
+    entry: Entry<STATE>,
+    signal: AbortSignal | undefined,
+    restartReason?: string,
+  ): Promise<boolean> {
     entry.busy = true;
     entry.lastUsedAt = Date.now();
     while (entry.transition) await entry.transition.catch(() => undefined);
-    const gone = () =>
-      new PoolError("NOT_FOUND", `The lease's container ${entry.id} was removed while hibernated`, {
-        details: { containerId: entry.id, poolId },
-      });
+    const gone = () => goneError(entry);
     if (closed) throw closedError();
     if (entry.phase !== "leased") throw gone();
     if (!entry.hibernated) return false;
@@ -928,11 +1027,15 @@ export function createContainerPool<STATE = undefined>(
       entry.hibernated = false;
       entry.tornDown = false;
       entry.hibernatedAt = undefined;
-      events.emit("wake", {
+      entry.dead = false;
+      entry.stopReason = undefined;
+      const woke = {
         containerId: entry.id,
         leaseKey: entry.lease?.leaseKey ?? entry.id,
         durationMs: Math.round(performance.now() - startedAt),
-      });
+      };
+      if (restartReason === undefined) events.emit("wake", woke);
+      else events.emit("restart", { ...woke, reason: restartReason });
     })();
     entry.transition = transition;
     try {

@@ -92,3 +92,21 @@ describe("hostDirectories", () => {
     ).toThrow(TypeError);
   });
 });
+
+describe("capabilities", () => {
+  it("keeps only the ones named, sorted and once each, and leaves specs without any hashed as before", () => {
+    const body = toCreateBody(
+      { image: "x", user: "0:0", capabilities: ["SETUID", "KILL", "SETUID"] },
+      {},
+      disk,
+    );
+    expect(body.User).toBe("0:0");
+    expect(body.HostConfig?.CapDrop).toEqual(["ALL"]);
+    expect(body.HostConfig?.CapAdd).toEqual(["KILL", "SETUID"]);
+    expect(toCreateBody({ image: "x" }, {}, disk).HostConfig?.CapAdd).toBeUndefined();
+    expect(resolveContainerSpec({ image: "x", capabilities: [] })).not.toHaveProperty("capabilities");
+    expect(() =>
+      resolveContainerSpec({ image: "x", capabilities: ["SYS_ADMIN" as unknown as "KILL"] }),
+    ).toThrow(TypeError);
+  });
+});

@@ -23,7 +23,7 @@ export interface ContainerLimits {
   /**
    * Disk of the container: everything its writable paths hold together (`/workspace` and `/tmp`), bounded by the
    * kernel — they share one small ext4 filesystem of this size (the engine's `pai-disk` volume plugin, started by
-   * `scripts/docker-engine`), so a write past it fails with ENOSPC and the host spends at most this much.
+   * `npx pai engine setup`), so a write past it fails with ENOSPC and the host spends at most this much.
    * `null` leaves them plain local volumes, bounded only by the host's disk (for engines without the plugin).
    * @default 2147483648 (2 GiB)
    */
@@ -31,9 +31,22 @@ export interface ContainerLimits {
 }
 
 /**
+ * A Linux capability a container may keep (without the `CAP_` prefix). Only those a container's own supervisor
+ * needs to run its programs as another user are offered: every other one stays dropped.
+ */
+export type ContainerCapability = "SETUID" | "SETGID" | "SETPCAP" | "KILL";
+
+const containerCapabilities: ReadonlySet<string> = new Set<ContainerCapability>([
+  "SETUID",
+  "SETGID",
+  "SETPCAP",
+  "KILL",
+]);
+
+/**
  * What to run: image, command and the security/limit settings of every container of a pool.
- * The security settings that are not options here are always on: all capabilities dropped,
- * `no-new-privileges`, `Init: true`, logging driver `none`.
+ * The security settings that are not options here are always on: all capabilities dropped (but the few
+ * `capabilities` names), `no-new-privileges`, `Init: true`, logging driver `none`.
  */
 export interface ContainerSpec {
   /** Image reference, e.g. `pai/sandbox:latest`. It must exist locally; the pool never pulls. */
@@ -50,6 +63,14 @@ export interface ContainerSpec {
    * @default "1000:1000"
    */
   user?: string;
+  /**
+   * Capabilities the container keeps out of the ones Docker grants (every other is dropped): for a main process
+   * that runs as root only to start programs as an unprivileged user it cannot be signalled by (`SETUID`,
+   * `SETGID`, `KILL`; `SETPCAP` to empty the programs' bounding set). A program that switches to another user
+   * loses them; with `no-new-privileges` nothing it executes gains any.
+   * @default [] (none)
+   */
+  capabilities?: readonly ContainerCapability[];
   /** Environment of the main process. */
   env?: Readonly<Record<string, string>>;
   /** @default "/workspace" */
@@ -98,6 +119,8 @@ export interface ResolvedContainerSpec {
   cmd: readonly string[];
   entrypoint: readonly string[] | null;
   user: string;
+  /** Absent when there are none (so the hashes of specs without any stay as they were); sorted. */
+  capabilities?: readonly ContainerCapability[];
   env: Readonly<Record<string, string>>;
   workingDir: string;
   limits: Required<Omit<ContainerLimits, "diskBytes">> & { diskBytes: number | null };
@@ -144,6 +167,17 @@ function runtimeName(value: string | null): string | null {
   return value;
 }
 
+function capabilityList(values: readonly string[]): ContainerCapability[] {
+  for (const value of values) {
+    if (!containerCapabilities.has(value)) {
+      throw new TypeError(
+        `ContainerSpec: capabilities may name ${[...containerCapabilities].join(", ")}, not ${JSON.stringify(value)}`,
+      );
+    }
+  }
+  return [...new Set(values as readonly ContainerCapability[])].sort();
+}
+
 /** The smallest disk worth a filesystem (the `pai-disk` plugin refuses less). */
 const minDiskBytes = 16 * 1024 * 1024;
 
@@ -186,6 +220,7 @@ export function resolveContainerSpec(spec: ContainerSpec | ResolvedContainerSpec
     cmd,
     entrypoint: spec.entrypoint ? [...spec.entrypoint] : null,
     user: spec.user ?? containerSpecDefaults.user,
+    ...(spec.capabilities?.length ? { capabilities: capabilityList(spec.capabilities) } : {}),
     env: { ...(spec.env ?? {}) },
     workingDir: spec.workingDir ?? containerSpecDefaults.workingDir,
     limits: {

@@ -187,6 +187,17 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     expect(await dockerPs(poolId)).not.toContain(lease.containerId);
   });
 
+  it("reports the engine's host: memory, CPUs and the machine architecture its containers run", async () => {
+    const info = await driver.info();
+    const [memory, cpus, architecture] = (
+      await docker("info", "--format", "{{.MemTotal}} {{.NCPU}} {{.Architecture}}")
+    ).split(" ");
+    expect(info).toMatchObject({ memoryBytes: Number(memory), cpus: Number(cpus), architecture });
+    // A container on this engine says the same machine.
+    const { stdout } = await execa("docker", ["run", "--rm", "--network", "none", image, "uname", "-m"]);
+    expect(info.architecture).toBe(stdout.trim());
+  });
+
   it("runs containers on crun when the engine has it, else on the engine's default runtime", async () => {
     const runtimes = Object.keys(JSON.parse(await docker("info", "--format", "{{json .Runtimes}}")));
     const pool = track(
@@ -314,9 +325,30 @@ describe.skipIf(optedOut)(`Docker driver and pool on the real engine (${image})`
     const missing = createDockerDriver({ diskVolumeDriver: `pai-disk-missing-${testRun}` });
     const error = await missing.create({ image }, { [poolLabels.pool]: newPoolId("nodisk") }).catch((e) => e);
     expect(PoolError.hasCode(error, "CONTAINER_FAILED")).toBe(true);
-    expect(error.message).toMatch(/has no "pai-disk-missing-\w+" volume plugin.*limits\.diskBytes/);
+    expect(error.message).toMatch(
+      /has no "pai-disk-missing-\w+" volume plugin.*`npx pai engine setup`.*limits\.diskBytes/,
+    );
     expect(error.details).toMatchObject({ reason: "disk-driver-missing" });
   }, 40_000);
+
+  it("tells what the engine says about itself: host, version, architecture, runtimes", async () => {
+    const expected = JSON.parse(
+      await docker(
+        "info",
+        "--format",
+        '{"name":{{json .Name}},"version":{{json .ServerVersion}},"arch":{{json .Architecture}},"runtimes":{{json .Runtimes}},"default":{{json .DefaultRuntime}}}',
+      ),
+    );
+    const info = await driver.info();
+    expect(info).toMatchObject({
+      hostname: expected.name,
+      serverVersion: expected.version,
+      architecture: expected.arch,
+      defaultRuntime: expected.default,
+    });
+    expect(info.runtimes.sort()).toEqual(Object.keys(expected.runtimes).sort());
+    expect(info.volumePlugins).toContain("local");
+  });
 
   it("checks an engine before its first container: the image, the disk plugin, and the runtime containers get", async () => {
     const runtimes = Object.keys(JSON.parse(await docker("info", "--format", "{{json .Runtimes}}")));

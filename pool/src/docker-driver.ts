@@ -40,7 +40,7 @@ export interface DockerDriverOptions extends DockerEngineConnection {
   requestTimeoutMs?: number;
   /**
    * The engine's volume driver that bounds `limits.diskBytes` (a volume plugin making a small filesystem per
-   * disk; `scripts/docker-engine` runs `pai-disk` on the engine's host).
+   * disk; `npx pai engine setup` runs `pai-disk` on the engine's host).
    * @default "pai-disk"
    */
   diskVolumeDriver?: string;
@@ -105,7 +105,7 @@ function writableMount(target: string, index: number, diskBytes: number | null, 
   };
 }
 
-/** The Engine API body of `POST /containers/create` for a spec. Exported for tests of the mapping. */
+/** The Engine API body of `POST /containers/create` for a spec. Exported for tests of the mapping. @internal */
 export function toCreateBody(
   spec: ContainerSpec | ResolvedContainerSpec,
   labels: Readonly<Record<string, string>>,
@@ -154,6 +154,7 @@ export function toCreateBody(
           : []),
       ] as unknown as Docker.MountConfig,
       CapDrop: ["ALL"],
+      ...(resolved.capabilities ? { CapAdd: [...resolved.capabilities] } : {}),
       SecurityOpt: ["no-new-privileges"],
       LogConfig: { Type: "none", Config: {} },
       Init: true,
@@ -174,7 +175,7 @@ function diskDriverMissing(diskVolumeDriver: string, cause?: PoolError): PoolErr
   return new PoolError(
     "CONTAINER_FAILED",
     `The engine has no "${diskVolumeDriver}" volume plugin, which bounds a container's disk (limits.diskBytes): ` +
-      "run scripts/docker-engine on the engine's host, or set limits.diskBytes to null for unbounded volumes",
+      "run `npx pai engine setup` as root on the engine's host, or set limits.diskBytes to null for unbounded volumes",
     { cause, details: { ...cause?.details, reason: "disk-driver-missing", diskVolumeDriver } },
   );
 }
@@ -276,18 +277,30 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     return defaultRuntime;
   }
 
-  /** The engine's runtimes, default runtime and (loaded) volume plugins, from `GET /info`. */
-  async function engineFacts(signal?: AbortSignal) {
+  /** What the engine says about itself, from `GET /info`. */
+  async function engineInfo(signal?: AbortSignal): Promise<EngineInfo> {
     // dockerode's typings omit the options argument its `info` takes.
     const info = (await (docker.info as unknown as (options: object) => Promise<unknown>).call(
       docker,
       signal ? { abortSignal: signal } : {},
     )) as {
+      MemTotal?: number;
+      NCPU?: number;
+      ContainersRunning?: number;
+      Name?: string;
+      ServerVersion?: string;
+      Architecture?: string;
       Runtimes?: Record<string, unknown>;
       DefaultRuntime?: string;
       Plugins?: { Volume?: string[] | null };
     };
     return {
+      memoryBytes: info.MemTotal ?? 0,
+      cpus: info.NCPU ?? 0,
+      containersRunning: info.ContainersRunning ?? 0,
+      architecture: info.Architecture ?? "",
+      hostname: info.Name ?? "",
+      serverVersion: info.ServerVersion ?? "",
       runtimes: Object.keys(info.Runtimes ?? {}),
       defaultRuntime: info.DefaultRuntime ?? "runc",
       volumePlugins: info.Plugins?.Volume ?? [],
@@ -716,7 +729,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
               { cause: mapped, details: { image: resolved.image } },
             );
           }
-          let facts = await engineFacts(signal);
+          let facts = await engineInfo(signal);
           if (resolved.limits.diskBytes !== null && !facts.volumePlugins.includes(diskVolumeDriver)) {
             // The engine loads a plugin of the plugins folder on first use: asking every driver about a volume
             // that does not exist makes it look (a 404 is the expected answer), then it lists the plugin.
@@ -727,7 +740,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
                 const mapped = toPoolError(error, "look for the disk plugin");
                 if (!PoolError.hasCode(mapped, "NOT_FOUND")) throw mapped;
               });
-            facts = await engineFacts(signal);
+            facts = await engineInfo(signal);
             if (!facts.volumePlugins.includes(diskVolumeDriver)) throw diskDriverMissing(diskVolumeDriver);
           }
           const preferred = resolved.runtime === null ? await runtimeFor(resolved) : resolved.runtime;
@@ -738,23 +751,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}): Container
     },
 
     info(callOptions = {}) {
-      return dockerCall(
-        "engine info",
-        {},
-        async (): Promise<EngineInfo> => {
-          // dockerode's typings omit the options argument its `info` takes.
-          const info = (await (docker.info as unknown as (options: object) => Promise<unknown>).call(
-            docker,
-            callOptions.signal ? { abortSignal: callOptions.signal } : {},
-          )) as { MemTotal?: number; NCPU?: number; ContainersRunning?: number };
-          return {
-            memoryBytes: info.MemTotal ?? 0,
-            cpus: info.NCPU ?? 0,
-            containersRunning: info.ContainersRunning ?? 0,
-          };
-        },
-        callOptions.signal,
-      );
+      return dockerCall("engine info", {}, () => engineInfo(callOptions.signal), callOptions.signal);
     },
   };
   return driver;

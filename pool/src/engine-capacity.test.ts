@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { freeCapacity, pickEngine } from "./engine-capacity.ts";
 
 const limits = { memoryBytes: 1024 ** 3, nanoCpus: 1e9 };
-const host = { memoryBytes: 8 * 1024 ** 3, cpus: 4, containersRunning: 2 };
+const host = { memoryBytes: 8 * 1024 ** 3, cpus: 4, containersRunning: 2, architecture: "x86_64" };
 
 describe("freeCapacity", () => {
   it("is the smallest of free slots, free memory and free CPUs", () => {

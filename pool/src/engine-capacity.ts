@@ -24,8 +24,10 @@ export interface EngineLoad {
   max: number;
   /** This pool's leases on the engine, and placements under way there. */
   leased: number;
-  /** The engine's last `docker info`, and how many containers this pool held on it then. */
-  report: { info: EngineInfo; heldThen: number } | undefined;
+  /** The engine's last `docker info` (its host and load), and how many containers this pool held on it then. */
+  report:
+    | { info: Pick<EngineInfo, "memoryBytes" | "cpus" | "containersRunning">; heldThen: number }
+    | undefined;
   /** Containers this pool holds on the engine now (idle, leased, being created or removed). */
   heldNow: number;
 }

@@ -32,10 +32,16 @@ export type {
   WarmOptions,
 } from "./container-pool.ts";
 export { createContainerPool } from "./container-pool.ts";
-export type { ContainerLimits, ContainerSpec, ResolvedContainerSpec } from "./container-spec.ts";
+export type {
+  ContainerCapability,
+  ContainerLimits,
+  ContainerSpec,
+  ResolvedContainerSpec,
+} from "./container-spec.ts";
 export { containerSpecDefaults, resolveContainerSpec } from "./container-spec.ts";
 export type { CreateBackoffOptions } from "./create-backoff.ts";
 export { type DebootstrapBase, debootstrapBase, ensureDebootstrapBase } from "./debootstrap-base.ts";
+export { diskVolumePluginEntryPath } from "./disk-plugin/disk-volume-plugin-entry-path.ts";
 export type { DockerDriverOptions, EnginePlacement } from "./docker-driver.ts";
 export { createDockerDriver } from "./docker-driver.ts";
 export type { DockerEngineConnection, DockerSshOptions } from "./docker-engine-connection.ts";
@@ -83,7 +89,9 @@ export {
   type PooledBindingOptions,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
+  type PooledHibernation,
   type PooledResource,
+  type PooledRestart,
   type ReapContext,
   type RecordedLease,
 } from "./pooled-binding.ts";

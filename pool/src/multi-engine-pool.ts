@@ -195,6 +195,16 @@ export interface MultiEnginePool<STATE = undefined> {
    */
   replace(containerId: string, options: ReplaceOptions): Promise<EngineLease<STATE>>;
   /**
+   * Gives a lease whose container cannot be started again a successor: a fresh container for its lease key (on the
+   * engine with the most free capacity) into which what the `carry` folders hold is copied from the old one (running
+   * or stopped, see `carryPaths`); the old lease is then released.
+   * @throws what `acquire` and the copy throw (the fresh container is then released and the old lease kept)
+   */
+  succeed(
+    lease: EngineLease<STATE>,
+    options: { carry: readonly string[]; signal?: AbortSignal },
+  ): Promise<EngineLease<STATE>>;
+  /**
    * `ContainerPool.reapStrays` on every reachable engine; an engine that fails is reported as an `error` event.
    * `unreached` names the engines not reaped (unreachable, or failed): what dead owners left there is still there.
    */
@@ -544,6 +554,7 @@ export function createMultiEnginePool<STATE = undefined>(
     pool.events.on("exit", (event) => events.emit("exit", { ...event, engineId }));
     pool.events.on("hibernate", (event) => events.emit("hibernate", { ...event, engineId }));
     pool.events.on("wake", (event) => events.emit("wake", { ...event, engineId }));
+    pool.events.on("restart", (event) => events.emit("restart", { ...event, engineId }));
     pool.events.on("error", (event) => events.emit("error", { ...event, engineId }));
   }
 
@@ -684,6 +695,8 @@ export function createMultiEnginePool<STATE = undefined>(
       },
       // A lost lease does not wake: its engine stopped answering, so its files cannot be counted on.
       wake: (wakeOptions) => (lostError ? Promise.reject(lostError) : lease.wake(wakeOptions)),
+      stopped: (stoppedOptions) => (lostError ? Promise.reject(lostError) : lease.stopped(stoppedOptions)),
+      restart: (restartOptions) => (lostError ? Promise.reject(lostError) : lease.restart(restartOptions)),
       idle: () => lease.idle(),
       hibernate: () => (lostError ? Promise.reject(lostError) : lease.hibernate()),
       release,
@@ -798,20 +811,42 @@ export function createMultiEnginePool<STATE = undefined>(
         { details: { containerId, poolId, labels } },
       );
     }
+    const lease = await inheritingLease({ driver: record.driver, containerId }, leaseKey, carry, signal);
+    await record.driver.remove(containerId).catch((error: unknown) => {
+      events.emit("error", { operation: "destroy", error, containerId, engineId: record.id });
+    });
+    return lease;
+  }
+
+  /** A fresh lease for `leaseKey` holding what `carry` holds in `from`; released again when the copy fails. */
+  async function inheritingLease(
+    from: { driver: ContainerDriver; containerId: string },
+    leaseKey: string,
+    carry: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<EngineLease<STATE>> {
     const lease = await acquire({ leaseKey, ...(signal ? { signal } : {}) });
     try {
-      await carryPaths(
-        { driver: record.driver, containerId },
-        { driver: lease.driver, containerId: lease.containerId },
-        carry,
-        signal,
-      );
+      await carryPaths(from, { driver: lease.driver, containerId: lease.containerId }, carry, signal);
     } catch (error) {
       await lease.release().catch(() => undefined);
       throw error;
     }
-    await record.driver.remove(containerId).catch((error: unknown) => {
-      events.emit("error", { operation: "destroy", error, containerId, engineId: record.id });
+    return lease;
+  }
+
+  async function succeed(
+    old: EngineLease<STATE>,
+    options: { carry: readonly string[]; signal?: AbortSignal },
+  ): Promise<EngineLease<STATE>> {
+    const lease = await inheritingLease(old, old.leaseKey, options.carry, options.signal);
+    await old.release().catch((error: unknown) => {
+      events.emit("error", {
+        operation: "destroy",
+        error,
+        containerId: old.containerId,
+        engineId: old.engineId,
+      });
     });
     return lease;
   }
@@ -975,6 +1010,7 @@ export function createMultiEnginePool<STATE = undefined>(
     acquire,
     adopt,
     replace,
+    succeed,
     reapStrays,
     warm,
     metrics,

@@ -22,6 +22,11 @@ export interface ContainerPoolEventMap {
   hibernate: { containerId: string; leaseKey: string; reason: "idle" | "room" | "asked" };
   /** A hibernated lease's container was started and set up again; `durationMs` includes waiting for room. */
   wake: { containerId: string; leaseKey: string; durationMs: number };
+  /**
+   * A lease's container that stopped outside the pool's wish (`reason`) was started and set up again
+   * (`Lease.restart`); `durationMs` includes waiting for room.
+   */
+  restart: { containerId: string; leaseKey: string; durationMs: number; reason: string };
   /** A failure the pool handled itself (a failed create it will retry, a failed removal). */
   error: {
     operation: "create" | "destroy" | "reap" | "validate" | "hibernate";

@@ -153,3 +153,113 @@ describe("createPooledBinding on several engines", () => {
     expect(() => onB.facade).toThrow(expect.objectContaining({ code: "CONTAINER_LOST" }));
   });
 });
+
+describe("createPooledBinding when a container stops on its own", () => {
+  /** A binding on one fake engine whose set-ups can be made to fail and whose health the test decides. */
+  function restartingBinding(driver: FakeDriver, options: { carryOver?: readonly string[] } = {}) {
+    /** `failSetups`: how many of the next set-ups fail. */
+    const control = { failSetups: 0, healthy: true, made: [] as number[] };
+    const pooled = createPooledBinding<number, FakeFacade, { signal: AbortSignal }>({
+      name: "sandbox",
+      engines: [{ id: "a", driver }],
+      poolId: "pai-sandbox-restarts",
+      pool: { min: 0, max: 4, acquireTimeoutMs: 2_000, restartLimit: { restarts: 2, withinMs: 400 } },
+      ...(options.carryOver ? { carryOver: options.carryOver } : {}),
+      closedError: () => new Error("closed"),
+      preparePool: async () => {
+        let setups = 0;
+        return {
+          image: spec.image,
+          spec,
+          setup: () => {
+            if (control.failSetups > 0) {
+              control.failSetups--;
+              throw new Error("the agent did not come up");
+            }
+            return ++setups;
+          },
+          healthCheck: () => control.healthy,
+        };
+      },
+      facadeOf: (lease) => {
+        control.made.push(lease.state);
+        return { facade: { inspect: () => lease.driver.inspect(lease.containerId) } };
+      },
+    });
+    bindings.push(pooled);
+    return { pooled, control };
+  }
+
+  it("starts it again on the next use, says why, and gives up past the limit with CONTAINER_LOST", async () => {
+    const driver = createFakeDriver();
+    const { pooled, control } = restartingBinding(driver);
+    const restarted: string[] = [];
+    pooled.events.on("restart", (event) => restarted.push(event.reason));
+    const sandbox = await pooled.provision({ leaseKey: "thread:1", signal });
+    const id = sandbox.resourceId;
+    expect(await sandbox.hibernation.wake(signal)).toBe("running");
+    await expect(sandbox.facade.inspect()).resolves.toMatchObject({ running: true });
+
+    driver.kill(id, { exitCode: 137 });
+    expect(await sandbox.hibernation.wake(signal)).toEqual({
+      status: "restarted",
+      reason: "its container was killed (exit code 137)",
+    });
+    expect(sandbox.resourceId).toBe(id);
+    expect(driver.containers.get(id)?.status).toBe("running");
+    await expect(sandbox.facade.inspect()).resolves.toMatchObject({ running: true });
+    expect(control.made).toEqual([1, 2]); // set up again: a new facade
+    expect(await sandbox.hibernation.wake(signal)).toBe("running");
+
+    // Stopped with no engine event (one lost while the engine restarted): the health check sends it to the engine.
+    driver.containers.get(id)!.status = "exited";
+    driver.containers.get(id)!.exitCode = 143;
+    control.healthy = false;
+    expect(await sandbox.hibernation.wake(signal)).toEqual({
+      status: "restarted",
+      reason: "its container was stopped (exit code 143)",
+    });
+    // A failing health check of a running container is not a stop.
+    expect(await sandbox.hibernation.wake(signal)).toBe("running");
+    control.healthy = true;
+
+    // A third stop within the window is not started again.
+    driver.kill(id, { oom: true });
+    await expect(sandbox.hibernation.wake(signal)).rejects.toMatchObject({
+      code: "CONTAINER_LOST",
+      details: { reason: "its container ran out of memory", restarts: 2, withinMs: 400 },
+    });
+    expect(driver.containers.get(id)?.status).toBe("exited");
+    expect(restarted).toHaveLength(2);
+    // Once the first restart is older than the window, the next use starts it again.
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    expect(await sandbox.hibernation.wake(signal)).toMatchObject({ status: "restarted" });
+    expect(driver.containers.get(id)?.status).toBe("running");
+  });
+
+  it("gives it a successor that inherits its carried folders when it cannot be started again", async () => {
+    const driver = createFakeDriver();
+    const { pooled, control } = restartingBinding(driver, { carryOver: ["/workspace"] });
+    const sandbox = await pooled.provision({ leaseKey: "thread:1", signal });
+    const old = sandbox.resourceId;
+    await driver.putArchive(old, "/workspace/.", Buffer.from("the thread's files"));
+    driver.kill(old, { exitCode: 137 });
+    control.failSetups = 1; // the restart's: the successor's own set-up passes
+
+    expect(await sandbox.hibernation.wake(signal)).toMatchObject({
+      status: "restarted",
+      reason: expect.stringContaining(
+        "its container was killed (exit code 137); it could not be started again (the agent did not come up), so a new container took over its /workspace",
+      ),
+    });
+    expect(sandbox.resourceId).not.toBe(old);
+    expect(sandbox.meta).toEqual({ image: spec.image, poolId: "pai-sandbox-restarts", engine: "a" });
+    expect(driver.containers.has(old)).toBe(false);
+    expect(driver.containers.get(sandbox.resourceId)?.archives.get("/workspace")?.toString()).toBe(
+      "the thread's files",
+    );
+    await expect(sandbox.facade.inspect()).resolves.toMatchObject({ running: true });
+    await sandbox.release();
+    expect([...driver.containers.keys()]).toEqual([]);
+  });
+});

@@ -10,7 +10,7 @@ import {
   type MultiEnginePoolMetrics,
   type PoolEngine,
 } from "./multi-engine-pool.ts";
-import { PoolError } from "./pool-error.ts";
+import { PoolError, type PoolErrorCode } from "./pool-error.ts";
 import { createPoolEvents, type PoolEvents } from "./pool-events.ts";
 import { specHash } from "./spec-hash.ts";
 
@@ -34,6 +34,14 @@ export interface PooledBindingPoolOptions {
   hibernateAfterMs?: number;
   /** Hibernated containers kept on each engine; beyond it the longest hibernated are removed. @default 100 */
   maxHibernated?: number;
+  /**
+   * How often a lease's container that stops outside PAI's wish (its main process killed, `docker kill` or
+   * `docker stop`, an engine restart) is started again on its next use: at most `restarts` times within `withinMs`;
+   * past it the call fails with `CONTAINER_LOST` (and the next one, once the oldest restart is `withinMs` old, tries
+   * again), so a container that dies at once is not restarted in a loop.
+   * @default { restarts: 3, withinMs: 60000 }
+   */
+  restartLimit?: { restarts?: number; withinMs?: number };
 }
 
 /** The pool's tuning under load: creates at once, backoff on failing creates, trimming idle containers above `min`. */
@@ -110,6 +118,16 @@ export interface PooledBindingOptions<STATE, FACADE, SCOPE> {
   closedError(): Error;
 }
 
+/** A resource whose container stopped outside PAI's wish and was started again (structurally PAI's `ResourceRestart`). */
+export interface PooledRestart {
+  status: "restarted";
+  /**
+   * Why it stopped, and how it came back when it was not started again as it was (a new container then inherited
+   * its `carryOver` folders), in words for a person or a model.
+   */
+  reason: string;
+}
+
 /**
  * How a runtime drives a pooled resource's hibernation (structurally PAI's `ResourceHibernation`): `wake` before
  * every facade call, `idle` once no run uses it.
@@ -117,9 +135,13 @@ export interface PooledBindingOptions<STATE, FACADE, SCOPE> {
 export interface PooledHibernation {
   /**
    * Marks the resource in use and makes sure its container runs (starting a hibernated one: the call waits).
-   * `"woken"` when it was hibernated; `"gone"` when the pool removed it while hibernated (`maxHibernated`).
+   * `"woken"` when it was hibernated; `"gone"` when the pool removed it while hibernated (`maxHibernated`) or it was
+   * removed from outside; a {@link PooledRestart} when it had stopped outside PAI's wish and was started again
+   * (through the wake path: files kept, processes gone), or, when it could not be, replaced by a new container that
+   * inherits its `carryOver` folders (the resource's `resourceId` then names the new one).
+   * @throws PoolError `CONTAINER_LOST` when it stopped again more often than `restartLimit` allows
    */
-  wake(signal: AbortSignal): Promise<"running" | "woken" | "gone">;
+  wake(signal: AbortSignal): Promise<"running" | "woken" | "gone" | PooledRestart>;
   /** No run uses it now: it may be hibernated. */
   idle(): void;
 }
@@ -131,7 +153,7 @@ export interface PooledResource<FACADE, SCOPE> {
    * @throws PoolError `CONTAINER_FAILED` while hibernated (wake first), `CONTAINER_LOST` once it is lost.
    */
   readonly facade: FACADE;
-  /** The container id. */
+  /** The container id (a new one's once a restart replaced the container). */
   readonly resourceId: string;
   /** What the lease records: the pool, the image, and the engine the container is on (to reattach it there). */
   readonly meta: { poolId: string; image: string; engine: string };
@@ -296,7 +318,7 @@ export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
         ...(tuning.createBackoff !== undefined ? { createBackoff: tuning.createBackoff } : {}),
         ...(tuning.engineChecks !== undefined ? { engineChecks: tuning.engineChecks } : {}),
       });
-      for (const name of ["engine", "lost", "hibernate", "wake", "error"] as const) {
+      for (const name of ["engine", "lost", "hibernate", "wake", "restart", "error"] as const) {
         created.events.on(name, (event) => events.emit(name, event as never));
       }
       if (closed) {
@@ -326,14 +348,32 @@ export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
     return pool;
   }
 
+  /** Failures of a restart that a successor would not fix. */
+  const unrecoverable: readonly PoolErrorCode[] = [
+    "NOT_FOUND",
+    "POOL_EXHAUSTED",
+    "POOL_CLOSED",
+    "CONTAINER_LOST",
+    "DOCKER_UNAVAILABLE",
+  ];
+  const restartsAllowed = options.pool?.restartLimit?.restarts ?? 3;
+  const restartWindowMs = options.pool?.restartLimit?.withinMs ?? 60_000;
+
   /**
-   * The resource over `lease`: its facade is made from the lease's current state, again after each wake, and
+   * The resource over `first`: its facade is made from the lease's current state, again after each wake, and
    * guarded (with its per-run views) so that calls on a lost lease fail with `CONTAINER_LOST`; `meta.engine`
-   * records the lease's engine.
+   * records the lease's engine. A container that stopped outside PAI's wish is started again on the next wake
+   * (within `restartLimit`), or replaced by a successor that inherits its `carryOver` folders: the resource then
+   * stands for the successor's lease.
    */
-  function resourceOf(lease: EngineLease<STATE>): PooledResource<FACADE, SCOPE> {
-    const pool = { image: image ?? "", poolId: poolId ?? "" };
-    let made: { state: STATE; facade: FACADE; bind?(scope: SCOPE): FACADE } | undefined;
+  function resourceOf(first: EngineLease<STATE>): PooledResource<FACADE, SCOPE> {
+    const names = { image: image ?? "", poolId: poolId ?? "" };
+    let lease = first;
+    /** When the container was started again after stopping on its own, within the last `restartWindowMs`. */
+    let restarts: number[] = [];
+    let made:
+      | { lease: EngineLease<STATE>; state: STATE; facade: FACADE; bind?(scope: SCOPE): FACADE }
+      | undefined;
     const current = () => {
       if (lease.hibernated) {
         // A running lost lease still hands out its (guarded) facade, whose calls reject; a hibernated one has none.
@@ -346,22 +386,70 @@ export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
           },
         );
       }
-      if (made?.state !== lease.state) {
-        const { facade, bind } = options.facadeOf(lease, pool);
+      if (made?.lease !== lease || made.state !== lease.state) {
+        const { facade, bind } = options.facadeOf(lease, names);
+        const guarded = lease;
         made = {
+          lease,
           state: lease.state,
-          facade: guardLostFacade(facade, lease),
-          ...(bind ? { bind: (scope: SCOPE) => guardLostFacade(bind(scope), lease) } : {}),
+          facade: guardLostFacade(facade, guarded),
+          ...(bind ? { bind: (scope: SCOPE) => guardLostFacade(bind(scope), guarded) } : {}),
         };
       }
       return made;
     };
+
+    /** Starts the stopped container again (or gives it a successor), within the restart limit. */
+    async function restart(stopped: string, signal: AbortSignal): Promise<PooledRestart> {
+      const now = Date.now();
+      restarts = restarts.filter((at) => now - at < restartWindowMs);
+      if (restarts.length >= restartsAllowed) {
+        throw new PoolError(
+          "CONTAINER_LOST",
+          `${options.name} ${lease.containerId.slice(0, 12)} stopped again (${stopped}) after ${restarts.length} restarts within ${Math.round(restartWindowMs / 1000)} s: it is not started again before ${new Date(restarts[0]! + restartWindowMs).toISOString()}`,
+          {
+            details: {
+              containerId: lease.containerId,
+              engineId: lease.engineId,
+              reason: stopped,
+              restarts: restarts.length,
+              withinMs: restartWindowMs,
+            },
+          },
+        );
+      }
+      restarts.push(now);
+      try {
+        await lease.restart({ signal });
+        return { status: "restarted", reason: stopped };
+      } catch (error) {
+        // Only a container that will not start (or set up) again is replaced: not one that is gone or waits for room.
+        if (
+          signal.aborted ||
+          !options.carryOver?.length ||
+          unrecoverable.some((code) => PoolError.hasCode(error, code))
+        )
+          throw error;
+        const multi = await ready();
+        lease = await multi.succeed(lease, { carry: options.carryOver, signal });
+        const why = error instanceof Error ? error.message : String(error);
+        return {
+          status: "restarted",
+          reason: `${stopped}; it could not be started again (${why}), so a new container took over its ${options.carryOver.join(", ")}`,
+        };
+      }
+    }
+
     return {
       get facade() {
         return current().facade;
       },
-      resourceId: lease.containerId,
-      meta: { ...pool, engine: lease.engineId },
+      get resourceId() {
+        return lease.containerId;
+      },
+      get meta() {
+        return { ...names, engine: lease.engineId };
+      },
       release: () => lease.release(),
       detach: () => lease.detach(),
       bind(scope) {
@@ -371,6 +459,8 @@ export function createPooledBinding<STATE, FACADE extends object, SCOPE>(
       hibernation: {
         async wake(signal) {
           try {
+            const stopped = await lease.stopped({ signal });
+            if (stopped !== undefined) return await restart(stopped, signal);
             return (await lease.wake({ signal })) ? "woken" : "running";
           } catch (error) {
             if (PoolError.hasCode(error, "NOT_FOUND")) return "gone";

@@ -17,6 +17,16 @@ describe("wokenNoteOf", () => {
     );
   });
 
+  it("tells the user why a capability that stopped on its own was started again", () => {
+    const restarted = {
+      type: "data-pai-capability",
+      data: { ...woken.data, status: "restarted", reason: "its container was killed (exit code 137)" },
+    };
+    expect(wokenNoteOf(restarted)).toBe(
+      "The sandbox had stopped (its container was killed (exit code 137)) and was started again (0.2 s): its files are kept, processes started before are gone.",
+    );
+  });
+
   it("says nothing for other statuses, other parts and malformed data", () => {
     expect(wokenNoteOf({ ...woken, data: { ...woken.data, status: "provisioning" } })).toBeUndefined();
     expect(wokenNoteOf({ type: "text" })).toBeUndefined();

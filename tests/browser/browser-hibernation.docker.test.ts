@@ -1,10 +1,12 @@
 // A browser hibernates like a sandbox: its container is stopped while idle and started again on use, and its
-// Chromium profile (cookies, localStorage) is kept. The page is served by this test on the host's 127.0.0.1.
+// Chromium profile (cookies, localStorage) is kept; one killed from outside is started again the same way on its
+// next use. The page is served by this test on the host's 127.0.0.1.
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dockerBrowser } from "@pai/browser";
 import { createDockerDriver, poolLabels } from "@pai/pool";
+import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 
 const image = process.env.PAI_BROWSER_IMAGE ?? "pai/browser:latest";
@@ -16,9 +18,13 @@ async function poolContainers(poolId: string): Promise<string[]> {
   return rows.map((row) => row.id).sort();
 }
 
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -57,6 +63,21 @@ describe.skipIf(dockerOptedOut)("browser hibernation on the real engine", () => 
       await woken.goto(`${origin}/`);
       expect(await woken.evaluate(`localStorage.getItem("kept")`)).toBe("yes");
       expect(await woken.evaluate("document.cookie")).toContain("session=abc");
+
+      // Killed from outside while in use: the next use starts it again, Chromium on the same profile.
+      await execa("docker", ["kill", resource.resourceId]);
+      await waitFor(async () => !(await driver.inspect(resource!.resourceId)).running, "the kill");
+      expect(await resource.hibernation?.wake(signal)).toEqual({
+        status: "restarted",
+        reason: "its container was killed (exit code 137)",
+      });
+      const restarted = resource.bind({ signal });
+      await restarted.goto(`${origin}/`);
+      expect(await restarted.evaluate(`localStorage.getItem("kept")`)).toBe("yes");
+      const chromium = await driver.exec(resource.resourceId, {
+        cmd: ["sh", "-c", "ps -o user= -C chromium | sort -u"],
+      });
+      expect(chromium.stdout).toBe("sandbox\n");
     } finally {
       await resource?.release();
       await binding.close();

@@ -389,6 +389,7 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
         Config: { User: string; Labels: Record<string, string> };
         HostConfig: {
           CapDrop: string[];
+          CapAdd: string[];
           SecurityOpt: string[];
           ReadonlyRootfs: boolean;
           ShmSize: number;
@@ -397,7 +398,14 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
           NetworkMode: string;
         };
       }>;
-      expect(inspection?.Config.User).toBe("1000:1000");
+      // The main process and the agent run as root, keeping only what starting Chromium as 1000 needs.
+      expect(inspection?.Config.User).toBe("0:0");
+      expect([...(inspection?.HostConfig.CapAdd ?? [])].sort()).toEqual([
+        "KILL",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+      ]);
       expect(inspection?.Config.Labels[poolLabels.pool]).toBe(poolId);
       expect(inspection?.HostConfig).toMatchObject({
         CapDrop: ["ALL"],
@@ -410,6 +418,7 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
       expect(inspection?.HostConfig.ShmSize).toBeGreaterThanOrEqual(256 * 1024 * 1024);
       // The one listening socket is the egress proxy's, on the container's own loopback; DevTools is a pipe.
       const sockets = await driver.exec(resource.resourceId, {
+        user: "1000:1000", // the profile is Chromium's user's
         cmd: [
           "sh",
           "-c",
@@ -423,8 +432,15 @@ describe.skipIf(dockerOptedOut)("the browser capability on the real engine", () 
       expect(Number(pipeProcesses)).toBeGreaterThanOrEqual(1);
       const interfaces = await driver.exec(resource.resourceId, { cmd: ["ls", "/sys/class/net"] });
       expect(interfaces.stdout.trim()).toBe("lo");
-      const { stdout: uid } = await driver.exec(resource.resourceId, { cmd: ["id", "-u"] });
-      expect(uid.trim()).toBe("1000");
+      // Every Chromium process runs as 1000 with no capability at all, not even in its bounding set.
+      const chromium = await driver.exec(resource.resourceId, {
+        cmd: [
+          "sh",
+          "-c",
+          'for p in $(pgrep chromium); do awk \'/^(Uid|CapEff|CapPrm|CapBnd):/ {printf "%s ", $2} END {print ""}\' /proc/$p/status; done | sort -u',
+        ],
+      });
+      expect(chromium.stdout).toBe("1000 0000000000000000 0000000000000000 0000000000000000 \n");
       const write = await driver.exec(resource.resourceId, {
         cmd: ["sh", "-c", "touch /etc/x || echo refused"],
       });

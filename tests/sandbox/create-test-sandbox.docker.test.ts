@@ -37,6 +37,9 @@ describe.skipIf(dockerOptedOut)("createTestSandbox", () => {
       ]);
       expect((await box.runCommand({ command: "touch /etc/x" })).exitCode).not.toBe(0);
       expect(await docker("inspect", "-f", "{{.HostConfig.PidsLimit}}", containerId)).toBe("256");
+      // A command cannot stop its sandbox: the main process is root's.
+      await box.runCommand({ command: "kill -9 -1; kill -9 1; pkill -9 sleep" });
+      expect(await box.runCommand({ command: "python3 main.py" })).toMatchObject({ stdout: "42\n" });
     }
     expect(await gone(containerId)).toBe(true);
   });

@@ -80,22 +80,31 @@ describe.skipIf(dockerOptedOut)("sandbox commands through the in-container agent
     expect(await facade.readTextFile("notes/a.txt")).toBe("through the agent");
     expect(counting.execsOf(resourceId)).toBe(before);
     expect((await facade.info()).executor).toBe("agent");
-    // the agent runs as the sandbox user, from its own volume; its parent idles as the main process
+    // the agent runs as root from its own volume, its parent idles as the main process, and commands run as the
+    // sandbox user, which cannot signal either
     const agent = await facade.runCommand({ command: "ps -o user=,args= -C pai-agent" });
-    expect(agent.stdout.trim()).toBe("sandbox  /opt/pai/pai-agent --dial");
+    expect(agent.stdout.trim()).toBe("root     /opt/pai/pai-agent --dial");
     const idle = await facade.runCommand({ command: "ps -o user=,comm= -C pai-idle" });
-    expect(idle.stdout.trim()).toBe("sandbox  pai-idle");
+    expect(idle.stdout.trim()).toBe("root     pai-idle");
   });
 
   it("refuses a program that dials in with the container's spent token (from /proc/1/environ)", async () => {
-    const { facade } = await provision("replay");
+    const { facade, resourceId } = await provision("replay");
+    // A program cannot read the main process's environment (it is root's)...
+    const unread = await facade.runCommand({ command: "cat /proc/1/environ" });
+    expect(unread).toMatchObject({ exitCode: 1 });
+    expect(unread.stderr).toContain("Permission denied");
+    // ...and the token, read from outside and handed to a program, is spent.
+    const environ = await testDriver.exec(resourceId, { cmd: ["cat", "/proc/1/environ"] });
+    expect(environ.exitCode).toBe(0);
     const replay = await facade.runCommand({
       command: "python3",
+      stdin: environ.stdout,
       args: [
         "-c",
         [
-          "import socket",
-          "env = dict(kv.split('=', 1) for kv in open('/proc/1/environ').read().split('\\0') if '=' in kv)",
+          "import socket, sys",
+          "env = dict(kv.split('=', 1) for kv in sys.stdin.read().split('\\0') if '=' in kv)",
           "s = socket.socket(socket.AF_UNIX)",
           "s.settimeout(10)",
           "s.connect(env['PAI_AGENT_DIAL'])",

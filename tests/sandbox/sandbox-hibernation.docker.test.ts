@@ -1,8 +1,6 @@
 // Hibernation end to end on the real engine: `max` bounds running sandboxes, not conversations. Idle thread
 // sandboxes are stopped (files kept, processes gone) to make room and woken by the next call.
-import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { createAgentRuntime, createMemoryThreadStore } from "@pai/core";
-import { createScriptedModel } from "@pai/core/testing";
 import { PoolError } from "@pai/pool";
 import { dockerSandbox } from "@pai/sandbox";
 import { describe, expect, it } from "vitest";
@@ -15,46 +13,9 @@ import {
   uniquePoolId,
   waitFor,
 } from "./docker-helpers.ts";
-import { coderPai } from "./fixtures/run-script.ts";
+import { coderPai, commandModel, outputsOf, statusesOf } from "./fixtures/run-script.ts";
 
 const identity = { userId: "u1" };
-
-/**
- * A model that runs the user's message as one command, then answers with the command's stdout: each
- * conversation's turn is one sandbox call.
- */
-function commandModel() {
-  return createScriptedModel({
-    steps: [],
-    fallback: (call: LanguageModelV4CallOptions) => {
-      const last = call.prompt.at(-1);
-      if (last?.role === "tool") return { text: "done" };
-      const text =
-        last?.role === "user" ? last.content.find((part) => part.type === "text")?.text : undefined;
-      return { toolCalls: [{ toolName: "runScript", input: { command: text ?? "true" } }] };
-    },
-  });
-}
-
-/** The outputs of the messages' `runScript` calls, in call order. */
-function outputsOf(
-  messages: Array<{ parts: Array<Record<string, unknown>> }>,
-): Array<Record<string, unknown>> {
-  return messages
-    .flatMap((message) => message.parts)
-    .filter((part) => part.type === "tool-runScript")
-    .map((part) => (part.state === "output-available" ? (part.output as Record<string, unknown>) : part));
-}
-
-/** The capability status events of a run's messages. */
-function statusesOf(
-  messages: Array<{ parts: Array<Record<string, unknown>> }>,
-): Array<Record<string, unknown>> {
-  return messages
-    .flatMap((message) => message.parts)
-    .filter((part) => part.type === "data-pai-capability")
-    .map((part) => part.data as Record<string, unknown>);
-}
 
 describe.skipIf(dockerOptedOut)("sandbox hibernation through createAgentRuntime", () => {
   it("twenty conversations on max 4: each writes a file, then each is continued and finds it", async () => {

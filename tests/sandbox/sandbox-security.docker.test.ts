@@ -68,6 +68,58 @@ describe.skipIf(dockerOptedOut)("sandbox security defaults, seen from inside the
     expect(statusField(status, "NoNewPrivs")).toBe("1");
   });
 
+  it("cannot stop its sandbox: programs cannot signal the agent, its parent or init, and the next command runs", async () => {
+    await box.writeFiles([{ path: "kept.txt", content: "before the attacks" }]);
+    const agentPid = await sh("pgrep -x pai-agent");
+    expect(agentPid).toMatch(/^\d+$/);
+    // The agent, its parent (the container's main process) and init run as root: no program may signal them.
+    expect(await sh("ps -o user= -p 1,$(pgrep -x pai-idle),$(pgrep -x pai-agent) | sort -u")).toBe("root");
+    const attacks = [
+      "kill -9 $(pgrep -f pai-agent)",
+      "kill -9 $(pgrep -x pai-idle)",
+      "kill -9 1",
+      "pkill -9 -f pai-agent",
+      "pkill -9 pai",
+      "kill -9 -1",
+    ];
+    for (const command of attacks) {
+      const attack = await box.runCommand({ command, timeoutMs: 10_000 });
+      expect(attack.terminationReason).toBe("exit");
+      // the very next command runs, through the same agent, in the same container
+      const next = await box.runCommand({ command: "cat kept.txt; echo; pgrep -x pai-agent" });
+      expect(next).toMatchObject({ exitCode: 0, stdout: `before the attacks\n${agentPid}\n` });
+    }
+    // What a program may signal (its own user's processes) it still can: `kill -9 -1` ends its siblings.
+    const sibling = await box.spawn({ command: "sleep", args: ["600"] });
+    expect((await box.runCommand({ command: "kill -9 -1" })).exitCode).toBe(0);
+    expect((await sibling.wait()).exitCode).toBe(137);
+    expect((await box.info()).executor).toBe("agent");
+    expect(await docker("inspect", "-f", "{{.State.Running}} {{.RestartCount}}", resource.resourceId)).toBe(
+      "true 0",
+    );
+  });
+
+  it("cannot reach into the agent: its memory, descriptors and environment are root's, its volume read-only", async () => {
+    const pid = await sh("pgrep -x pai-agent");
+    for (const path of [`/proc/${pid}/environ`, `/proc/${pid}/mem`, "/proc/1/environ"]) {
+      const read = await box.runCommand({ command: "head", args: ["-c", "1", path] });
+      expect(read.exitCode).not.toBe(0);
+      expect(read.stderr).toContain("Permission denied");
+    }
+    expect((await box.runCommand({ command: `ls /proc/${pid}/fd` })).stderr).toContain("Permission denied");
+    const trace = await box.runCommand({
+      command: "python3",
+      args: [
+        "-c",
+        `import ctypes, sys; libc = ctypes.CDLL(None); sys.exit(0 if libc.ptrace(16, ${pid}, 0, 0) == 0 else ctypes.get_errno() or 1)`,
+      ],
+    });
+    expect(trace.exitCode).not.toBe(0); // PTRACE_ATTACH refused
+    const write = await box.runCommand({ command: "touch /opt/pai/planted; cp /bin/sh /opt/pai/pai-agent" });
+    expect(write.exitCode).not.toBe(0);
+    expect(write.stderr).toContain("Read-only file system");
+  });
+
   it("has a read-only root with a writable workspace and /tmp", async () => {
     const root = await box.runCommand({ command: "touch /etc/pai-test" });
     expect(root.exitCode).not.toBe(0);

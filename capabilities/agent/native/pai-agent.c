@@ -1,7 +1,7 @@
 /*
  * pai-agent — PAI's in-container agent.
  *
- * A small static program (built against musl by ./build.sh) that runs inside a container (a sandbox or a
+ * A small static program (built by ./build.sh for x86_64 and aarch64) that runs inside a container (a sandbox or a
  * browser) and serves the host over ONE long-lived byte stream: its own stdin (host -> agent) and stdout
  * (agent -> host), the stdio of a `docker exec` session. Nothing but frames is ever written to stdout;
  * diagnostics go to stderr. That one stream carries everything between host and container: commands, small
@@ -35,8 +35,11 @@
  *    on pipes owned by the agent and every other fd closed, so nothing it runs can write to the agent's
  *    stdout. The agent is also non-dumpable, so a same-uid process cannot open /proc/<agent>/fd/1 or
  *    ptrace it.
- *  - Running as root, a command drops to its uid/gid (setgroups, setgid, setuid) before exec, and file
- *    operations run under setfsuid/setfsgid; anything that cannot drop privileges fails closed.
+ *  - Running as root, a command drops to its uid/gid (setgroups, setgid, setuid) before exec, with an empty
+ *    capability bounding set, and file operations run under setfsuid/setfsgid; anything that cannot drop
+ *    privileges fails closed. A container whose main process is this agent as root, keeping only CAP_SETUID,
+ *    CAP_SETGID, CAP_SETPCAP and CAP_KILL, runs its programs as a user that cannot signal the agent, its parent or
+ *    the container's init: `kill -9 -1` or `pkill pai-agent` from a program leaves the container serving.
  *  - The agent is a child subreaper and reaps everything (it may be PID 1). Exits are reported only
  *    for its own commands; orphans are reaped silently.
  *  - When a command's leader exits, the output already in its pipes is forwarded, then EXIT is sent.
@@ -702,6 +705,17 @@ static void close_other_fds(int first, int keep) {
     if (fd != keep) close((int)fd);
 }
 
+/*
+ * Empties the bounding set of a command about to become an unprivileged user, so that nothing it runs can ever
+ * hold a capability the container kept for the agent (setuid already clears its permitted and effective sets;
+ * no-new-privileges keeps file capabilities and set-user-ID programs from giving any back). Needs CAP_SETPCAP;
+ * without it (a container that did not keep it) the set stays as the container made it.
+ */
+static void drop_bounding_set(void) {
+  for (int cap = 0; cap < 64; cap++)
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL) return;
+}
+
 static void child_fail(int errfd, int stage) {
   int msg[2] = {stage, errno};
   ssize_t ignored = write(errfd, msg, sizeof msg);
@@ -805,6 +819,7 @@ static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
     }
     if (is_root && (uid != 0 || gid != 0)) {
       gid_t groups[1] = {gid};
+      if (uid != 0) drop_bounding_set();
       if (setgroups(1, groups) || setgid(gid) || setuid(uid)) child_fail(ctl_fd, STAGE_USER);
       if (getuid() != uid || geteuid() != uid || getgid() != gid || getegid() != gid) {
         errno = EPERM;

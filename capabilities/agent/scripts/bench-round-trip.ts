@@ -2,17 +2,18 @@
  * A quick measurement (not a test, not `npm run bench`): the round trip of `true` through the agent against a
  * host `child_process.spawn('true')`, side by side in one run, plus commands per second at concurrency 32.
  *
- *   node capabilities/sandbox/agent/bench-round-trip.ts [--runs 1000] [--docker IMAGE]
+ *   node capabilities/agent/scripts/bench-round-trip.ts [--runs 1000] [--docker IMAGE]
  *
  * With `--docker IMAGE` it also starts a locked-down container (read-only root, no network, all capabilities
- * dropped but SETUID/SETGID/KILL, no-new-privileges; the agent copied before start into a root-owned volume at
+ * dropped but SETUID/SETGID/KILL, no-new-privileges; the agent for the engine's architecture (`docker info`)
+ * copied before start into a root-owned volume at
  * /opt/pai; main process `pai-agent --idle`; then `docker exec -i ... /opt/pai/pai-agent` as root, running
  * commands as 1000:1000), measures the agent inside it and `docker exec <container> true`, and removes the
  * container at the end.
  */
 import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
-import { type AgentClient, buildAgentBinary, createAgentClient } from "../src/index.ts";
+import { type AgentClient, createAgentClient, findPrebuiltBinary, nodeArchitecture } from "../src/index.ts";
 
 const run = promisify(execFile);
 const args = process.argv.slice(2);
@@ -74,7 +75,7 @@ async function agentOver(command: string, commandArgs: string[]) {
   return { client, child };
 }
 
-const binary = await buildAgentBinary();
+const binary = await findPrebuiltBinary({ program: "pai-agent", architecture: process.arch });
 console.log(`agent: ${binary}; ${runs} sequential runs of \`true\` each, interleaved side by side\n`);
 
 const host = await agentOver(binary, ["--user", "self"]);
@@ -118,7 +119,12 @@ if (image) {
   ]);
   const container = stdout.trim();
   try {
-    await run("docker", ["cp", binary, `${container}:/opt/pai/pai-agent`]);
+    const machine = (await run("docker", ["info", "--format", "{{.Architecture}}"])).stdout.trim();
+    const engineBinary = await findPrebuiltBinary({
+      program: "pai-agent",
+      architecture: nodeArchitecture(machine),
+    });
+    await run("docker", ["cp", engineBinary, `${container}:/opt/pai/pai-agent`]);
     await run("docker", ["start", container]);
     const inContainer = await agentOver("docker", ["exec", "-i", container, "/opt/pai/pai-agent"]);
     const hello = await inContainer.client.hello;

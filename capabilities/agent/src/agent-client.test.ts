@@ -6,11 +6,11 @@ import { join } from "node:path";
 import { Duplex, PassThrough, type Readable, type Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { it as baseIt, beforeAll, describe, expect } from "vitest";
-import { buildAgentBinary } from "./agent-binary.ts";
 import { type AgentClient, createAgentClient } from "./agent-client.ts";
 import { AGENT_PROTOCOL_VERSION, FrameType, MAX_FRAME_PAYLOAD_BYTES } from "./agent-protocol.ts";
 import { ContainerAgentError } from "./container-agent-error.ts";
 import { encodeFrame } from "./frame-codec.ts";
+import { findPrebuiltBinary } from "./prebuilt-binary.ts";
 
 const isRoot = process.getuid?.() === 0;
 const selfUser = `${process.getuid?.()}:${process.getgid?.()}`;
@@ -18,8 +18,8 @@ const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 let binary = "";
 
 beforeAll(async () => {
-  binary = await buildAgentBinary();
-}, 300_000);
+  binary = await findPrebuiltBinary({ program: "pai-agent", architecture: process.arch });
+});
 
 interface Agent {
   client: AgentClient;

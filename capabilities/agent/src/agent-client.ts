@@ -325,7 +325,8 @@ function agentError(
  *
  * @example
  * ```ts
- * const child = spawn(agentBinaryPath, [], { stdio: ["pipe", "pipe", "inherit"] });
+ * const binary = await findPrebuiltBinary({ program: "pai-agent", architecture: process.arch });
+ * const child = spawn(binary, [], { stdio: ["pipe", "pipe", "inherit"] });
  * const agent = createAgentClient({ stream: { readable: child.stdout, writable: child.stdin } });
  * const result = await agent.spawn({ argv: ["sh", "-c", "echo hi"], timeoutMs: 5_000 }).wait();
  * new TextDecoder().decode(result.stdout); // "hi\n"

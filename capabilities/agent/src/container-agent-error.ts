@@ -10,12 +10,16 @@ const marker = Symbol.for("pai.error.ContainerAgentError");
  * - `SANDBOX_FILE_FAILED`: the agent could not read or write a file (permission, not a regular file, too
  *   large). A missing file is not an error: `readFile` returns `null`.
  * - `INVALID_ARGUMENT`: the request cannot be encoded (a NUL in an argument, a file over the frame limit).
+ * - `PREBUILT_BINARY_MISSING`: this package ships no `pai-agent` or `pai-egress-relay` for the architecture that
+ *   must run it (the engine's, or this machine's); the message names it and the fix. `details.program`,
+ *   `details.platform`, `details.architecture` say which. Nothing is compiled at run time.
  */
 export type ContainerAgentErrorCode =
   | "SANDBOX_PROTOCOL"
   | "SANDBOX_SPAWN_FAILED"
   | "SANDBOX_FILE_FAILED"
-  | "INVALID_ARGUMENT";
+  | "INVALID_ARGUMENT"
+  | "PREBUILT_BINARY_MISSING";
 
 /**
  * The error `@pai/container-agent` throws on purpose. A member of PAI's error family (the shape of `@pai/core`'s

@@ -1,10 +1,4 @@
 export {
-  agentBinaryPath,
-  agentBuildScriptPath,
-  buildAgentBinary,
-  egressRelayBinaryPath,
-} from "./agent-binary.ts";
-export {
   type AgentClient,
   type AgentClientOptions,
   type AgentProcess,
@@ -34,6 +28,7 @@ export {
   signalNumber,
 } from "./agent-protocol.ts";
 export { AgentStream, STREAM_WINDOW_BYTES } from "./agent-stream.ts";
+export { agentSupervisorSpec, SANDBOX_USER } from "./agent-supervisor-spec.ts";
 export {
   AGENT_DIRECTORY,
   AGENT_PATH,
@@ -104,5 +99,13 @@ export {
   engineSharesHostSocketDirectory,
 } from "./host-socket-directory.ts";
 export { createOutputCollector, type OutputCollector } from "./output-collector.ts";
+export {
+  findPrebuiltBinary,
+  nodeArchitecture,
+  PREBUILT_ARCHITECTURES,
+  type PrebuiltArchitecture,
+  type PrebuiltProgram,
+  prebuiltBinaryPath,
+} from "./prebuilt-binary.ts";
 export { type AgentDial, prepareAgentDial } from "./prepare-agent-dial.ts";
 export type { RestartBackoffOptions } from "./restart-schedule.ts";

@@ -87,7 +87,9 @@ export async function connectChromium(options: ConnectChromiumOptions): Promise<
     onClose: () => ended?.("the container agent's connection ended"),
   });
   try {
-    if (options.adopted) await agent.client.spawn({ argv: ["sh", "-c", CLEAR_LEFTOVERS] }).wait();
+    // As the agent's own user (root, when it is the container's supervisor): an earlier agent runs as root too.
+    const asAgent = { uid: agent.hello.uid, gid: agent.hello.gid };
+    if (options.adopted) await agent.client.spawn({ argv: ["sh", "-c", CLEAR_LEFTOVERS], ...asAgent }).wait();
     await options.onAgent?.(agent.client, signal);
     let write: (bytes: Uint8Array) => Promise<void> = async () => {};
     let stop = () => {};

@@ -14,6 +14,11 @@ import type {
 } from "./browser-facade.ts";
 import type { ChromiumConnection } from "./connect-chromium.ts";
 
+/** What the `links` page script uses of the page's globals (it runs in the page; PAI compiles without the DOM lib). */
+interface PageGlobals {
+  document: { querySelectorAll(selector: string): Iterable<{ textContent: string | null; href: string }> };
+}
+
 /** Options of {@link createBrowserFacade}. */
 export interface BrowserFacadeOptions {
   connection: ChromiumConnection;
@@ -405,7 +410,7 @@ export function createBrowserFacade(options: BrowserFacadeOptions): BrowserFacad
       return operate("links", linksOptions, (active) =>
         active.evaluate(
           (max) =>
-            Array.from(document.querySelectorAll<HTMLAnchorElement>("a[href]"))
+            Array.from((globalThis as unknown as PageGlobals).document.querySelectorAll("a[href]"))
               .slice(0, max)
               .map((anchor) => ({
                 text: (anchor.textContent ?? "").replace(/\s+/g, " ").trim(),

@@ -1,4 +1,5 @@
 import {
+  agentSupervisorSpec,
   agentVolumeMount,
   type ConnectionAudience,
   createConnectionAudience,
@@ -183,7 +184,8 @@ const DEFAULT_LIMITS = { memoryBytes: 1024 ** 3, nanoCpus: 1_000_000_000, pidsLi
  * removed when the lease ends and never reused for another key. A restarted process adopts the containers its
  * recorded leases name (restarting Chromium on the same profile) and reaps the rest.
  *
- * Containers run as user 1000 with all capabilities dropped, `no-new-privileges`, a read-only root with a
+ * Chromium runs as user 1000 with no capabilities (the container's main process and the agent run as root with
+ * only the few the agent needs to start it so, which no page can use or signal), `no-new-privileges`, a read-only root with a
  * writable `/tmp` volume (the profile lives there), memory/CPU/pids limits and a 256 MiB `/dev/shm`, on network
  * `none`. DevTools travels over `--remote-debugging-pipe`, relayed by the in-container agent over its one
  * connection to the host: nothing listens. Pages reach the network only through the egress proxy (`network`).
@@ -287,7 +289,8 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
         image,
         // The main process only keeps the container up; the agent starts Chromium.
         cmd: ["sleep", "infinity"],
-        user: "1000:1000",
+        // Root, which Chromium cannot signal: the agent starts Chromium (and everything else) as SANDBOX_USER.
+        ...agentSupervisorSpec,
         env: {
           HOME: "/tmp",
           XDG_CONFIG_HOME: "/tmp/.config",

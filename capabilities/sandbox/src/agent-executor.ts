@@ -34,7 +34,11 @@ export interface AgentExecutorOptions {
   containerId: string;
   /** The agent binary inside the container (on the engine's shared read-only volume). @default "/opt/pai/pai-agent" */
   agentPath?: string | undefined;
-  /** `uid:gid` the agent (and the `docker exec` fallback) runs as. @default the container's user */
+  /**
+   * `uid:gid` commands run as on the `docker exec` fallback; the agent itself runs as the container's user (root
+   * in a container made with `agentSupervisorSpec`) and runs commands as its default user, `SANDBOX_USER`.
+   * @default "1000:1000" (`SANDBOX_USER`)
+   */
   user?: string | undefined;
   /** The directory file operations are confined to. @default "/workspace" */
   workspace?: string | undefined;
@@ -207,7 +211,6 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
       driver,
       containerId,
       agentPath: options.agentPath ?? AGENT_PATH,
-      user: options.user,
       helloTimeoutMs: options.helloTimeoutMs,
       dialled: await takeDialled(signal),
       signal,

@@ -1,4 +1,4 @@
-import { createOutputCollector } from "@pai/container-agent";
+import { createOutputCollector, SANDBOX_USER } from "@pai/container-agent";
 import type { ContainerDriver, ExecSession } from "@pai/pool";
 import type {
   CommandExecutor,
@@ -14,7 +14,11 @@ import type { SandboxSignal, TerminationReason } from "./sandbox-facade.ts";
 export interface DockerExecExecutorOptions {
   driver: ContainerDriver;
   containerId: string;
-  /** `uid:gid` commands run as. @default the container's user */
+  /**
+   * `uid:gid` commands (and the session that signals them) run as: not the container's main user, so that no
+   * command can signal the container's main process.
+   * @default "1000:1000" (`SANDBOX_USER`)
+   */
   user?: string | undefined;
   /** The directory file operations are confined to. @default "/workspace" */
   workspace?: string | undefined;
@@ -113,7 +117,7 @@ function createControlShell(options: DockerExecExecutorOptions) {
     session ??= options.driver
       .execDuplex(options.containerId, {
         cmd: ["sh", "-c", CONTROL_SHELL],
-        ...(options.user !== undefined ? { user: options.user } : {}),
+        user: options.user ?? SANDBOX_USER,
       })
       .then(
         (live) => {
@@ -147,7 +151,7 @@ function createControlShell(options: DockerExecExecutorOptions) {
       await options.driver
         .exec(options.containerId, {
           cmd: ["sh", "-c", `kill -s ${name} -- -${pgid}`],
-          ...(options.user !== undefined ? { user: options.user } : {}),
+          user: options.user ?? SANDBOX_USER,
         })
         .catch(noop);
     },
@@ -260,7 +264,7 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
         if (reason === "abort") throw userSignal?.reason ?? new Error("aborted");
         session = await driver.execDuplex(containerId, {
           cmd: ["sh", "-c", WRAPPER, "sh", spawnOptions.cwd ?? "", ...spawnOptions.argv],
-          ...(options.user !== undefined ? { user: options.user } : {}),
+          user: options.user ?? SANDBOX_USER,
           ...(spawnOptions.env ? { env: envOf(spawnOptions.env) ?? {} } : {}),
         });
       } catch (error) {

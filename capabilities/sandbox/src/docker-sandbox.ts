@@ -2,6 +2,7 @@ import {
   AGENT_PATH,
   type AgentClient,
   type AgentDial,
+  agentSupervisorSpec,
   agentVolumeMount,
   type ConnectionAudience,
   createConnectionAudience,
@@ -317,6 +318,9 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       const hostDirectory = channel?.mount ?? dial?.mount;
       const spec: ContainerSpec = {
         image,
+        // The main process (the agent, or `sleep` without it) runs as root, which no program can signal: programs
+        // run as SANDBOX_USER (the agent starts each one so, or `docker exec` does), so none can stop the sandbox.
+        ...(useAgent ? agentSupervisorSpec : { user: agentSupervisorSpec.user }),
         env: { HOME: WORKSPACE, ...(policy ? egressEnvironment(policy) : {}), ...(options.env ?? {}) },
         workingDir: WORKSPACE,
         network: network === "unsafe-host" ? "host" : "none",

@@ -29,15 +29,29 @@ export interface ProvisionedResource<FACADE = unknown> {
   hibernation?: ResourceHibernation;
 }
 
+/**
+ * What `ResourceHibernation.wake` resolves to when the resource had stopped outside PAI's wish (a container's main
+ * process killed, the container stopped from outside, its engine restarted) and was started again: its files kept,
+ * its processes gone, or a new resource that took its files over (its `resourceId` then names the new one).
+ */
+export interface ResourceRestart {
+  status: "restarted";
+  /** Why it stopped (and how it came back), in words for a person or a model. */
+  reason: string;
+}
+
 /** How the runtime drives a resource's hibernation (see `ProvisionedResource.hibernation`). */
 export interface ResourceHibernation {
   /**
    * Marks the resource in use (never hibernated until `idle`) and makes sure it runs: a hibernated one is woken
    * first (the call waits). `"woken"` when it had to (the runtime then binds its facade anew and reports a
    * `woken` capability status); `"gone"` when the binding removed it while hibernated (over its budget): the
-   * runtime then drops the lease and provisions a new resource.
+   * runtime then drops the lease and provisions a new resource; a {@link ResourceRestart} when it had stopped on
+   * its own and was started again (the runtime binds its facade anew, records a changed `resourceId` on the lease
+   * and reports a `restarted` capability status). A resource that keeps stopping is not started again in a loop:
+   * `wake` then rejects (the binding's error, e.g. `CONTAINER_LOST`).
    */
-  wake(signal: AbortSignal): Promise<"running" | "woken" | "gone">;
+  wake(signal: AbortSignal): Promise<"running" | "woken" | "gone" | ResourceRestart>;
   /** No run of this process uses the resource now: the binding may hibernate it. */
   idle(): void;
 }

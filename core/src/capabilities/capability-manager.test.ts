@@ -992,4 +992,116 @@ describe("hibernating resources", () => {
     // The model is told about the wake from the next turn on.
     expect(JSON.stringify(model.doStreamCalls.at(-2)?.prompt)).toContain("had hibernated while idle");
   });
+
+  it("starts a resource that stopped on its own again: restarted with the reason, a successor recorded on the lease, the model told; one that keeps stopping fails the call saying why", async () => {
+    /** One resource whose container the test stops; a restart answers as the binding decides. */
+    let current = "c1";
+    let stopped: string | undefined;
+    let next: "restart" | "succeed" | "give-up" = "restart";
+    const resource = {
+      get facade(): Counter {
+        return { next: async () => (current === "c1" ? 1 : 2) };
+      },
+      get resourceId() {
+        return current;
+      },
+      get meta() {
+        return { container: current };
+      },
+      release: async () => {},
+      hibernation: {
+        async wake() {
+          if (stopped === undefined) return "running" as const;
+          const reason = stopped;
+          if (next === "give-up") {
+            throw Object.assign(new Error("stopped again"), {
+              code: "CONTAINER_LOST",
+              details: { restarts: 3, withinMs: 60_000, reason, containerId: "not shown" },
+            });
+          }
+          stopped = undefined;
+          if (next === "succeed") current = "c2";
+          return { status: "restarted" as const, reason };
+        },
+        idle: () => {},
+      },
+    };
+    const binding: CapabilityBinding<Counter> = {
+      kind: "pai.capability-binding",
+      capability: "counter",
+      provision: async () => resource,
+      async close() {},
+    };
+    const model = createScriptedModel({
+      steps: [],
+      fallback: (call) =>
+        call.prompt.at(-1)?.role === "tool"
+          ? { text: "done" }
+          : { toolCalls: [{ toolName: "count", input: {} }] },
+    });
+    await using runtime = createAgentRuntime({
+      pai: createPai({ agents: { a: defineAgent({ tools: { count } }) } }),
+      store: createMemoryThreadStore(),
+      model,
+      capabilities: { counter: binding },
+    });
+    const identity = { userId: "u" };
+    const turn = async (threadId?: string) =>
+      (await runtime.run({ agentId: "a", identity, ...(threadId ? { threadId } : {}), message: "go" })).done;
+    const first = await turn();
+
+    stopped = "its container was killed (exit code 137)";
+    const second = await turn(first.threadId);
+    expect(outputs(second.messages).at(-1)).toEqual({ value: 1 });
+    expect(statuses(second.messages).filter((s) => s.status === "restarted")).toMatchObject([
+      {
+        capability: "counter",
+        lifetime: "thread",
+        resourceId: "c1",
+        reason: "its container was killed (exit code 137)",
+      },
+    ]);
+    await turn(first.threadId);
+    expect(JSON.stringify(model.doStreamCalls.at(-2)?.prompt)).toContain(
+      "[the counter had stopped (its container was killed (exit code 137)) and was started again: its files are kept, processes started before are gone]",
+    );
+
+    // Not started again as it was: a successor took its files over, and the lease records it.
+    stopped = "its container stopped (exit code 0)";
+    next = "succeed";
+    const fourth = await turn(first.threadId);
+    expect(outputs(fourth.messages).at(-1)).toEqual({ value: 2 });
+    expect(statuses(fourth.messages).findLast((s) => s.status === "restarted")).toMatchObject({
+      resourceId: "c2",
+    });
+    expect(await runtime.store.listLeases({ capability: "counter" })).toMatchObject([
+      { resourceId: "c2", meta: { container: "c2" } },
+    ]);
+
+    // A resource that keeps stopping: the call fails telling why, and the run goes on.
+    stopped = "its container was killed (exit code 137)";
+    next = "give-up";
+    const fifth = await turn(first.threadId);
+    expect(fifth.status).toBe("completed");
+    const call = fifth.messages.at(-1)?.parts.find((part) => part.type === "tool-count");
+    expect(call).toMatchObject({
+      state: "output-error",
+      errorText:
+        "The counter stopped again (its container was killed (exit code 137)) after 3 restarts within 60 s and is not started again for now (CONTAINER_LOST). Try again later.",
+    });
+    expect(toolEndOf(call)).toEqual({
+      reason: "provision-failed",
+      code: "CONTAINER_LOST",
+      details: {
+        capability: "counter",
+        restarts: 3,
+        withinMs: 60_000,
+        reason: "its container was killed (exit code 137)",
+      },
+    });
+    expect(statuses(fifth.messages).find((s) => s.status === "failed")).toMatchObject({
+      resourceId: "c2",
+      code: "CONTAINER_LOST",
+    });
+  });
 });

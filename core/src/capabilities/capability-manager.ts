@@ -27,13 +27,17 @@ export interface CapabilityStatusEvent {
   lifetime: CapabilityLifetime;
   /**
    * `woken`: the resource had hibernated while idle and was started again for this call (`durationMs` the wait);
-   * its files are as they were, processes started before are gone. The model sees it from the next turn on.
+   * its files are as they were, processes started before are gone. `restarted`: it had stopped outside PAI's wish
+   * (`reason` says how) and was started again for this call, its files kept and its processes gone (or a new
+   * resource took its files over). The model sees both from the next turn on.
    */
-  status: "provisioning" | "ready" | "failed" | "connection" | "woken";
+  status: "provisioning" | "ready" | "failed" | "connection" | "woken" | "restarted";
   resourceId?: string;
   durationMs?: number;
   /** Why it failed, safe to show (the code and the numbers, e.g. the pool's for `POOL_EXHAUSTED`). */
   error?: string;
+  /** With `status: "restarted"`: why the resource had stopped, and how it came back. */
+  reason?: string;
   /** The failure's error code, e.g. `POOL_EXHAUSTED`. */
   code?: string;
   /** The failure's numbers, e.g. `{ max, borrowed, pending, waitedMs }`. */
@@ -183,27 +187,85 @@ export class CapabilityManager {
   }
 
   /**
-   * The resource for `capability` in `scope`, running: a hibernated one is woken (reported as `woken`), one the
-   * binding removed while hibernated is replaced by a new one.
+   * The resource for `capability` in `scope`, running: a hibernated one is woken (reported as `woken`), one that
+   * stopped on its own is started again (reported as `restarted`), one the binding removed while hibernated is
+   * replaced by a new one.
    */
   async #awake(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
     for (;;) {
       const resource = await this.acquire(capability, scope);
       if (!resource.hibernation) return resource;
       const startedAt = Date.now();
-      const woke = await resource.hibernation.wake(scope.signal);
-      if (woke === "woken") {
-        scope.onStatus?.({
-          capability,
-          lifetime: this.lifetimeOf(capability),
-          status: "woken",
-          resourceId: resource.resourceId,
-          durationMs: Date.now() - startedAt,
-        });
+      const before = resource.resourceId;
+      let woke: Awaited<ReturnType<typeof resource.hibernation.wake>>;
+      try {
+        woke = await resource.hibernation.wake(scope.signal);
+      } catch (error) {
+        // No room to wake it, or a container that keeps stopping: the call is told why, as for a provisioning.
+        if (!scope.signal.aborted) this.#failed(capability, scope, error, startedAt, resource.resourceId);
+        throw error;
       }
-      if (woke !== "gone") return resource;
-      await this.#dropGone(capability, scope, resource);
+      if (woke === "gone") {
+        await this.#dropGone(capability, scope, resource);
+        continue;
+      }
+      if (woke === "running") return resource;
+      if (woke !== "woken" && resource.resourceId !== before)
+        await this.#recordSuccessor(capability, scope, resource, before);
+      scope.onStatus?.({
+        capability,
+        lifetime: this.lifetimeOf(capability),
+        status: woke === "woken" ? "woken" : "restarted",
+        resourceId: resource.resourceId,
+        durationMs: Date.now() - startedAt,
+        ...(woke === "woken" ? {} : { reason: woke.reason }),
+      });
+      return resource;
     }
+  }
+
+  /**
+   * Tells the scope that its resource cannot be had (provisioned, woken or started again): a `failed` status, and
+   * the error marked so that the call ends telling why (`provision-failed` with the error's code and numbers).
+   */
+  #failed(
+    capability: string,
+    scope: LeaseScope,
+    error: unknown,
+    startedAt: number,
+    resourceId?: string,
+  ): void {
+    const failure = markProvisionFailure(error, capability);
+    scope.onStatus?.({
+      capability,
+      lifetime: this.lifetimeOf(capability),
+      status: "failed",
+      ...(resourceId !== undefined ? { resourceId } : {}),
+      durationMs: Date.now() - startedAt,
+      error: failure.message,
+      ...(failure.end.code !== undefined ? { code: failure.end.code } : {}),
+      ...(failure.end.details !== undefined ? { details: failure.end.details } : {}),
+    });
+  }
+
+  /** Records on its lease the new resource that took over a restarted one's files (its id and meta). */
+  async #recordSuccessor(
+    capability: string,
+    scope: LeaseScope,
+    resource: ProvisionedResource,
+    replaced: string,
+  ): Promise<void> {
+    const lifetime = this.lifetimeOf(capability);
+    const key = this.#leaseKeyFor(lifetime, scope);
+    const [record] = await this.#store.listLeases({ capability, lifetime, key });
+    // A `run` lease has no record; a record of another resource or owner is not this lease's.
+    if (record?.resourceId !== replaced || record.ownerId !== this.#owners.ownerId) return;
+    await this.#store.putLease({
+      ...record,
+      resourceId: resource.resourceId,
+      meta: resource.meta ?? record.meta,
+      lastUsedAt: Date.now(),
+    });
   }
 
   /** Forgets a lease whose resource the binding removed while it hibernated (its record too). */
@@ -262,17 +324,7 @@ export class CapabilityManager {
         },
         (error: unknown) => {
           if (this.#leases.get(id) === created) this.#leases.delete(id);
-          if (scope.signal.aborted) return;
-          const failure = markProvisionFailure(error, capability);
-          scope.onStatus?.({
-            capability,
-            lifetime,
-            status: "failed",
-            durationMs: Date.now() - started,
-            error: failure.message,
-            ...(failure.end.code !== undefined ? { code: failure.end.code } : {}),
-            ...(failure.end.details !== undefined ? { details: failure.end.details } : {}),
-          });
+          if (!scope.signal.aborted) this.#failed(capability, scope, error, started);
         },
       );
       lease = created;

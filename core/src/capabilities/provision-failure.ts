@@ -7,8 +7,21 @@ export interface ProvisionFailure {
   end: ToolEnd;
 }
 
-/** The numbers a failure may show (the pool's `POOL_EXHAUSTED` details, for one); nothing else is passed on. */
-const SHOWN_DETAILS = ["max", "borrowed", "pending", "waitedMs", "acquireTimeoutMs", "holder"] as const;
+/**
+ * The facts a failure may show (the pool's `POOL_EXHAUSTED` numbers, a container's restarts and why it stopped for
+ * `CONTAINER_LOST`); nothing else is passed on.
+ */
+const SHOWN_DETAILS = [
+  "max",
+  "borrowed",
+  "pending",
+  "waitedMs",
+  "acquireTimeoutMs",
+  "holder",
+  "restarts",
+  "withinMs",
+  "reason",
+] as const;
 
 const failures = new WeakMap<object, ProvisionFailure>();
 
@@ -61,6 +74,10 @@ function messageOf(capability: string, code: string | undefined, details: Record
     ].filter((part) => part !== undefined);
     const facts = numbers.length > 0 ? `: ${numbers.join(", ")}` : "";
     return `No ${capability} is available right now (POOL_EXHAUSTED${facts}). Try again later.`;
+  }
+  if (code === "CONTAINER_LOST" && details.restarts !== undefined && details.withinMs !== undefined) {
+    const why = details.reason !== undefined ? ` (${details.reason})` : "";
+    return `The ${capability} stopped again${why} after ${details.restarts} restarts within ${Math.round(Number(details.withinMs) / 1000)} s and is not started again for now (CONTAINER_LOST). Try again later.`;
   }
   if (code === "CAPABILITY_BUSY") {
     return `The ${capability} of this conversation is in use by another process (CAPABILITY_BUSY). Try again later.`;

@@ -25,7 +25,7 @@ export async function readLimitedBody(request: Request, options: ReadLimitedBody
   let received = 0;
   try {
     for (;;) {
-      let next: ReadableStreamReadResult<Uint8Array>;
+      let next: Awaited<ReturnType<typeof reader.read>>;
       try {
         next = await reader.read();
       } catch (error) {

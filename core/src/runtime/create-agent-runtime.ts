@@ -27,6 +27,7 @@ import type { AnyToolDefinition } from "../tools/define-tool.ts";
 import type { AgentRun } from "./agent-run.ts";
 import { followStoredRun } from "./follow-stored-run.ts";
 import { defaultIdentityKey } from "./identity-key.ts";
+import { freeGoneOwnersThreads } from "./interrupt-dead-runs.ts";
 import { type MessageLimits, messageLimits } from "./message-limits.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
@@ -74,14 +75,18 @@ export interface OwnershipOptions {
   heartbeatIntervalMs?: number;
   /**
    * An owner whose last heartbeat is older than this is dead. It is also how long a thread's lease outlives the
-   * process running it: a thread whose process died takes new messages after at most this long.
+   * process running it: a thread whose process died takes new messages after at most this long. An owner on this
+   * machine (the same boot) and in this process's pid namespace whose process is gone is dead at once, whatever its
+   * heartbeat: a process restarted on the machine of one killed -9 takes over its threads as it starts.
    * @default 20000
    */
   ownerTtlMs?: number;
   /**
    * How often dead owners' runs are interrupted and their leases and containers taken over or freed. A dead
    * process's containers are freed within `ownerTtlMs + reconcileIntervalMs + heartbeatIntervalMs` of its last
-   * heartbeat (passes run on the heartbeat's ticks), plus the reaping itself: 40 s with the defaults.
+   * heartbeat (passes run on the heartbeat's ticks), plus the reaping itself: 40 s with the defaults; those of a
+   * process gone from this machine, at this process's start (before `startCapabilities()` resolves) or within
+   * `reconcileIntervalMs + heartbeatIntervalMs` of its end.
    * @default 15000
    */
   reconcileIntervalMs?: number;
@@ -197,7 +202,11 @@ export interface AgentRuntime {
   endThread(threadId: string): Promise<void>;
   /** Deletes a thread, its records, and its capabilities. */
   deleteThread(threadId: string): Promise<void>;
-  /** Warms capability bindings and takes over (reattaches) dead owners' fresh leases. */
+  /**
+   * Warms capability bindings and takes over (reattaches) dead owners' fresh leases. Once it resolves, the owners
+   * known dead then (those gone from this machine among them) have their runs `interrupted`, their threads free
+   * and their other containers reaped.
+   */
   startCapabilities(): Promise<void>;
   /**
    * Runs the background maintenance now (it also runs on timers): heartbeat, dead owners' runs marked
@@ -273,6 +282,13 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     store,
     ownerId: owners.ownerId,
     ttlMs: owners.ownerTtlMs,
+    async freeIfGone(holder) {
+      if (!(await owners.goneOwners()).has(holder)) return false;
+      await freeGoneOwnersThreads(store, [holder]);
+      // The rest of what it left (its other leases, its containers) is dealt with now rather than at the next pass.
+      void maintenance.runNow();
+      return true;
+    },
     onLost(threadId, runId) {
       active.get(runId)?.cancel();
       onBackgroundError(

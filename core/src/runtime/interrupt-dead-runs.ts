@@ -24,6 +24,21 @@ export async function interruptDeadRuns(store: ThreadStore, query: DeadRunQuery)
 }
 
 /**
+ * Frees the threads of owners whose process is known gone (on this machine; see `OwnerRegistry.goneOwners`): ends
+ * their `running` runs as `interrupted` (their open calls closed), then every thread lease they hold, so their
+ * threads take new runs now rather than once the leases lapse, and a run that takes one never finds its last run
+ * still `running`.
+ */
+export async function freeGoneOwnersThreads(store: ThreadStore, ownerIds: Iterable<string>): Promise<void> {
+  const gone = new Set(ownerIds);
+  if (gone.size === 0) return;
+  for (const run of await store.listRunsByStatus("running")) {
+    if (run.ownerId !== undefined && gone.has(run.ownerId)) await interruptRun(store, run);
+  }
+  for (const ownerId of gone) await store.releaseOwnerThreadLeases(ownerId);
+}
+
+/**
  * Ends one `running` run of a dead owner as `interrupted` (compare-and-set: true when this call ended it) and closes
  * the calls it left open, as {@link interruptDeadRuns} does for each.
  */

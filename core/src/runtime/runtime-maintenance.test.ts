@@ -1,9 +1,12 @@
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { createPai } from "../agents/create-pai.ts";
 import { defineAgent } from "../agents/define-agent.ts";
 import type { CapabilityBinding } from "../capabilities/capability-binding.ts";
 import { defineCapability } from "../capabilities/define-capability.ts";
+import { createLocalProcessProbe } from "../ownership/local-process-probe.ts";
 import { createScriptedModel } from "../testing/scripted-model.ts";
 import { createMemoryThreadStore } from "../threads/memory-thread-store.ts";
 import { defineTool } from "../tools/define-tool.ts";
@@ -131,4 +134,60 @@ it("keeps heartbeating and holding its thread while a reconcile pass hangs on a 
   release();
   expect((await run.done).status).toBe("completed");
   await runtime.close();
+});
+
+describe.skipIf(process.platform !== "linux")("an owner gone from this machine", () => {
+  it("gives its thread to the run that asks for it at once, its run ended first, with no maintenance pass between", async () => {
+    const store = createMemoryThreadStore();
+    const runtime = createAgentRuntime({
+      pai: createPai({ agents: { a: defineAgent({ tools: {} }) } }),
+      store,
+      model: createScriptedModel({ steps: [], fallback: { text: "ok" } }),
+      ownerId: "survivor",
+      // No pass after the first, and a heartbeat that never lapses: only the process's end can free the thread.
+      heartbeatIntervalMs: 600_000,
+      ownerTtlMs: 600_000,
+      reconcileIntervalMs: 600_000,
+    });
+    await runtime.startCapabilities();
+    // Another process on this machine runs thread t1, then is killed.
+    const other = spawn("sleep", ["600"], { stdio: "ignore" });
+    const stat = readFileSync(`/proc/${other.pid}/stat`, "utf8");
+    await store.heartbeatOwner({
+      ownerId: "gone",
+      host: "this-host",
+      pid: other.pid!,
+      startedAt: Date.now(),
+      heartbeatAt: Date.now(),
+      ...createLocalProcessProbe().place,
+      processStartTicks: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]),
+    });
+    const first = await runtime.run({ agentId: "a", threadId: "t1", message: "hello" });
+    await first.done;
+    await store.createRun({
+      id: "r-gone",
+      threadId: "t1",
+      agentId: "a",
+      status: "running",
+      startedAt: Date.now(),
+      ownerId: "gone",
+    });
+    expect(
+      (await store.acquireThreadLease({ threadId: "t1", runId: "r-gone", ownerId: "gone", ttlMs: 600_000 }))
+        .acquired,
+    ).toBe(true);
+    await expect(runtime.run({ agentId: "a", threadId: "t1", message: "again" })).rejects.toMatchObject({
+      code: "THREAD_BUSY",
+    });
+    const exited = new Promise((resolve) => other.once("exit", resolve));
+    other.kill("SIGKILL");
+    await exited;
+
+    const next = await runtime.run({ agentId: "a", threadId: "t1", message: "again" });
+    expect((await next.done).status).toBe("completed");
+    const gone = await store.getRun("r-gone");
+    expect(gone).toMatchObject({ status: "interrupted" });
+    expect(gone!.endedAt!).toBeLessThanOrEqual((await store.getRun(next.runId))!.startedAt);
+    await runtime.close();
+  });
 });

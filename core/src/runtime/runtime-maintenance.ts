@@ -1,7 +1,7 @@
 import type { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { OwnerRegistry } from "../ownership/owner-registry.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
-import { interruptDeadRuns } from "./interrupt-dead-runs.ts";
+import { freeGoneOwnersThreads, interruptDeadRuns } from "./interrupt-dead-runs.ts";
 import type { ThreadRunLeases } from "./thread-run-leases.ts";
 
 /** How long a finished run's stored stream stays for followers still reading it. */
@@ -34,10 +34,12 @@ export interface RuntimeMaintenance {
  * Starts the runtime's maintenance. Every heartbeat interval it records this process as alive and renews the leases
  * of the threads it runs, on its own: a beat never waits behind the other work, which may take long (reattaching
  * and reaping containers), so that work never makes a live process look dead. Every heartbeat it also follows its
- * capability leases in the store (handovers); every reconcile interval it interrupts dead owners' runs, takes over
- * or frees their leases and has the bindings reap, then forgets the dead owners every binding has dealt with, and
- * deletes the stored streams of runs that ended a minute ago; every idle interval it releases idle leases. A pass
- * never overlaps the previous one; errors go to `onError` and the next pass tries again.
+ * capability leases in the store (handovers); every reconcile interval it interrupts dead owners' runs, frees the
+ * threads of those whose process is known gone, takes over or frees their leases and has the bindings reap, then
+ * forgets the dead owners every binding has dealt with, and deletes the stored streams of runs that ended a minute
+ * ago; every idle interval it releases idle leases. A pass never overlaps the previous one; errors go to `onError`
+ * and the next pass tries again. The first pass runs at once, so a process that starts after another on its
+ * machine died has that one's runs ended and its threads free once `started` resolves.
  */
 export function createRuntimeMaintenance(options: {
   store: ThreadStore;
@@ -88,6 +90,7 @@ export function createRuntimeMaintenance(options: {
     if (force || now - lastReconcile >= reconcileIntervalMs) {
       lastReconcile = now;
       await step(() => interruptDeadRuns(store, { live, self: owners }));
+      await step(async () => freeGoneOwnersThreads(store, await owners.goneOwners()));
       await step(async () => {
         const dead = await owners.deadOwners();
         if (await capabilities.reconcile(live, dead)) await owners.forget(dead);

@@ -22,11 +22,16 @@ export interface ThreadRunLeasesOptions {
   ttlMs: number;
   /** A lease this process held lapsed (it did not renew in time) and the thread may be another's now. */
   onLost(threadId: string, runId: string): void;
+  /**
+   * Another owner holds a thread this process asked for: frees it when that owner is known gone (ending its runs
+   * first) and resolves true, so the thread is taken again at once; false leaves the refusal as it is.
+   */
+  freeIfGone?(holder: string): Promise<boolean>;
 }
 
 /** Creates this process's view of its thread leases (no timer: the runtime's maintenance renews them). */
 export function createThreadRunLeases(options: ThreadRunLeasesOptions): ThreadRunLeases {
-  const { store, ownerId, ttlMs, onLost } = options;
+  const { store, ownerId, ttlMs, onLost, freeIfGone } = options;
   /** Threads this process holds (or is taking): thread id → the run and whether the store confirmed it. */
   const held = new Map<string, { runId: string; confirmed: boolean }>();
 
@@ -42,7 +47,12 @@ export function createThreadRunLeases(options: ThreadRunLeasesOptions): ThreadRu
       const entry = { runId, confirmed: false };
       held.set(threadId, entry);
       try {
-        const { acquired, lease } = await store.acquireThreadLease({ threadId, runId, ownerId, ttlMs });
+        const request = { threadId, runId, ownerId, ttlMs };
+        let { acquired, lease } = await store.acquireThreadLease(request);
+        // Held by a process that is gone (killed on this machine): its lease is freed, and taken now.
+        if (!acquired && lease.ownerId !== ownerId && (await freeIfGone?.(lease.ownerId))) {
+          ({ acquired, lease } = await store.acquireThreadLease(request));
+        }
         if (!acquired) throw busy(threadId, busyMessage, lease.ownerId);
         entry.confirmed = true;
       } catch (error) {

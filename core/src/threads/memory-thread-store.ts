@@ -349,6 +349,15 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
       notify(runId);
     },
 
+    async releaseOwnerThreadLeases(ownerId) {
+      assertOpen();
+      for (const [threadId, lease] of [...threadLeases]) {
+        if (lease.ownerId !== ownerId) continue;
+        threadLeases.delete(threadId);
+        notify(lease.runId);
+      }
+    },
+
     async getThreadLease(threadId) {
       assertOpen();
       return copy(liveThreadLease(threadId));

@@ -152,6 +152,9 @@ const owner = z.object({
   pid: z.number().int(),
   startedAt: timestamp,
   heartbeatAt: timestamp,
+  bootId: z.string().optional(),
+  pidNamespace: z.string().optional(),
+  processStartTicks: z.number().int().nonnegative().optional(),
 }) satisfies z.ZodType<OwnerRecord>;
 
 /** The checks every thread store applies to its input before touching state. */

@@ -62,6 +62,13 @@ const pending: PendingActionRecord = {
   createdAt: 2000,
 };
 
+/** Takes a current store's owners back to before version 6 (for the tests of older versions' migrations). */
+const dropOwnerPlace = [
+  "ALTER TABLE owners DROP COLUMN boot_id;",
+  "ALTER TABLE owners DROP COLUMN pid_namespace;",
+  "ALTER TABLE owners DROP COLUMN process_start_ticks;",
+].join(" ");
+
 let directory: string;
 let path: string;
 const opened: ThreadStore[] = [];
@@ -145,7 +152,7 @@ describe("createSqliteThreadStore", () => {
     const raw = new DatabaseSync(path);
     try {
       expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 5 });
+      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 6 });
       const tables = raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
       expect(tables.map((table) => table.name)).toEqual(
         expect.arrayContaining([
@@ -217,6 +224,7 @@ describe("createSqliteThreadStore", () => {
         kind, name, payload, suspend_history, status, created_at)
         VALUES ('a1', 't1', 'r1', 'c1', 'deploy', 'deploy', 'h', '{}', 'suspend', 'default', '"Deploy?"', '[]',
           'pending', 1);
+      ${dropOwnerPlace}
       PRAGMA user_version = 2;
     `);
     raw.close();
@@ -241,6 +249,7 @@ describe("createSqliteThreadStore", () => {
         VALUES ('a1', 't1', 'r1', 'c1', 'deploy', 'deploy', 'h', '{}', 'suspend', 'default', '"Deploy?"', '[]',
           'resumed', 1, 2, '{"type":"resume","resume":true}',
           '{"path":["deploy","check"],"key":"0","toolId":"check","input":{}}', '[]');
+      ${dropOwnerPlace}
       PRAGMA user_version = 3;
     `);
     raw.close();
@@ -269,6 +278,7 @@ describe("createSqliteThreadStore", () => {
       DROP TABLE run_stop_requests;
       INSERT INTO runs (id, thread_id, agent_id, status, started_at, owner_id)
         VALUES ('r1', 't1', 'coder', 'running', 1, 'a');
+      ${dropOwnerPlace}
       PRAGMA user_version = 4;
     `);
     raw.close();
@@ -278,6 +288,37 @@ describe("createSqliteThreadStore", () => {
     expect(await store.listRunStopRequests(["r1"])).toEqual([]);
     expect(await store.requestRunStop("r1")).toBe(true);
     expect(await store.listRunStopRequests(["r1"])).toEqual(["r1"]);
+  });
+
+  it("migrates a version 5 store: its owners stay, without a place, and record one at their next heartbeat", async () => {
+    await open().close();
+    const raw = new DatabaseSync(path);
+    raw.exec(`
+      ${dropOwnerPlace}
+      INSERT INTO owners VALUES ('a', 'host-a', 42, 1000, 2000);
+      INSERT INTO thread_leases VALUES ('t1', 'r1', 'a', 1e15);
+      PRAGMA user_version = 5;
+    `);
+    raw.close();
+
+    const store = open();
+    expect(await store.listOwners()).toEqual([
+      { ownerId: "a", host: "host-a", pid: 42, startedAt: 1000, heartbeatAt: 2000 },
+    ]);
+    const place = { bootId: "b", pidNamespace: "pid:[1]", processStartTicks: 7 };
+    await store.heartbeatOwner({
+      ownerId: "a",
+      host: "host-a",
+      pid: 42,
+      startedAt: 1000,
+      heartbeatAt: 3000,
+      ...place,
+    });
+    expect(await store.listOwners()).toEqual([
+      { ownerId: "a", host: "host-a", pid: 42, startedAt: 1000, heartbeatAt: 3000, ...place },
+    ]);
+    await store.releaseOwnerThreadLeases("a");
+    expect(await store.getThreadLease("t1")).toBeUndefined();
   });
 
   it("adopts an empty file as a new store", async () => {
@@ -331,7 +372,7 @@ describe("createSqliteThreadStore", () => {
 
     expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
     expect((error as PaiError).message).toMatch(/schema version 99, written by a newer PAI/);
-    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 5 });
+    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 6 });
     expect(readFileSync(path).equals(bytes)).toBe(true);
   });
 

@@ -173,6 +173,13 @@ const migrations: ReadonlyArray<(db: DatabaseSync) => void> = [
         requested_at REAL NOT NULL
       ) WITHOUT ROWID;
     `),
+  // Where an owner's process runs, so that a process on the same machine sees at once when it is gone.
+  (db) =>
+    db.exec(`
+      ALTER TABLE owners ADD COLUMN boot_id TEXT;
+      ALTER TABLE owners ADD COLUMN pid_namespace TEXT;
+      ALTER TABLE owners ADD COLUMN process_start_ticks INTEGER;
+    `),
 ];
 
 /** The schema version this build writes and the newest it reads. */
@@ -523,7 +530,21 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
     heartbeatOwner: (input) =>
       use("write", () => {
         const owner = parseStoreInput(schemas.owner, input, "owner");
-        s.upsertOwner.run(owner.ownerId, owner.host, owner.pid, owner.startedAt, owner.heartbeatAt);
+        s.upsertOwner.run(
+          owner.ownerId,
+          owner.host,
+          owner.pid,
+          owner.startedAt,
+          owner.heartbeatAt,
+          owner.bootId ?? null,
+          owner.pidNamespace ?? null,
+          owner.processStartTicks ?? null,
+        );
+      }),
+
+    releaseOwnerThreadLeases: (ownerId) =>
+      use("write", () => {
+        s.deleteOwnerThreadLeases.run(ownerId);
       }),
 
     listOwners: () => use("read", () => s.listOwners.all().map((row) => toOwner(row)!)),
@@ -692,7 +713,8 @@ function prepareStatements(db: DatabaseSync) {
   const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
   const leaseColumns =
     "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
-  const ownerColumns = "owner_id, host, pid, started_at, heartbeat_at";
+  const ownerColumns =
+    "owner_id, host, pid, started_at, heartbeat_at, boot_id, pid_namespace, process_start_ticks";
   const threadLeaseColumns = "thread_id, run_id, owner_id, expires_at";
   /** The store's clock in milliseconds since the epoch. */
   const now = "(unixepoch('subsec') * 1000)";
@@ -795,9 +817,10 @@ function prepareStatements(db: DatabaseSync) {
        WHERE capability = ?2 AND lifetime = ?3 AND key = ?4 AND owner_id IS ?5`,
     ),
     upsertOwner: db.prepare(
-      `INSERT INTO owners (${ownerColumns}) VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner_id) DO UPDATE SET
+      `INSERT INTO owners (${ownerColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner_id) DO UPDATE SET
          host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
-         heartbeat_at = excluded.heartbeat_at`,
+         heartbeat_at = excluded.heartbeat_at, boot_id = excluded.boot_id, pid_namespace = excluded.pid_namespace,
+         process_start_ticks = excluded.process_start_ticks`,
     ),
     listOwners: db.prepare(`SELECT ${ownerColumns} FROM owners ORDER BY started_at, owner_id`),
 
@@ -819,6 +842,7 @@ function prepareStatements(db: DatabaseSync) {
     ),
     releaseThreadLease: db.prepare("DELETE FROM thread_leases WHERE thread_id = ? AND run_id = ?"),
     deleteThreadLease: db.prepare("DELETE FROM thread_leases WHERE thread_id = ?"),
+    deleteOwnerThreadLeases: db.prepare("DELETE FROM thread_leases WHERE owner_id = ?"),
 
     insertRunChunk: db.prepare(
       "INSERT INTO run_chunks (run_id, seq, chunk) VALUES (?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING",
@@ -948,13 +972,16 @@ function toLease(row: Row): LeaseRecord | undefined {
 
 function toOwner(row: Row): OwnerRecord | undefined {
   if (!row) return undefined;
-  return {
+  return withoutUndefined({
     ownerId: row.owner_id as string,
     host: row.host as string,
     pid: row.pid as number,
     startedAt: row.started_at as number,
     heartbeatAt: row.heartbeat_at as number,
-  };
+    bootId: optional<string>(row.boot_id),
+    pidNamespace: optional<string>(row.pid_namespace),
+    processStartTicks: optional<number>(row.process_start_ticks),
+  });
 }
 
 function toThreadLease(row: Row): ThreadLeaseRecord | undefined {

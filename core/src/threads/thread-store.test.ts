@@ -584,6 +584,19 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       await expectCode(store.heartbeatOwner({ ...owner("", 1), ownerId: "" }), "INVALID_ARGUMENT");
     });
 
+    it("records where an owner's process runs (boot, pid namespace, start), updated with each heartbeat", async () => {
+      const place = { bootId: "b00t-1", pidNamespace: "pid:[4026531836]", processStartTicks: 12_345_678_901 };
+      await store.heartbeatOwner({ ...owner("a", 1000), ...place });
+      await store.heartbeatOwner(owner("b", 1000));
+      expect(await store.listOwners()).toEqual([{ ...owner("a", 1000), ...place }, owner("b", 1000)]);
+      // A process restarted under the same owner id records its new place; one without a place clears it.
+      await store.heartbeatOwner({ ...owner("a", 2000), ...place, processStartTicks: 99 });
+      await store.heartbeatOwner({ ...owner("b", 2000), ...place });
+      await store.heartbeatOwner(owner("a", 3000));
+      expect(await store.listOwners()).toEqual([owner("a", 3000), { ...owner("b", 2000), ...place }]);
+      await expectCode(store.heartbeatOwner({ ...owner("c", 1), processStartTicks: -1 }), "INVALID_ARGUMENT");
+    });
+
     it("stores a lease's owner and lets exactly one compare-and-set claim it", async () => {
       await store.putLease(lease({ ownerId: "dead" }));
       expect((await store.listLeases())[0]!.ownerId).toBe("dead");
@@ -697,6 +710,22 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       expect(await store.getThreadLease("t1")).toEqual(taken.lease);
     });
 
+    it("ends every thread lease of an owner whose process is gone, unexpired or not, and no other's", async () => {
+      await store.acquireThreadLease(request({ threadId: "t1", runId: "r1" }));
+      await store.acquireThreadLease(request({ threadId: "t2", runId: "r2", ttlMs: 1 }));
+      await store.acquireThreadLease(request({ threadId: "t3", runId: "r3", ownerId: "b" }));
+      await sleep(20);
+
+      await store.releaseOwnerThreadLeases("a");
+      await store.releaseOwnerThreadLeases("nobody");
+
+      expect(await store.getThreadLease("t1")).toBeUndefined();
+      expect(await store.getThreadLease("t3")).toMatchObject({ runId: "r3", ownerId: "b" });
+      expect(await store.renewThreadLeases("a", 60_000)).toEqual([]);
+      const taken = await store.acquireThreadLease(request({ threadId: "t1", runId: "r4", ownerId: "c" }));
+      expect(taken).toMatchObject({ acquired: true, lease: { ownerId: "c" } });
+    });
+
     it("renews an owner's unexpired leases only", async () => {
       await store.acquireThreadLease(request({ threadId: "t1", runId: "r1", ttlMs: 300 }));
       await store.acquireThreadLease(request({ threadId: "t2", runId: "r2", ttlMs: 300 }));
@@ -795,6 +824,10 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       woken.length = 0;
       await store.releaseThreadLease("t1", "r1");
       await eventually(() => woken.includes("r1"));
+      // A gone owner's leases, ended all at once, wake their runs' watchers too.
+      await store.acquireThreadLease({ threadId: "t2", runId: "r2", ownerId: "b", ttlMs: 60_000 });
+      await store.releaseOwnerThreadLeases("b");
+      await eventually(() => woken.includes("r2"));
       stop();
       woken.length = 0;
       await store.appendRunChunks({ runId: "r1", seq: 100, chunks: [{ type: "start" }] });
@@ -894,6 +927,7 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       );
       await expectCode(store.listOwners(), "STORE_CLOSED");
       await expectCode(store.removeOwner("a"), "STORE_CLOSED");
+      await expectCode(store.releaseOwnerThreadLeases("a"), "STORE_CLOSED");
       await expectCode(
         store.acquireThreadLease({ threadId: "t1", runId: "r1", ownerId: "a", ttlMs: 1000 }),
         "STORE_CLOSED",

@@ -174,16 +174,28 @@ export interface LeaseRecord {
 
 /**
  * A runtime process, kept alive by heartbeats in the store. An owner whose heartbeat is older than the reader's
- * `ownerTtlMs` (or that removed itself on close) is dead, on any host.
+ * `ownerTtlMs` (or that removed itself on close) is dead, on any host. One on the reader's own machine and in its pid
+ * namespace (same `bootId` and `pidNamespace`) whose process is gone — no process has its `pid`, or the one that has
+ * it started at another time than `processStartTicks` — is dead at once.
  */
 export interface OwnerRecord {
   ownerId: string;
   /** The host name the process runs on (informational). */
   host: string;
+  /** Its process id, in its pid namespace. */
   pid: number;
   startedAt: number;
   /** When the owner last said it is alive (its own clock). */
   heartbeatAt: number;
+  /** The boot of the machine it runs on (Linux's `/proc/sys/kernel/random/boot_id`); absent where unknown. */
+  bootId?: string | undefined;
+  /** Its pid namespace (`readlink /proc/self/ns/pid`, e.g. `pid:[4026531836]`); absent where unknown. */
+  pidNamespace?: string | undefined;
+  /**
+   * When its process started, in clock ticks since the boot (field 22 of `/proc/<pid>/stat`): tells the process
+   * from a later one that got the same pid. Absent where unknown.
+   */
+  processStartTicks?: number | undefined;
 }
 
 /**
@@ -354,6 +366,11 @@ export interface ThreadStore {
   heartbeatOwner(owner: OwnerRecord): Promise<void>;
   /** Every owner recorded, live or not (liveness is the reader's call: compare `heartbeatAt` with a TTL). */
   listOwners(): Promise<OwnerRecord[]>;
+  /**
+   * Ends every thread lease `ownerId` holds, whatever its expiry: its process is known to be gone, so its threads
+   * take new runs at once instead of when their leases lapse.
+   */
+  releaseOwnerThreadLeases(ownerId: string): Promise<void>;
   /** Removes an owner (a clean close; also how dead owners are forgotten). */
   removeOwner(ownerId: string): Promise<void>;
 

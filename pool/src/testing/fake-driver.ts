@@ -43,9 +43,9 @@ export interface FakeDriverOptions {
   failCreate?: (attempt: number) => Error | boolean | undefined;
   /**
    * The engine's host as `info` reports it (`containersRunning` is counted from the fake's containers).
-   * @default 8 GiB and 4 CPUs
+   * @default 8 GiB, 4 CPUs, architecture `x86_64`
    */
-  host?: { memoryBytes?: number; cpus?: number };
+  host?: { memoryBytes?: number; cpus?: number; architecture?: string };
   /** The images the engine has (`checkEngine` refuses others). @default every image */
   images?: readonly string[];
   /** The runtime `checkEngine` reports for a spec that names none. @default "runc" */
@@ -350,6 +350,12 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
         memoryBytes: options.host?.memoryBytes ?? 8 * 1024 ** 3,
         cpus: options.host?.cpus ?? 4,
         containersRunning: [...containers.values()].filter((c) => c.status === "running").length,
+        architecture: options.host?.architecture ?? "x86_64",
+        hostname: "fake-engine",
+        serverVersion: "0.0.0-fake",
+        runtimes: [...new Set(["runc", options.defaultRuntime ?? "runc"])],
+        defaultRuntime: "runc",
+        volumePlugins: ["local"],
       };
     },
 

@@ -42,7 +42,8 @@ let shared: Promise<EgressRelay | undefined> | undefined;
 
 /**
  * This process's egress relay, started once (and again whenever it exits, see `createEgressRelay`); `undefined`
- * when the directory cannot be made safely or the relay cannot be built or started (containers then tunnel).
+ * when the directory cannot be made safely, this package ships no relay for this machine, or it cannot be started
+ * (containers then tunnel).
  */
 function sharedEgressRelay(): Promise<EgressRelay | undefined> {
   shared ??= (async () => {

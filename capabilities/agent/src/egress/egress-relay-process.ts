@@ -1,6 +1,5 @@
 import { isIP } from "node:net";
 import { execa } from "execa";
-import { egressRelayBinaryPath } from "../agent-binary.ts";
 import { ContainerAgentError } from "../container-agent-error.ts";
 import { createFrameDecoder, encodeFrame, type Frame } from "../frame-codec.ts";
 import { canonicalAddress } from "./address-class.ts";
@@ -148,10 +147,10 @@ function describeExit(result: { signal?: string | undefined; exitCode?: number |
 }
 
 /**
- * Spawns `pai-egress-relay` (built already) on the socket `path`. Every admission in `admissions` is admitted
- * before the relay binds the socket, so an agent of a container that is already running finds its token known
- * on its first connection; `admissions` is also where each admitted connection's handler is looked up. The
- * relay then hands each admitted connection, after its request head, to this process as a
+ * Spawns the `pai-egress-relay` at `binary` (see `findPrebuiltBinary`) on the socket `path`. Every admission in
+ * `admissions` is admitted before the relay binds the socket, so an agent of a container that is already running
+ * finds its token known on its first connection; `admissions` is also where each admitted connection's handler is
+ * looked up. The relay then hands each admitted connection, after its request head, to this process as a
  * {@link ProxiedConnection}, connects upstream when told to and splices the bytes in the kernel. When it exits,
  * every connection it held is closed for its handler.
  *
@@ -159,13 +158,14 @@ function describeExit(result: { signal?: string | undefined; exitCode?: number |
  * alive (for a caller awaiting `listening`); never afterwards.
  */
 export function spawnEgressRelayProcess(options: {
+  binary: string;
   path: string;
   admissions: ReadonlyMap<number, RelayAdmission>;
   holdProcess: boolean;
   signal?: AbortSignal | undefined;
 }): EgressRelayProcess {
-  const { path, admissions, holdProcess, signal } = options;
-  const child = execa(egressRelayBinaryPath, [path], {
+  const { binary, path, admissions, holdProcess, signal } = options;
+  const child = execa(binary, [path], {
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",

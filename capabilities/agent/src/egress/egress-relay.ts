@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { unlinkSync } from "node:fs";
 import { unlink } from "node:fs/promises";
 import { basename } from "node:path";
-import { buildAgentBinary } from "../agent-binary.ts";
 import { ContainerAgentError } from "../container-agent-error.ts";
 import { claimSocketPath } from "../host-socket-directory.ts";
+import { findPrebuiltBinary } from "../prebuilt-binary.ts";
 import { createRestartSchedule, type RestartBackoffOptions } from "../restart-schedule.ts";
 import type { ProxiedConnection } from "./egress-proxy.ts";
 import {
@@ -52,7 +52,7 @@ export interface EgressRelay {
 export interface EgressRelayOptions {
   /** The host socket directory; it must exist and be this process's. */
   directory: string;
-  /** Aborts the first start (building and listening). */
+  /** Aborts the first start (until it listens). */
   signal?: AbortSignal | undefined;
   /** How a relay that exited unexpectedly is started again. */
   restart?: RestartBackoffOptions | undefined;
@@ -65,7 +65,8 @@ export interface EgressRelayOptions {
 }
 
 /**
- * Starts this process's egress relay (`pai-egress-relay`, built with the agent): it listens on
+ * Starts this process's egress relay (`pai-egress-relay`, shipped prebuilt with the agent for this machine's
+ * architecture; nothing is compiled): it listens on
  * `<directory>/<pid>.sock`, this process's pid (mode 0666: a container's user must be able to connect; the token
  * is what admits), after removing the sockets of processes that are gone. The directory must exist and be this
  * process's. Each admitted connection's request head comes here to be decided; the relay then connects upstream
@@ -79,22 +80,21 @@ export interface EgressRelayOptions {
  * relaying are lost (closed for their handlers); until the new one listens, agents find the socket unreachable and
  * tunnel their new connections over their exec stream. No wait keeps this process alive; `close()` cancels it.
  *
- * @throws ContainerAgentError `SANDBOX_PROTOCOL` when the relay cannot be built or does not start listening
+ * @throws ContainerAgentError `PREBUILT_BINARY_MISSING` when this package ships no relay for this machine
+ *   (`process.platform`, `process.arch`); `SANDBOX_PROTOCOL` when the relay does not start listening
  * @example
  * const relay = await createEgressRelay({ directory: "/run/pai-egress" });
  * const { token } = relay.admit((connection) => proxy.handle(connection, { channel: "socket" }));
  */
 export async function createEgressRelay(options: EgressRelayOptions): Promise<EgressRelay> {
   const { signal } = options;
+  const binary = await findPrebuiltBinary({
+    program: "pai-egress-relay",
+    platform: process.platform,
+    architecture: process.arch,
+  });
   const path = await claimSocketPath(options.directory, ".sock");
   const fileName = basename(path);
-  try {
-    await buildAgentBinary({ signal });
-  } catch (error) {
-    throw new ContainerAgentError("SANDBOX_PROTOCOL", `the egress relay cannot be built: ${String(error)}`, {
-      cause: error,
-    });
-  }
   /** Every token admitted and not revoked: each relay that starts admits them all before it listens. */
   const admissions = new Map<number, RelayAdmission>();
   let nextAdmission = 1;
@@ -103,7 +103,7 @@ export async function createEgressRelay(options: EgressRelayOptions): Promise<Eg
   let refusedEarlier = 0;
   let closed = false;
   const restarts = createRestartSchedule({
-    restart: () => watch(spawnEgressRelayProcess({ path, admissions, holdProcess: false })),
+    restart: () => watch(spawnEgressRelayProcess({ binary, path, admissions, holdProcess: false })),
     backoff: options.restart,
     onError: options.onError,
   });
@@ -135,7 +135,7 @@ export async function createEgressRelay(options: EgressRelayOptions): Promise<Eg
     });
   };
 
-  const first = spawnEgressRelayProcess({ path, admissions, holdProcess: true, signal });
+  const first = spawnEgressRelayProcess({ binary, path, admissions, holdProcess: true, signal });
   await first.listening;
   watch(first);
   const removeFile = () => {

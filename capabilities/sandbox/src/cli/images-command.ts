@@ -44,10 +44,16 @@ const options = {
 
 type Parsed = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true; strict: true }>>;
 
+/**
+ * `@pai/browser`, an optional peer: loaded at run time when installed beside this package, its types not needed to
+ * build this one.
+ */
+const BROWSER_PACKAGE = "@pai/browser";
+
 /** The browser's recipe when `@pai/browser` is installed beside this package. */
 async function browserRecipe(): Promise<ImageRecipe | undefined> {
   try {
-    return (await import("@pai/browser")).browserImage;
+    return ((await import(BROWSER_PACKAGE)) as { browserImage: ImageRecipe }).browserImage;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND") return undefined;
     throw error;

@@ -1,13 +1,17 @@
 #!/usr/bin/env node
-// `pai`, the command line of @pai/sandbox: `npx pai images build`.
+// `pai`, the command line of @pai/sandbox: `npx pai doctor`, `npx pai engine setup`, `npx pai images build`.
 import type { CliIo } from "./cli-io.ts";
+import { doctorCommand } from "./doctor-command.ts";
+import { engineCommand } from "./engine-command.ts";
 import { imagesCommand } from "./images-command.ts";
 
-const commands = { images: imagesCommand };
+const commands = { doctor: doctorCommand, engine: engineCommand, images: imagesCommand };
 
 const usage = [
   "usage: pai <command> [options]",
   "",
+  "  doctor                    checks the Docker engine for PAI's sandboxes: each line OK, or the problem and its fix",
+  "  engine setup              equips the engine on this machine, as root: crun registered, the pai-disk plugin running",
   "  images build|list|prune   PAI's container images: build them ahead of first use, list them, prune old ones",
   "",
   "`pai <command> --help` tells a command's options.",

@@ -60,7 +60,8 @@ class HardenedContainer extends GenericContainer {
 /**
  * Starts a sandbox container with testcontainers for your own tests — the same facade tools get from
  * `ctx.capabilities.sandbox`, with the same hardening (no network, all capabilities dropped,
- * `no-new-privileges`, uid 1000, limits, read-only root). Readiness is an exec check (no ports: the network is
+ * `no-new-privileges`, commands as uid 1000 that cannot signal the container's root main process, limits,
+ * read-only root). Readiness is an exec check (no ports: the network is
  * `none`). Ryuk is disabled unless `TESTCONTAINERS_RYUK_DISABLED` is set, so clean up with `await using`.
  *
  * @example
@@ -75,7 +76,8 @@ export async function createTestSandbox(options: TestSandboxOptions = {}): Promi
   const limits = { ...containerSpecDefaults.limits, ...(options.limits ?? {}) };
   const container = await new HardenedContainer(image, limits)
     .withCommand(["sleep", "infinity"])
-    .withUser("1000:1000")
+    // The main process (`sleep`) as root, which no command can signal: commands run as SANDBOX_USER.
+    .withUser("0:0")
     .withWorkingDir(WORKSPACE)
     .withEnvironment({ HOME: WORKSPACE, ...(options.env ?? {}) })
     .withNetworkMode(options.network ?? "none")
@@ -83,7 +85,7 @@ export async function createTestSandbox(options: TestSandboxOptions = {}): Promi
     .withSecurityOpt("no-new-privileges")
     .withUlimits({ fsize: { soft: limits.fsizeBytes, hard: limits.fsizeBytes } })
     .withLabels({ "pai.testing": "true" })
-    .withWaitStrategy(Wait.forSuccessfulCommand(`test -w ${WORKSPACE}`))
+    .withWaitStrategy(Wait.forSuccessfulCommand(`test -d ${WORKSPACE}`))
     .withStartupTimeout(options.startupTimeoutMs ?? 60_000)
     .start();
 

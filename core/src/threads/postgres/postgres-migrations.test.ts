@@ -219,6 +219,24 @@ describe("Postgres thread store migrations", () => {
     }
   });
 
+  it("upgrades a version-5 store in place: its owners stay, without a place, and record one at their next heartbeat", async () => {
+    const quoted = await migratedTo(5);
+    await schema.sql(`INSERT INTO ${quoted}.owners (owner_id, host, pid, started_at, heartbeat_at)
+      VALUES ('a', 'host-a', 42, 1000, 2000)`);
+
+    expect(await migrate()).toEqual({ from: 5, to: POSTGRES_SCHEMA_VERSION });
+    const store = await createPostgresThreadStore({ pool, schema: schema.name });
+    try {
+      const recorded = { ownerId: "a", host: "host-a", pid: 42, startedAt: 1000 };
+      expect(await store.listOwners()).toEqual([{ ...recorded, heartbeatAt: 2000 }]);
+      const place = { bootId: "b", pidNamespace: "pid:[1]", processStartTicks: 7 };
+      await store.heartbeatOwner({ ...recorded, heartbeatAt: 3000, ...place });
+      expect(await store.listOwners()).toEqual([{ ...recorded, heartbeatAt: 3000, ...place }]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("adopts an existing empty schema", async () => {
     await schema.sql(`CREATE SCHEMA "${schema.name}"`);
 

@@ -153,6 +153,15 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: "owners: where each process runs (boot, pid namespace, start), so that one on the same machine sees its end at once",
+    sql: (s) => `
+      ALTER TABLE ${s}.owners ADD COLUMN boot_id text COLLATE "C";
+      ALTER TABLE ${s}.owners ADD COLUMN pid_namespace text COLLATE "C";
+      ALTER TABLE ${s}.owners ADD COLUMN process_start_ticks bigint;
+    `,
+  },
 ];
 
 /** The schema version this build writes and the newest it reads. */

@@ -517,7 +517,15 @@ export async function createPostgresThreadStore(
           owner.pid,
           owner.startedAt,
           owner.heartbeatAt,
+          owner.bootId ?? null,
+          owner.pidNamespace ?? null,
+          owner.processStartTicks ?? null,
         ]);
+      }),
+
+    releaseOwnerThreadLeases: (ownerId) =>
+      use("write", async () => {
+        await query("releaseOwnerThreadLeases", [ownerId, `${schema}:`]);
       }),
 
     listOwners: () => use("read", async () => (await query("listOwners", [])).map((row) => toOwner(row)!)),
@@ -576,7 +584,8 @@ function statements(s: string) {
   const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
   const leaseColumns =
     "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
-  const ownerColumns = "owner_id, host, pid, started_at, heartbeat_at";
+  const ownerColumns =
+    "owner_id, host, pid, started_at, heartbeat_at, boot_id, pid_namespace, process_start_ticks";
   const threadLeaseColumns = "thread_id, run_id, owner_id, expires_at";
   /** The server's clock in milliseconds since the epoch: every process reads lease expiry on the same clock. */
   const now = "(extract(epoch FROM clock_timestamp()) * 1000)::double precision";
@@ -686,9 +695,10 @@ function statements(s: string) {
       WHERE capability = $1 AND lifetime = $2 AND key = $3 AND owner_id IS NOT DISTINCT FROM $4::text
       RETURNING key`,
 
-    upsertOwner: `INSERT INTO ${s}.owners (${ownerColumns}) VALUES ($1, $2, $3, $4, $5)
+    upsertOwner: `INSERT INTO ${s}.owners (${ownerColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
       ON CONFLICT (owner_id) DO UPDATE SET host = excluded.host, pid = excluded.pid,
-        started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
+        started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, boot_id = excluded.boot_id,
+        pid_namespace = excluded.pid_namespace, process_start_ticks = excluded.process_start_ticks`,
     listOwners: `SELECT ${ownerColumns} FROM ${s}.owners ORDER BY started_at, owner_id`,
     deleteOwner: `DELETE FROM ${s}.owners WHERE owner_id = $1`,
 
@@ -714,6 +724,10 @@ function statements(s: string) {
     releaseThreadLease: `WITH released AS (
         DELETE FROM ${s}.thread_leases WHERE thread_id = $1 AND run_id = $2 RETURNING run_id)
       SELECT pg_notify('${RUN_CHANNEL}', $3::text) FROM released`,
+    /** Every lease of the owner, each run's followers told (`$2` is the notice's prefix: the schema). */
+    releaseOwnerThreadLeases: `WITH released AS (
+        DELETE FROM ${s}.thread_leases WHERE owner_id = $1 RETURNING run_id)
+      SELECT pg_notify('${RUN_CHANNEL}', $2::text || run_id) FROM released`,
     getThreadLease: `SELECT ${threadLeaseColumns} FROM ${s}.thread_leases
       WHERE thread_id = $1 AND expires_at > ${now}`,
 
@@ -835,13 +849,16 @@ function toLease(row: Row | undefined): LeaseRecord | undefined {
 
 function toOwner(row: Row | undefined): OwnerRecord | undefined {
   if (!row) return undefined;
-  return {
+  return withoutUndefined({
     ownerId: row.owner_id as string,
     host: row.host as string,
     pid: row.pid as number,
     startedAt: row.started_at as number,
     heartbeatAt: row.heartbeat_at as number,
-  };
+    bootId: optional<string>(row.boot_id),
+    pidNamespace: optional<string>(row.pid_namespace),
+    processStartTicks: optional<number>(row.process_start_ticks),
+  });
 }
 
 function toThreadLease(row: Row | undefined): ThreadLeaseRecord | undefined {

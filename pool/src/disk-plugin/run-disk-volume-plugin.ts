@@ -1,5 +1,6 @@
-// The `pai-disk` Docker volume plugin as a daemon (started by scripts/docker-engine on the engine's host):
-//   node pool/engine/run-disk-volume-plugin.ts [--socket /run/docker/plugins/pai-disk.sock] [--state-dir DIR]
+// The `pai-disk` Docker volume plugin as a daemon, on the engine's host (`pai engine setup` starts it; its path is
+// `diskVolumePluginEntryPath`):
+//   node run-disk-volume-plugin.js [--socket /run/docker/plugins/pai-disk.sock] [--state-dir DIR]
 import { parseArgs } from "node:util";
 import { createDiskVolumePlugin } from "./disk-volume-plugin.ts";
 

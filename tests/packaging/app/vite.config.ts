@@ -1,0 +1,3 @@
+import { defineConfig } from "vite";
+
+export default defineConfig({ root: "page", build: { outDir: "../dist-page", emptyOutDir: true } });
