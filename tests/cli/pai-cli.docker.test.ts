@@ -123,6 +123,13 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
       "OK runtime: crun registered: sandboxes start on crun",
       expect.stringMatching(/^OK disk plugin: pai-disk answers on \/run\/docker\/plugins\/pai-disk\.sock/),
       expect.stringMatching(/^OK agent: @pai\/container-agent has pai-agent for /),
+      // npm test builds both images first (scripts/setup all)
+      expect.stringMatching(
+        /^OK sandbox image: pai\/sandbox:[0-9a-f]{12} is on the engine, current \(built on /,
+      ),
+      expect.stringMatching(
+        /^OK browser image: pai\/browser:[0-9a-f]{12} is on the engine, current \(built on /,
+      ),
     ]);
     expect(exitCode).toBe(0);
   });
@@ -139,6 +146,8 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
       ["runtime", "ok"],
       ["disk plugin", "ok"],
       ["agent", "ok"],
+      ["sandbox image", "ok"],
+      ["browser image", "ok"],
     ]);
   });
 
@@ -151,6 +160,7 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
     // What needs the engine is not checked; the plugin of this machine still is.
     expect(stdout).toMatch(/^SKIP runtime: needs an engine that answers$/m);
     expect(stdout).toMatch(/^SKIP agent: needs an engine that answers$/m);
+    expect(stdout).toMatch(/^SKIP sandbox image: needs an engine that answers$/m);
     expect(stdout).toMatch(/^OK disk plugin: pai-disk answers/m);
   });
 

@@ -227,6 +227,21 @@ describe("pai images", () => {
     expect(wrong.stderr).toContain("unknown image nonsense");
   }, 120_000);
 
+  it("pai doctor tells which images are there and current, and how to build the others", async () => {
+    const doctor = await execa(process.execPath, [cli, "doctor"], {
+      env: { DOCKER_HOST: host },
+      reject: false,
+      timeout: 120_000,
+    });
+    const current = await resolveDefaultSandboxImage({ driver: engine.driver });
+    expect(doctor.stdout).toContain(`OK sandbox image: ${current} is on the engine, current`);
+    // Engine 3 never had a browser image.
+    expect(doctor.stdout).toMatch(
+      /^FAIL browser image: pai\/browser:[0-9a-f]{12}, the current browser image, is not on the engine: .*Fix: build it now with `npx pai images build browser`$/m,
+    );
+    expect(doctor.exitCode).toBe(1);
+  }, 120_000);
+
   it("list marks the current image and the ones in use; prune removes the others", async () => {
     const current = await resolveDefaultSandboxImage({ driver: engine.driver });
     // The image the pull test built on the registry base is not current: nothing would run it now.

@@ -3,6 +3,7 @@ import type { CliIo } from "./cli-io.ts";
 import { type DiskPluginFiles, diskPluginFiles } from "./disk-plugin-files.ts";
 import { diskPluginStatus } from "./disk-plugin-status.ts";
 import { engineCheck } from "./engine-check.ts";
+import { imagesCheck } from "./images-check.ts";
 import { type EngineTarget, inspectEngine } from "./inspect-engine.ts";
 import { parseCliOptions } from "./parse-cli-options.ts";
 import { shippedAgent } from "./shipped-agent.ts";
@@ -100,9 +101,9 @@ async function agentCheck(engine: EngineTarget): Promise<CheckResult> {
 }
 
 /**
- * `pai doctor`: checks the engine (reachable, runtime, disk plugin, an agent for its architecture), one line per
- * check (`OK`, or `FAIL` with the fix; `SKIP` for checks that need an engine that does not answer). Exit code 0
- * when every check passes, 1 otherwise, 2 for bad usage.
+ * `pai doctor`: checks the engine (reachable, runtime, disk plugin, an agent for its architecture, PAI's images
+ * there and current), one line per check (`OK`, or `FAIL` with the fix; `SKIP` for checks that need an engine that
+ * does not answer). Exit code 0 when every check passes, 1 otherwise, 2 for bad usage.
  */
 export async function doctorCommand(args: readonly string[], io: CliIo): Promise<number> {
   const values = parseCliOptions({ args, options, usage: synopsis, io });
@@ -119,6 +120,7 @@ export async function doctorCommand(args: readonly string[], io: CliIo): Promise
     runtimeCheck(engine),
     await diskPluginCheck(engine, files, signal),
     await agentCheck(engine),
+    ...(await imagesCheck(engine, signal)),
   ];
   // A check cut short by Ctrl-C reads as a failure: none is reported.
   signal.throwIfAborted();

@@ -12,6 +12,7 @@ import {
   prunePaiImages,
 } from "@pai/pool";
 import { sandboxImage } from "../sandbox-image.ts";
+import { browserRecipe } from "./browser-recipe.ts";
 import type { CliIo } from "./cli-io.ts";
 
 const usage = [
@@ -43,22 +44,6 @@ const options = {
 } as const;
 
 type Parsed = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true; strict: true }>>;
-
-/**
- * `@pai/browser`, an optional peer: loaded at run time when installed beside this package, its types not needed to
- * build this one.
- */
-const BROWSER_PACKAGE = "@pai/browser";
-
-/** The browser's recipe when `@pai/browser` is installed beside this package. */
-async function browserRecipe(): Promise<ImageRecipe | undefined> {
-  try {
-    return ((await import(BROWSER_PACKAGE)) as { browserImage: ImageRecipe }).browserImage;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND") return undefined;
-    throw error;
-  }
-}
 
 /** Progress of a build as the command line shows it: a step's own output indented under it. */
 function showProgress(io: CliIo) {
