@@ -77,7 +77,8 @@ async function writeStockTsconfig(directory: string): Promise<Record<string, unk
   return stock.compilerOptions;
 }
 
-describe.skipIf(dockerOptedOut)("the packages as users install them", () => {
+// Each step runs real tools (npm, tsc, vitest, vite, a sandbox) in the app: minutes on a busy 2-core machine.
+describe.skipIf(dockerOptedOut)("the packages as users install them", { timeout: 300_000 }, () => {
   let work: string;
   let app: string;
   let tarballs: Map<string, string>;
@@ -176,6 +177,13 @@ describe.skipIf(dockerOptedOut)("the packages as users install them", () => {
     expect(report.state).toBe("output-available");
     expect(report.output).toMatchObject({ exitCode: 0, terminationReason: "exit" });
     expect(report.output.stdout).toMatch(/^hello from (x86_64|aarch64)\n1000\n\/workspace\n$/);
+  });
+
+  it("gives the app the pai command line: npx pai doctor checks this machine", async () => {
+    const result = await inApp("pai", ["doctor"]);
+    expect(result.exitCode, result.all).toBe(0);
+    expect(result.stdout).toMatch(/^OK .*engine/im);
+    expect(result.stdout).toMatch(/^OK .*images?/im);
   });
 
   it("checks the typed app (the seeds and a sandbox tool) with the config tsc --init writes", async () => {
