@@ -11,6 +11,7 @@ import { benchCrossProcessStop } from "./cross-process-stop.ts";
 import { benchDirectoryUpload } from "./directory-upload.ts";
 import { benchEgressProxy } from "./egress-proxy.ts";
 import { benchFileTransfer } from "./file-transfer.ts";
+import { benchFirstUse } from "./first-use.ts";
 import { benchHibernatedMemory, benchWake } from "./hibernation.ts";
 import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
 import { benchPostgresStore } from "./postgres-store.ts";
@@ -58,6 +59,8 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["file frames", () => benchSmallFileFrames({ rounds: quick ? 40 : 200 })],
   ["egress", () => benchEgressProxy({ rounds: quick ? 2 : 5, megabytes: 256 })],
   ["vitest fixture", () => benchVitestFixture({ rounds: quick ? 5 : 15 })],
+  // Minutes a round: each builds the sandbox image from scratch on an empty engine, four times.
+  ["first use", () => benchFirstUse({ rounds: quick ? 1 : 2 })],
 ];
 try {
   for (const [name, bench] of benches) {
