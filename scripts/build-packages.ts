@@ -12,7 +12,7 @@ import { execa } from "execa";
 export const publishedPackages = [
   "core",
   "pool",
-  "capabilities/agent",
+  "capabilities/container-agent",
   "capabilities/sandbox",
   "capabilities/browser",
   "react",

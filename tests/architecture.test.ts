@@ -90,7 +90,9 @@ describe("dependencies point one way", () => {
   });
 
   it("shares the in-container agent without one capability depending on another", () => {
-    expect(violations("capabilities/agent", [/^@pai\/(sandbox|browser)/, /^playwright/])).toEqual([]);
+    expect(violations("capabilities/container-agent", [/^@pai\/(sandbox|browser)/, /^playwright/])).toEqual(
+      [],
+    );
     expect(violations("capabilities/sandbox", [/^@pai\/browser/, /agent\/src/])).toEqual([]);
     expect(violations("capabilities/browser", [/^@pai\/sandbox/, /agent\/src/])).toEqual([]);
   });
