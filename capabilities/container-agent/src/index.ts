@@ -53,6 +53,7 @@ export {
   createConnectionAudience,
 } from "./egress/connection-audience.ts";
 export { type EgressChannel, prepareEgressChannel, wantsEgressChannel } from "./egress/egress-channel.ts";
+export type { EgressNetworkOptions } from "./egress/egress-network-options.ts";
 export {
   type EgressAllowEntry,
   type EgressDecision,
@@ -80,12 +81,7 @@ export {
   type EgressRelayOptions,
 } from "./egress/egress-relay.ts";
 export { proxiedDuplex } from "./egress/proxied-duplex.ts";
-export {
-  EGRESS_PROXY_PORT,
-  type EgressNetworkOptions,
-  egressEnvironment,
-  serveEgress,
-} from "./egress/serve-egress.ts";
+export { EGRESS_PROXY_PORT, egressEnvironment, serveEgress } from "./egress/serve-egress.ts";
 export {
   createFrameDecoder,
   encodeFrame,
