@@ -10,6 +10,7 @@ import { execa } from "execa";
 
 /** The published packages, in no particular order: `tsc -b` follows their references. */
 export const publishedPackages = [
+  "errors",
   "core",
   "pool",
   "capabilities/container-agent",

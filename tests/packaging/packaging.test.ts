@@ -120,6 +120,7 @@ describe.skipIf(dockerOptedOut)("the packages as users install them", () => {
       "@pai/browser",
       "@pai/container-agent",
       "@pai/core",
+      "@pai/errors",
       "@pai/pool",
       "@pai/react",
       "@pai/sandbox",
