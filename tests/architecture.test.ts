@@ -62,8 +62,9 @@ describe("dependencies point one way", () => {
     expect(violations("pool", [/^@pai\/(?!errors$)/, /^ai$/, /^ai\//, /^@ai-sdk\//])).toEqual([]);
   });
 
-  it("keeps @pai/errors at the bottom: it imports nothing but its own files", () => {
-    expect(violations("errors", [/^[^.]/])).toEqual([]);
+  it("keeps @pai/errors at the bottom: its sources import nothing but its own files", () => {
+    const shipped = (violation: string) => !/\.test\.ts /.test(violation);
+    expect(violations("errors", [/^[^.]/]).filter(shipped)).toEqual([]);
   });
 
   it("lets react depend only on core's public surface and the AI SDK's React bindings", () => {
