@@ -50,13 +50,10 @@ export interface AgentConnection {
 /** How long `close()` waits for the agent's output to end before it destroys the stream. */
 const CLOSE_WAIT_MS = 2000;
 
-function transportEnds(stream: AgentTransport): { readable: Readable; writable: Writable } {
+function isTransportPair(stream: AgentTransport): stream is { readable: Readable; writable: Writable } {
   // A Duplex has boolean `readable`/`writable` flags; a pair has stream objects there.
   const candidate = stream as { readable?: unknown };
-  const isPair = typeof candidate.readable === "object" && candidate.readable !== null;
-  return isPair
-    ? (stream as { readable: Readable; writable: Writable })
-    : { readable: stream as Duplex, writable: stream as Duplex };
+  return typeof candidate.readable === "object" && candidate.readable !== null;
 }
 
 /** The agent's first frame as its HELLO: on request 0, of this client's protocol version. */
@@ -124,7 +121,9 @@ async function endTransport(readable: Readable, writable: Writable): Promise<voi
  * with a `SANDBOX_PROTOCOL` error, with which every request in flight fails.
  */
 export function createAgentConnection(options: AgentConnectionOptions): AgentConnection {
-  const { readable, writable } = transportEnds(options.stream);
+  const { readable, writable } = isTransportPair(options.stream)
+    ? options.stream
+    : { readable: options.stream, writable: options.stream };
   const requests = createRequestTable();
   const hello = deferred<AgentHello>();
   const ended = deferred<void>();

@@ -11,7 +11,8 @@ interface QueuedInput {
 
 /**
  * Bytes on their way to one of a command's inputs (its stdin or its fd 3), flow-controlled by the agent's
- * acknowledgements: at most `windowBytes` sent and not yet taken by the command.
+ * acknowledgements: a chunk waits while it would bring the bytes sent and not yet taken by the command over
+ * `windowBytes` (unless there are none).
  */
 export interface ProcessInput {
   /**
