@@ -10,9 +10,10 @@ import { execa } from "execa";
 
 /** The published packages, in no particular order: `tsc -b` follows their references. */
 export const publishedPackages = [
+  "errors",
   "core",
   "pool",
-  "capabilities/agent",
+  "capabilities/container-agent",
   "capabilities/sandbox",
   "capabilities/browser",
   "react",

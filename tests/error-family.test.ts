@@ -93,8 +93,8 @@ const owners = [
     type: "BrowserErrorCode",
   },
   {
-    dir: "capabilities/agent/src",
-    file: "capabilities/agent/src/container-agent-error.ts",
+    dir: "capabilities/container-agent/src",
+    file: "capabilities/container-agent/src/container-agent-error.ts",
     type: "ContainerAgentErrorCode",
   },
 ];

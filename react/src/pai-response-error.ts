@@ -1,21 +1,20 @@
+import { hasErrorMarker, PaiErrorBase, type PaiErrorJson } from "@pai/errors";
+
 const marker = Symbol.for("pai.error.PaiResponseError");
 
 /**
- * A PAI HTTP route answered with an error (`{ error: { code, message } }`). A member of PAI's error family with its
- * own `Symbol.for('pai.error.PaiResponseError')` marker: `PaiResponseError.isInstance(e)` recognizes it from any copy
- * of this package; it is not a `PaiError` (its `code` is whatever the server sent).
+ * A PAI HTTP route answered with an error (`{ error: { code, message } }`). A member of PAI's error family
+ * (extending `@pai/errors`' `PaiErrorBase`) with its own `Symbol.for('pai.error.PaiResponseError')` marker:
+ * `PaiResponseError.isInstance(e)` recognizes it from any copy of this package; it is not a `PaiError` (its `code`
+ * is whatever the server sent, `HTTP_<status>` when it sent none). Its `details` is always `undefined`.
  */
-export class PaiResponseError extends Error {
+export class PaiResponseError extends PaiErrorBase {
   readonly [marker] = true;
-  /** The error code the server sent (`STALE_ANSWER`, `TOOL_DISABLED`, `THREAD_BUSY`, ...), or `HTTP_<status>`. */
-  readonly code: string;
   /** The HTTP status. */
   readonly status: number;
 
   constructor(options: { code: string; message: string; status: number }) {
-    super(options.message);
-    this.name = "PaiResponseError";
-    this.code = options.code;
+    super("PaiResponseError", options.code, options.message);
     this.status = options.status;
   }
 
@@ -35,6 +34,16 @@ export class PaiResponseError extends Error {
 
   /** True for a `PaiResponseError` (or a subclass of it) from any copy of this package. */
   static isInstance(error: unknown): error is PaiResponseError {
-    return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[marker] === true;
+    return hasErrorMarker(error, marker);
+  }
+
+  /** True when `error` is a `PaiResponseError` with the given code (`STALE_ANSWER`, `HTTP_404`, ...). */
+  static hasCode(error: unknown, code: string): error is PaiResponseError {
+    return PaiResponseError.isInstance(error) && error.code === code;
+  }
+
+  /** The code, the message and the HTTP status. */
+  override toJSON(): PaiErrorJson<string> & { status: number } {
+    return { ...super.toJSON(), status: this.status };
   }
 }

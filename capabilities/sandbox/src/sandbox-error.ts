@@ -1,3 +1,5 @@
+import { hasErrorMarker, PaiErrorBase, type PaiErrorOptions } from "@pai/errors";
+
 const marker = Symbol.for("pai.error.SandboxError");
 
 /**
@@ -24,42 +26,26 @@ export type SandboxErrorCode =
   | "IMAGE_UNAVAILABLE";
 
 /**
- * The error `@pai/sandbox` throws on purpose. A member of PAI's error family (the shape of `@pai/core`'s `PaiError`)
- * with its own `Symbol.for('pai.error.SandboxError')` marker: `SandboxError.isInstance(e)` recognizes it from any
- * copy of this package and nothing else; it is not a `PaiError`. Errors of the packages below pass through as they
- * are (`PoolError` from the container pool, `ContainerAgentError` from the agent).
+ * The error `@pai/sandbox` throws on purpose. A member of PAI's error family (extending `@pai/errors`'
+ * `PaiErrorBase`) with its own `Symbol.for('pai.error.SandboxError')` marker: `SandboxError.isInstance(e)`
+ * recognizes it from any copy of this package and nothing else; it is not a `PaiError`. Errors of the
+ * packages below pass through as they are (`PoolError` from the container pool, `ContainerAgentError` from
+ * the agent).
  */
-export class SandboxError extends Error {
+export class SandboxError extends PaiErrorBase<SandboxErrorCode> {
   readonly [marker] = true;
-  /** What went wrong. */
-  readonly code: SandboxErrorCode;
-  /** Extra facts for logs (path, exit code, errno); never secrets. */
-  readonly details: Readonly<Record<string, unknown>> | undefined;
 
-  constructor(
-    code: SandboxErrorCode,
-    message: string,
-    options: { cause?: unknown; details?: Record<string, unknown> } = {},
-  ) {
-    super(message, { cause: options.cause });
-    this.name = "SandboxError";
-    this.code = code;
-    this.details = options.details;
+  constructor(code: SandboxErrorCode, message: string, options: PaiErrorOptions = {}) {
+    super("SandboxError", code, message, options);
   }
 
   /** True for a `SandboxError` (or a subclass of it) from any copy of this package. */
   static isInstance(error: unknown): error is SandboxError {
-    return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[marker] === true;
+    return hasErrorMarker(error, marker);
   }
 
   /** True when `error` is a sandbox error with the given code. */
   static hasCode(error: unknown, code: SandboxErrorCode): error is SandboxError {
     return SandboxError.isInstance(error) && error.code === code;
-  }
-
-  toJSON(): { code: SandboxErrorCode; message: string; details?: Readonly<Record<string, unknown>> } {
-    return this.details
-      ? { code: this.code, message: this.message, details: this.details }
-      : { code: this.code, message: this.message };
   }
 }

@@ -1,3 +1,5 @@
+import { hasErrorMarker, PaiErrorBase, type PaiErrorOptions } from "@pai/errors";
+
 const marker = Symbol.for("pai.error.PaiError");
 
 /**
@@ -40,38 +42,23 @@ export type PaiErrorCode =
  * marker, so `isInstance` works across duplicated copies of a package and never confuses two classes.
  * `PaiError.isInstance(e)` holds for a `PaiError` (and a subclass of it), not for the other packages' errors
  * (`PoolError`, `SandboxError`, `BrowserError`, `ContainerAgentError`, `PaiResponseError`): check those with their
- * own class. Every member has the same shape (`name`, `code`, `message`, `details`, `cause`, `toJSON()`).
+ * own class. Every member extends `PaiErrorBase` (`@pai/errors`), so it has the same shape (`name`, `code`,
+ * `message`, `details`, `cause`, `toJSON()`).
  */
-export class PaiError extends Error {
+export class PaiError extends PaiErrorBase<PaiErrorCode> {
   readonly [marker] = true;
-  readonly code: PaiErrorCode;
-  /** Extra facts for logs and typed HTTP bodies (never secrets). */
-  readonly details: Readonly<Record<string, unknown>> | undefined;
 
-  constructor(
-    code: PaiErrorCode,
-    message: string,
-    options: { cause?: unknown; details?: Record<string, unknown> } = {},
-  ) {
-    super(message, { cause: options.cause });
-    this.name = "PaiError";
-    this.code = code;
-    this.details = options.details;
+  constructor(code: PaiErrorCode, message: string, options: PaiErrorOptions = {}) {
+    super("PaiError", code, message, options);
   }
 
   /** True for a `PaiError` (or a subclass of it) from any copy of `@pai/core`. */
   static isInstance(error: unknown): error is PaiError {
-    return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[marker] === true;
+    return hasErrorMarker(error, marker);
   }
 
   /** True when `error` is a PaiError with the given code. */
   static hasCode(error: unknown, code: PaiErrorCode): error is PaiError {
     return PaiError.isInstance(error) && error.code === code;
-  }
-
-  toJSON(): { code: PaiErrorCode; message: string; details?: Readonly<Record<string, unknown>> } {
-    return this.details
-      ? { code: this.code, message: this.message, details: this.details }
-      : { code: this.code, message: this.message };
   }
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# capabilities/agent/native/build.sh — build the static in-container agent and the host's egress relay for every
+# capabilities/container-agent/native/build.sh — build the static in-container agent and the host's egress relay for every
 # architecture @pai/container-agent ships.
 #
 # Usage:
-#   capabilities/agent/native/build.sh [--force] [x64|arm64 ...]    (default: both)
+#   capabilities/container-agent/native/build.sh [--force] [x64|arm64 ...]    (default: both)
 #
 # Compiles, static, stripped, -Os, no dependencies, into the package's prebuilt folder (architectures in Node's
 # names, as `process.arch` says them: x64 is x86_64, arm64 is aarch64):

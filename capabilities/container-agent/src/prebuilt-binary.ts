@@ -23,7 +23,7 @@ const prebuiltDirectory = new URL("../prebuilt/", import.meta.url);
 /** What to do about a package without its prebuilt binaries. Internal. */
 export const PREBUILT_FIX =
   "the package was packed without its native build. In the PAI repository run " +
-  "capabilities/agent/native/build.sh (scripts/setup does); otherwise install a @pai/container-agent that ships " +
+  "capabilities/container-agent/native/build.sh (scripts/setup does); otherwise install a @pai/container-agent that ships " +
   "prebuilt/";
 
 /**

@@ -2,7 +2,7 @@
  * A quick measurement (not a test, not `npm run bench`): the round trip of `true` through the agent against a
  * host `child_process.spawn('true')`, side by side in one run, plus commands per second at concurrency 32.
  *
- *   node capabilities/agent/scripts/bench-round-trip.ts [--runs 1000] [--docker IMAGE]
+ *   node capabilities/container-agent/scripts/bench-round-trip.ts [--runs 1000] [--docker IMAGE]
  *
  * With `--docker IMAGE` it also starts a locked-down container (read-only root, no network, all capabilities
  * dropped but SETUID/SETGID/KILL, no-new-privileges; the agent for the engine's architecture (`docker info`)

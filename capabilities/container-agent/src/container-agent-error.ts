@@ -1,3 +1,5 @@
+import { hasErrorMarker, PaiErrorBase, type PaiErrorOptions } from "@pai/errors";
+
 const marker = Symbol.for("pai.error.ContainerAgentError");
 
 /**
@@ -22,42 +24,26 @@ export type ContainerAgentErrorCode =
   | "PREBUILT_BINARY_MISSING";
 
 /**
- * The error `@pai/container-agent` throws on purpose. A member of PAI's error family (the shape of `@pai/core`'s
- * `PaiError`) with its own `Symbol.for('pai.error.ContainerAgentError')` marker: `ContainerAgentError.isInstance(e)`
- * recognizes it from any copy of this package and nothing else; it is not a `PaiError`.
+ * The error `@pai/container-agent` throws on purpose. A member of PAI's error family (extending
+ * `@pai/errors`' `PaiErrorBase`) with its own `Symbol.for('pai.error.ContainerAgentError')` marker:
+ * `ContainerAgentError.isInstance(e)` recognizes it from any copy of this package and nothing else; it is not
+ * a `PaiError`.
  */
-export class ContainerAgentError extends Error {
+export class ContainerAgentError extends PaiErrorBase<ContainerAgentErrorCode> {
   readonly [marker] = true;
-  /** What went wrong. */
-  readonly code: ContainerAgentErrorCode;
-  /** Extra facts for logs (errno, path, argv[0]); never secrets. */
-  readonly details: Readonly<Record<string, unknown>> | undefined;
 
-  constructor(
-    code: ContainerAgentErrorCode,
-    message: string,
-    options: { cause?: unknown; details?: Record<string, unknown> } = {},
-  ) {
-    super(message, { cause: options.cause });
-    this.name = "ContainerAgentError";
-    this.code = code;
-    this.details = options.details;
+  constructor(code: ContainerAgentErrorCode, message: string, options: PaiErrorOptions = {}) {
+    super("ContainerAgentError", code, message, options);
   }
 
   /** True for a `ContainerAgentError` (or a subclass of it) from any copy of this package. */
   static isInstance(error: unknown): error is ContainerAgentError {
-    return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[marker] === true;
+    return hasErrorMarker(error, marker);
   }
 
   /** True when `error` is a container agent error with the given code. */
   static hasCode(error: unknown, code: ContainerAgentErrorCode): error is ContainerAgentError {
     return ContainerAgentError.isInstance(error) && error.code === code;
-  }
-
-  toJSON(): { code: ContainerAgentErrorCode; message: string; details?: Readonly<Record<string, unknown>> } {
-    return this.details
-      ? { code: this.code, message: this.message, details: this.details }
-      : { code: this.code, message: this.message };
   }
 }
 

@@ -1,17 +1,15 @@
+export { type AgentClient, type AgentClientOptions, createAgentClient } from "./agent-client.ts";
+export type { AgentTransport } from "./agent-connection.ts";
+export { type AgentDialSocket, createAgentDialSocket } from "./agent-dial-socket.ts";
+export type { AgentReadFileOptions, AgentWriteFileOptions } from "./agent-files.ts";
+export type { AgentListenOptions } from "./agent-listener.ts";
 export {
-  type AgentClient,
-  type AgentClientOptions,
   type AgentProcess,
   type AgentProcessResult,
-  type AgentReadFileOptions,
   type AgentSpawnOptions,
-  type AgentTransport,
-  type AgentWriteFileOptions,
-  createAgentClient,
   DEFAULT_MAX_OUTPUT_BYTES,
   type TerminationReason,
-} from "./agent-client.ts";
-export { type AgentDialSocket, createAgentDialSocket } from "./agent-dial-socket.ts";
+} from "./agent-process.ts";
 export {
   AGENT_FRAME_TYPES,
   AGENT_PROTOCOL_VERSION,
@@ -53,6 +51,7 @@ export {
   createConnectionAudience,
 } from "./egress/connection-audience.ts";
 export { type EgressChannel, prepareEgressChannel, wantsEgressChannel } from "./egress/egress-channel.ts";
+export type { EgressNetworkOptions } from "./egress/egress-network-options.ts";
 export {
   type EgressAllowEntry,
   type EgressDecision,
@@ -80,12 +79,7 @@ export {
   type EgressRelayOptions,
 } from "./egress/egress-relay.ts";
 export { proxiedDuplex } from "./egress/proxied-duplex.ts";
-export {
-  EGRESS_PROXY_PORT,
-  type EgressNetworkOptions,
-  egressEnvironment,
-  serveEgress,
-} from "./egress/serve-egress.ts";
+export { EGRESS_PROXY_PORT, egressEnvironment, serveEgress } from "./egress/serve-egress.ts";
 export {
   createFrameDecoder,
   encodeFrame,

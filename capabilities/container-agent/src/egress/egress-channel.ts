@@ -6,8 +6,8 @@ import {
   engineSharesHostSocketDirectory,
   ownHostSocketDirectory,
 } from "../host-socket-directory.ts";
+import type { EgressNetworkOptions } from "./egress-network-options.ts";
 import { createEgressRelay, type EgressRelay } from "./egress-relay.ts";
-import type { EgressNetworkOptions } from "./serve-egress.ts";
 
 /**
  * The fast channel of a container's egress: the unix socket of this process's egress relay in a host directory

@@ -1,7 +1,7 @@
 import { ContainerAgentError, protocolError } from "./container-agent-error.ts";
 
 /**
- * The wire protocol between the host and `pai-agent` (capabilities/agent/native/pai-agent.c).
+ * The wire protocol between the host and `pai-agent` (capabilities/container-agent/native/pai-agent.c).
  *
  * One byte stream each way (the agent's stdin and stdout). Every frame is
  * `u32 BE payload length | u8 type | u32 BE request id | payload`, with payloads of at most

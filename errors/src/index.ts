@@ -1,0 +1,1 @@
+export { hasErrorMarker, PaiErrorBase, type PaiErrorJson, type PaiErrorOptions } from "./pai-error-base.ts";
