@@ -36,8 +36,10 @@ async function emptyEngine(host: string): Promise<void> {
   const words = (text: string) => text.split("\n").filter(Boolean);
   const containers = words(await docker(host, "ps", "-aq"));
   if (containers.length > 0) await docker(host, "rm", "-f", "-v", ...containers);
-  const images = [...new Set(words(await docker(host, "images", "-aq")))];
-  if (images.length > 0) await docker(host, "rmi", "-f", ...images);
+  // With no container left, every image is unused: prune removes them all, children before parents.
+  await docker(host, "image", "prune", "--all", "--force");
+  const left = await docker(host, "images", "-aq");
+  if (left !== "") throw new Error(`engine ${host} still has images: ${left}`);
 }
 
 /** Milliseconds from `runtime.run` to the end of a run whose one tool call runs `echo ready` in a new sandbox. */
