@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import type { SQLOutputValue, StatementSync } from "node:sqlite";
+import type { StatementSync } from "node:sqlite";
 import { DatabaseSync } from "node:sqlite";
 import type { UIMessage } from "ai";
 import { PaiError } from "../errors/pai-error.ts";
@@ -11,23 +11,34 @@ import {
   storeInputSchemas as schemas,
   storeClosedError,
   toStoredJson,
-  withoutUndefined,
 } from "./parse-store-input.ts";
-import { actionValues, runValues, threadValues } from "./record-columns.ts";
-import type {
-  CapabilityLifetime,
-  LeaseRecord,
-  OwnerRecord,
-  PendingActionRecord,
-  PendingActionStatus,
-  RunChunkRecord,
-  RunRecord,
-  RunStatus,
-  ThreadLeaseRecord,
-  ThreadRecord,
-  ThreadStore,
-  ToolDataRecord,
-} from "./thread-store.ts";
+import {
+  actionColumns,
+  actionFromRow,
+  actionToRow,
+  leaseColumns,
+  leaseFromRow,
+  leaseToRow,
+  optionalRecord,
+  ownerColumns,
+  ownerFromRow,
+  ownerToRow,
+  runChunkColumns,
+  runChunkFromRow,
+  runColumns,
+  runFromRow,
+  runToRow,
+  threadColumns,
+  threadFromRow,
+  threadLeaseColumns,
+  threadLeaseFromRow,
+  threadToRow,
+  toolDataColumns,
+  toolDataFromRow,
+  toolDataToRow,
+  toolDataWrittenColumns,
+} from "./row-codecs.ts";
+import type { PendingActionRecord, ThreadStore } from "./thread-store.ts";
 
 /** Options of {@link createSqliteThreadStore}. */
 export interface SqliteThreadStoreOptions {
@@ -255,14 +266,14 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
   }
 
   const store: ThreadStore & AsyncDisposable = {
-    getThread: (threadId) => use("read", () => toThread(s.getThread.get(threadId))),
+    getThread: (threadId) => use("read", () => optionalRecord(s.getThread.get(threadId), threadFromRow)),
 
     ensureThread: (input) =>
       use("write", () => {
         const thread = parseStoreInput(schemas.thread, input, "thread");
         return transaction(() => {
-          s.insertThreadIfMissing.run(...threadValues(thread));
-          return toThread(s.getThread.get(thread.id))!;
+          s.insertThreadIfMissing.run(...threadToRow(thread));
+          return threadFromRow(s.getThread.get(thread.id)!);
         });
       }),
 
@@ -273,7 +284,7 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
           query.agentId === undefined
             ? s.listThreads.all(query.ownerKey, query.limit ?? -1)
             : s.listThreadsOfAgent.all(query.ownerKey, query.agentId, query.limit ?? -1);
-        return rows.map((row) => toThread(row)!);
+        return rows.map(threadFromRow);
       }),
 
     deleteThread: (threadId) =>
@@ -299,29 +310,29 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
     createRun: (input) =>
       use("write", () => {
         const run = parseStoreInput(schemas.run, input, "run");
-        if (s.insertRunIfMissing.run(...runValues(run)).changes === 0) {
+        if (s.insertRunIfMissing.run(...runToRow(run)).changes === 0) {
           throw new PaiError("INVALID_ARGUMENT", `Run ${run.id} already exists`);
         }
       }),
 
-    getRun: (runId) => use("read", () => toRun(s.getRun.get(runId))),
+    getRun: (runId) => use("read", () => optionalRecord(s.getRun.get(runId), runFromRow)),
 
-    listRuns: (threadId) => use("read", () => s.listRuns.all(threadId).map((row) => toRun(row)!)),
+    listRuns: (threadId) => use("read", () => s.listRuns.all(threadId).map(runFromRow)),
 
     updateRun: (runId, input) =>
       use("write", () => {
         const patch = parseStoreInput(schemas.runPatch, input, "run patch");
         transaction(() => {
-          const run = toRun(s.getRun.get(runId));
+          const run = optionalRecord(s.getRun.get(runId), runFromRow);
           if (!run) throw new PaiError("UNKNOWN_RUN", `Run ${runId} does not exist`, { details: { runId } });
-          s.upsertRun.run(...runValues(applyRunPatch(run, patch, input)));
+          s.upsertRun.run(...runToRow(applyRunPatch(run, patch, input)));
         });
       }),
 
     listRunsByStatus: (input) =>
       use("read", () => {
         const status = parseStoreInput(schemas.runStatus, input, "run status");
-        return s.listRunsByStatus.all(status).map((row) => toRun(row)!);
+        return s.listRunsByStatus.all(status).map(runFromRow);
       }),
 
     settleRun: (runId, expectedInput, input) =>
@@ -357,24 +368,15 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
         transaction(() => {
           s.deleteMessages.run(thread.id);
           for (const [position, message] of rows.entries()) s.insertMessage.run(thread.id, position, message);
-          s.upsertThread.run(...threadValues(thread));
-          s.upsertRun.run(...runValues(run));
+          s.upsertThread.run(...threadToRow(thread));
+          s.upsertRun.run(...runToRow(run));
         });
       }),
 
     appendToolData: (input) =>
       use("write", () => {
         const record = parseStoreInput(schemas.toolData, input, "tool data");
-        const row = s.insertToolData.get(
-          record.threadId,
-          record.runId,
-          record.toolCallId,
-          record.toolId,
-          record.channel,
-          toStoredJson(record.data, "tool data"),
-          record.createdAt,
-        );
-        return toToolData(row)!;
+        return toolDataFromRow(s.insertToolData.get(...toolDataToRow(record))!);
       }),
 
     listToolData: (input) =>
@@ -382,21 +384,22 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
         const query = parseStoreInput(schemas.toolDataQuery, input, "tool data query");
         return s.listToolData
           .all(query.threadId, query.toolCallId ?? null, query.channel ?? null)
-          .map((row) => toToolData(row)!);
+          .map(toolDataFromRow);
       }),
 
     putPendingAction: (input) =>
       use("write", () => {
         const action = parseStoreInput(schemas.pendingAction, input, "pending action");
-        s.upsertAction.run(...actionValues(action as PendingActionRecord));
+        s.upsertAction.run(...actionToRow(action as PendingActionRecord));
       }),
 
-    getPendingAction: (actionId) => use("read", () => toAction(s.getAction.get(actionId))),
+    getPendingAction: (actionId) =>
+      use("read", () => optionalRecord(s.getAction.get(actionId), actionFromRow)),
 
     listPendingActions: (input) =>
       use("read", () => {
         const query = parseStoreInput(schemas.pendingActionQuery, input, "pending action query");
-        return s.listActions.all(query.threadId ?? null, query.status ?? null).map((row) => toAction(row)!);
+        return s.listActions.all(query.threadId ?? null, query.status ?? null).map(actionFromRow);
       }),
 
     settlePendingAction: (actionId, expectedInput, input) =>
@@ -415,7 +418,7 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
               actionId,
               expected,
             ).changes === 1;
-          return { changed, action: toAction(s.getAction.get(actionId)) };
+          return { changed, action: optionalRecord(s.getAction.get(actionId), actionFromRow) };
         });
       }),
 
@@ -428,17 +431,7 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
     putLease: (input) =>
       use("write", () => {
         const lease = parseStoreInput(schemas.lease, input, "lease");
-        s.upsertLease.run(
-          lease.capability,
-          lease.lifetime,
-          lease.key,
-          lease.resourceId,
-          toStoredJson(lease.meta, "lease meta"),
-          lease.createdAt,
-          lease.lastUsedAt,
-          lease.ownerId ?? null,
-          lease.handoverTo ?? null,
-        );
+        s.upsertLease.run(...leaseToRow(lease));
       }),
 
     listLeases: (input = {}) =>
@@ -446,7 +439,7 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
         const query = parseStoreInput(schemas.leaseQuery, input, "lease query");
         return s.listLeases
           .all(query.capability ?? null, query.lifetime ?? null, query.key ?? null)
-          .map((row) => toLease(row)!);
+          .map(leaseFromRow);
       }),
 
     touchLease: (capability, lifetime, key, at) =>
@@ -482,15 +475,15 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
             request.ownerId,
             request.ttlMs,
           );
-          if (taken) return { acquired: true, lease: toThreadLease(taken)! };
-          return { acquired: false, lease: toThreadLease(s.getThreadLeaseRow.get(request.threadId))! };
+          if (taken) return { acquired: true, lease: threadLeaseFromRow(taken) };
+          return { acquired: false, lease: threadLeaseFromRow(s.getThreadLeaseRow.get(request.threadId)!) };
         });
       }),
 
     renewThreadLeases: (ownerId, ttlInput) =>
       use("write", () => {
         const ttlMs = parseStoreInput(schemas.ttlMs, ttlInput, "ttlMs");
-        return s.renewThreadLeases.all(ttlMs, ownerId).map((row) => toThreadLease(row)!);
+        return s.renewThreadLeases.all(ttlMs, ownerId).map(threadLeaseFromRow);
       }),
 
     releaseThreadLease: (threadId, runId) =>
@@ -498,7 +491,8 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
         s.releaseThreadLease.run(threadId, runId);
       }),
 
-    getThreadLease: (threadId) => use("read", () => toThreadLease(s.getLiveThreadLease.get(threadId))),
+    getThreadLease: (threadId) =>
+      use("read", () => optionalRecord(s.getLiveThreadLease.get(threadId), threadLeaseFromRow)),
 
     appendRunChunks: (input) =>
       use("write", () => {
@@ -515,7 +509,7 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
     listRunChunks: (runId, input = {}) =>
       use("read", () => {
         const query = parseStoreInput(schemas.runChunkQuery, input, "run chunk query");
-        return s.listRunChunks.all(runId, query.afterSeq ?? -1).map((row) => toRunChunk(row)!);
+        return s.listRunChunks.all(runId, query.afterSeq ?? -1).map(runChunkFromRow);
       }),
 
     pruneRunChunks: (endedBefore) =>
@@ -530,16 +524,7 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
     heartbeatOwner: (input) =>
       use("write", () => {
         const owner = parseStoreInput(schemas.owner, input, "owner");
-        s.upsertOwner.run(
-          owner.ownerId,
-          owner.host,
-          owner.pid,
-          owner.startedAt,
-          owner.heartbeatAt,
-          owner.bootId ?? null,
-          owner.pidNamespace ?? null,
-          owner.processStartTicks ?? null,
-        );
+        s.upsertOwner.run(...ownerToRow(owner));
       }),
 
     releaseOwnerThreadLeases: (ownerId) =>
@@ -547,7 +532,7 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
         s.deleteOwnerThreadLeases.run(ownerId);
       }),
 
-    listOwners: () => use("read", () => s.listOwners.all().map((row) => toOwner(row)!)),
+    listOwners: () => use("read", () => s.listOwners.all().map(ownerFromRow)),
 
     removeOwner: (ownerId) =>
       use("write", () => {
@@ -702,20 +687,7 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-type Row = Record<string, SQLOutputValue> | undefined;
-
 function prepareStatements(db: DatabaseSync) {
-  const threadColumns = "id, agent_id, owner_key, title, created_at, updated_at";
-  const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id";
-  const actionColumns =
-    "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
-    "suspend_history, status, created_at, settled_at, answer, inner_call, journal, applied_by";
-  const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
-  const leaseColumns =
-    "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
-  const ownerColumns =
-    "owner_id, host, pid, started_at, heartbeat_at, boot_id, pid_namespace, process_start_ticks";
-  const threadLeaseColumns = "thread_id, run_id, owner_id, expires_at";
   /** The store's clock in milliseconds since the epoch. */
   const now = "(unixepoch('subsec') * 1000)";
   const newestFirst = "ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT ?";
@@ -769,7 +741,7 @@ function prepareStatements(db: DatabaseSync) {
     ),
 
     insertToolData: db.prepare(
-      `INSERT INTO tool_data (thread_id, run_id, tool_call_id, tool_id, channel, data, created_at)
+      `INSERT INTO tool_data (${toolDataWrittenColumns})
          VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${toolDataColumns}`,
     ),
     listToolData: db.prepare(
@@ -845,10 +817,10 @@ function prepareStatements(db: DatabaseSync) {
     deleteOwnerThreadLeases: db.prepare("DELETE FROM thread_leases WHERE owner_id = ?"),
 
     insertRunChunk: db.prepare(
-      "INSERT INTO run_chunks (run_id, seq, chunk) VALUES (?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING",
+      `INSERT INTO run_chunks (${runChunkColumns}) VALUES (?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`,
     ),
     listRunChunks: db.prepare(
-      "SELECT run_id, seq, chunk FROM run_chunks WHERE run_id = ? AND seq > ? ORDER BY seq",
+      `SELECT ${runChunkColumns} FROM run_chunks WHERE run_id = ? AND seq > ? ORDER BY seq`,
     ),
     pruneRunChunks: db.prepare(
       `DELETE FROM run_chunks WHERE run_id IN
@@ -885,116 +857,3 @@ function prepareStatements(db: DatabaseSync) {
 }
 
 type Statements = ReturnType<typeof prepareStatements>;
-
-function optional<VALUE>(value: SQLOutputValue | undefined): VALUE | undefined {
-  return value === null ? undefined : (value as VALUE);
-}
-
-function toThread(row: Row): ThreadRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    id: row.id as string,
-    agentId: row.agent_id as string,
-    ownerKey: row.owner_key as string,
-    title: optional<string>(row.title),
-    createdAt: row.created_at as number,
-    updatedAt: row.updated_at as number,
-  });
-}
-
-function toRun(row: Row): RunRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    id: row.id as string,
-    threadId: row.thread_id as string,
-    agentId: row.agent_id as string,
-    status: row.status as RunStatus,
-    startedAt: row.started_at as number,
-    endedAt: optional<number>(row.ended_at),
-    error: optional<string>(row.error),
-    ownerId: optional<string>(row.owner_id),
-  });
-}
-
-function toToolData(row: Row): ToolDataRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    threadId: row.thread_id as string,
-    runId: row.run_id as string,
-    toolCallId: row.tool_call_id as string,
-    toolId: row.tool_id as string,
-    channel: row.channel as string,
-    seq: row.seq as number,
-    data: fromStoredJson(row.data as string | null),
-    createdAt: row.created_at as number,
-  });
-}
-
-function toAction(row: Row): PendingActionRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    id: row.id as string,
-    threadId: row.thread_id as string,
-    runId: row.run_id as string,
-    toolCallId: row.tool_call_id as string,
-    toolId: row.tool_id as string,
-    toolName: row.tool_name as string,
-    inputHash: row.input_hash as string,
-    input: fromStoredJson(row.input as string | null),
-    kind: row.kind as PendingActionRecord["kind"],
-    name: optional<string>(row.name),
-    payload: fromStoredJson(row.payload as string | null),
-    suspendHistory: fromStoredJson(row.suspend_history as string) as unknown[],
-    status: row.status as PendingActionStatus,
-    createdAt: row.created_at as number,
-    settledAt: optional<number>(row.settled_at),
-    answer: fromStoredJson(row.answer as string | null),
-    inner: fromStoredJson(row.inner_call as string | null) as PendingActionRecord["inner"],
-    journal: fromStoredJson(row.journal as string | null) as PendingActionRecord["journal"],
-    appliedBy: optional<string>(row.applied_by),
-  });
-}
-
-function toLease(row: Row): LeaseRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    capability: row.capability as string,
-    lifetime: row.lifetime as CapabilityLifetime,
-    key: row.key as string,
-    resourceId: row.resource_id as string,
-    meta: fromStoredJson(row.meta as string) as Record<string, unknown>,
-    createdAt: row.created_at as number,
-    lastUsedAt: row.last_used_at as number,
-    ownerId: optional<string>(row.owner_id),
-    handoverTo: optional<string>(row.handover_to),
-  });
-}
-
-function toOwner(row: Row): OwnerRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    ownerId: row.owner_id as string,
-    host: row.host as string,
-    pid: row.pid as number,
-    startedAt: row.started_at as number,
-    heartbeatAt: row.heartbeat_at as number,
-    bootId: optional<string>(row.boot_id),
-    pidNamespace: optional<string>(row.pid_namespace),
-    processStartTicks: optional<number>(row.process_start_ticks),
-  });
-}
-
-function toThreadLease(row: Row): ThreadLeaseRecord | undefined {
-  if (!row) return undefined;
-  return {
-    threadId: row.thread_id as string,
-    runId: row.run_id as string,
-    ownerId: row.owner_id as string,
-    expiresAt: row.expires_at as number,
-  };
-}
-
-function toRunChunk(row: Row): RunChunkRecord | undefined {
-  if (!row) return undefined;
-  return { runId: row.run_id as string, seq: row.seq as number, chunk: JSON.parse(row.chunk as string) };
-}

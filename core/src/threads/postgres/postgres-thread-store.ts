@@ -8,23 +8,35 @@ import {
   storeInputSchemas as schemas,
   storeClosedError,
   toStoredJson,
-  withoutUndefined,
 } from "../parse-store-input.ts";
-import { actionValues, runValues, threadValues } from "../record-columns.ts";
-import type {
-  CapabilityLifetime,
-  LeaseRecord,
-  OwnerRecord,
-  PendingActionRecord,
-  PendingActionStatus,
-  RunChunkRecord,
-  RunRecord,
-  RunStatus,
-  ThreadLeaseRecord,
-  ThreadRecord,
-  ThreadStore,
-  ToolDataRecord,
-} from "../thread-store.ts";
+import {
+  actionColumns,
+  actionFromRow,
+  actionToRow,
+  leaseColumns,
+  leaseFromRow,
+  leaseToRow,
+  optionalRecord,
+  ownerColumns,
+  ownerFromRow,
+  ownerToRow,
+  runChunkColumns,
+  runChunkFromRow,
+  runColumns,
+  runFromRow,
+  runToRow,
+  type StoredRow,
+  threadColumns,
+  threadFromRow,
+  threadLeaseColumns,
+  threadLeaseFromRow,
+  threadToRow,
+  toolDataColumns,
+  toolDataFromRow,
+  toolDataToRow,
+  toolDataWrittenColumns,
+} from "../row-codecs.ts";
+import type { PendingActionRecord, ThreadStore } from "../thread-store.ts";
 import { migratePostgresSchema, quoteIdentifier } from "./postgres-migrations.ts";
 import { createPostgresRunWatcher, RUN_CHANNEL } from "./postgres-run-watcher.ts";
 import { toPostgresStoreError } from "./postgres-store-error.ts";
@@ -192,7 +204,10 @@ export async function createPostgresThreadStore(
   /** Statement names are per connection; the schema is in them, as stores of two schemas may share a pool. */
   const namePrefix = `pai:${schema}:`;
 
-  async function query<ROW extends Row>(statement: keyof typeof sql, values: unknown[]): Promise<ROW[]> {
+  async function query<ROW extends StoredRow>(
+    statement: keyof typeof sql,
+    values: unknown[],
+  ): Promise<ROW[]> {
     const result = await pool.query<ROW>({
       name: namePrefix + statement,
       text: sql[statement],
@@ -230,14 +245,15 @@ export async function createPostgresThreadStore(
   }
 
   const store: ThreadStore & AsyncDisposable = {
-    getThread: (threadId) => use("read", async () => toThread((await query("getThread", [threadId]))[0])),
+    getThread: (threadId) =>
+      use("read", async () => optionalRecord((await query("getThread", [threadId]))[0], threadFromRow)),
 
     ensureThread: (input) =>
       use("write", async () => {
         const thread = parseStoreInput(schemas.thread, input, "thread");
-        const [inserted] = await query("insertThreadIfMissing", threadValues(thread));
+        const [inserted] = await query("insertThreadIfMissing", threadToRow(thread));
         // Read in a second statement when it existed: it sees a row another connection committed meanwhile.
-        return toThread(inserted ?? (await query("getThread", [thread.id]))[0])!;
+        return threadFromRow(inserted ?? (await query("getThread", [thread.id]))[0]!);
       }),
 
     listThreads: (input) =>
@@ -248,7 +264,7 @@ export async function createPostgresThreadStore(
           filter.agentId ?? null,
           filter.limit ?? null,
         ]);
-        return rows.map((row) => toThread(row)!);
+        return rows.map(threadFromRow);
       }),
 
     deleteThread: (threadId) =>
@@ -265,15 +281,15 @@ export async function createPostgresThreadStore(
     createRun: (input) =>
       use("write", async () => {
         const run = parseStoreInput(schemas.run, input, "run");
-        if ((await query("insertRunIfMissing", runValues(run))).length === 0) {
+        if ((await query("insertRunIfMissing", runToRow(run))).length === 0) {
           throw new PaiError("INVALID_ARGUMENT", `Run ${run.id} already exists`);
         }
       }),
 
-    getRun: (runId) => use("read", async () => toRun((await query("getRun", [runId]))[0])),
+    getRun: (runId) =>
+      use("read", async () => optionalRecord((await query("getRun", [runId]))[0], runFromRow)),
 
-    listRuns: (threadId) =>
-      use("read", async () => (await query("listRuns", [threadId])).map((row) => toRun(row)!)),
+    listRuns: (threadId) => use("read", async () => (await query("listRuns", [threadId])).map(runFromRow)),
 
     updateRun: (runId, input) =>
       use("write", async () => {
@@ -296,7 +312,7 @@ export async function createPostgresThreadStore(
     listRunsByStatus: (input) =>
       use("read", async () => {
         const status = parseStoreInput(schemas.runStatus, input, "run status");
-        return (await query("listRunsByStatus", [status])).map((row) => toRun(row)!);
+        return (await query("listRunsByStatus", [status])).map(runFromRow);
       }),
 
     settleRun: (runId, expectedInput, input) =>
@@ -329,32 +345,14 @@ export async function createPostgresThreadStore(
         const { thread, messages, run } = parseStoreInput(schemas.runCommit, input, "run commit");
         // Serialized before the statement: a message JSON cannot hold must not get as far as the server.
         const text = toStoredJson(messages, "messages") ?? "[]";
-        await query("commitRun", [
-          ...threadValues(thread),
-          run.id,
-          run.agentId,
-          run.status,
-          run.startedAt,
-          run.endedAt ?? null,
-          run.error ?? null,
-          text,
-          run.ownerId ?? null,
-        ]);
+        await query("commitRun", [...threadToRow(thread), ...runToRow(run), text]);
       }),
 
     appendToolData: (input) =>
       use("write", async () => {
         const record = parseStoreInput(schemas.toolData, input, "tool data");
-        const [row] = await query("insertToolData", [
-          record.threadId,
-          record.runId,
-          record.toolCallId,
-          record.toolId,
-          record.channel,
-          toStoredJson(record.data, "tool data"),
-          record.createdAt,
-        ]);
-        return toToolData(row)!;
+        const [row] = await query("insertToolData", toolDataToRow(record));
+        return toolDataFromRow(row!);
       }),
 
     listToolData: (input) =>
@@ -365,23 +363,23 @@ export async function createPostgresThreadStore(
           filter.toolCallId ?? null,
           filter.channel ?? null,
         ]);
-        return rows.map((row) => toToolData(row)!);
+        return rows.map(toolDataFromRow);
       }),
 
     putPendingAction: (input) =>
       use("write", async () => {
         const action = parseStoreInput(schemas.pendingAction, input, "pending action");
-        await query("upsertAction", actionValues(action as PendingActionRecord));
+        await query("upsertAction", actionToRow(action as PendingActionRecord));
       }),
 
     getPendingAction: (actionId) =>
-      use("read", async () => toAction((await query("getAction", [actionId]))[0])),
+      use("read", async () => optionalRecord((await query("getAction", [actionId]))[0], actionFromRow)),
 
     listPendingActions: (input) =>
       use("read", async () => {
         const filter = parseStoreInput(schemas.pendingActionQuery, input, "pending action query");
         const rows = await query("listActions", [filter.threadId ?? null, filter.status ?? null]);
-        return rows.map((row) => toAction(row)!);
+        return rows.map(actionFromRow);
       }),
 
     settlePendingAction: (actionId, expectedInput, input) =>
@@ -397,9 +395,12 @@ export async function createPostgresThreadStore(
           "settledAt" in input,
           patch.settledAt ?? null,
         ]);
-        if (settled) return { changed: true, action: toAction(settled) };
+        if (settled) return { changed: true, action: actionFromRow(settled) };
         // Lost (or nothing to settle): read in a new statement, which sees what the winner committed.
-        return { changed: false, action: toAction((await query("getAction", [actionId]))[0]) };
+        return {
+          changed: false,
+          action: optionalRecord((await query("getAction", [actionId]))[0], actionFromRow),
+        };
       }),
 
     claimPendingAction: (actionId, runId) =>
@@ -411,17 +412,7 @@ export async function createPostgresThreadStore(
     putLease: (input) =>
       use("write", async () => {
         const lease = parseStoreInput(schemas.lease, input, "lease");
-        await query("upsertLease", [
-          lease.capability,
-          lease.lifetime,
-          lease.key,
-          lease.resourceId,
-          toStoredJson(lease.meta, "lease meta"),
-          lease.createdAt,
-          lease.lastUsedAt,
-          lease.ownerId ?? null,
-          lease.handoverTo ?? null,
-        ]);
+        await query("upsertLease", leaseToRow(lease));
       }),
 
     listLeases: (input = {}) =>
@@ -432,7 +423,7 @@ export async function createPostgresThreadStore(
           filter.lifetime ?? null,
           filter.key ?? null,
         ]);
-        return rows.map((row) => toLease(row)!);
+        return rows.map(leaseFromRow);
       }),
 
     touchLease: (capability, lifetime, key, at) =>
@@ -465,14 +456,14 @@ export async function createPostgresThreadStore(
         // Empty only when another connection inserted the lease during the statement: read again.
         for (;;) {
           const [row] = await query("acquireThreadLease", values);
-          if (row) return { acquired: row.acquired as boolean, lease: toThreadLease(row)! };
+          if (row) return { acquired: row.acquired as boolean, lease: threadLeaseFromRow(row) };
         }
       }),
 
     renewThreadLeases: (ownerId, ttlInput) =>
       use("write", async () => {
         const ttlMs = parseStoreInput(schemas.ttlMs, ttlInput, "ttlMs");
-        return (await query("renewThreadLeases", [ownerId, ttlMs])).map((row) => toThreadLease(row)!);
+        return (await query("renewThreadLeases", [ownerId, ttlMs])).map(threadLeaseFromRow);
       }),
 
     releaseThreadLease: (threadId, runId) =>
@@ -481,7 +472,9 @@ export async function createPostgresThreadStore(
       }),
 
     getThreadLease: (threadId) =>
-      use("read", async () => toThreadLease((await query("getThreadLease", [threadId]))[0])),
+      use("read", async () =>
+        optionalRecord((await query("getThreadLease", [threadId]))[0], threadLeaseFromRow),
+      ),
 
     appendRunChunks: (input) =>
       use("write", async () => {
@@ -494,7 +487,7 @@ export async function createPostgresThreadStore(
       use("read", async () => {
         const filter = parseStoreInput(schemas.runChunkQuery, input, "run chunk query");
         const rows = await query("listRunChunks", [runId, filter.afterSeq ?? -1]);
-        return rows.map((row) => toRunChunk(row)!);
+        return rows.map(runChunkFromRow);
       }),
 
     pruneRunChunks: (endedBefore) =>
@@ -511,16 +504,7 @@ export async function createPostgresThreadStore(
     heartbeatOwner: (input) =>
       use("write", async () => {
         const owner = parseStoreInput(schemas.owner, input, "owner");
-        await query("upsertOwner", [
-          owner.ownerId,
-          owner.host,
-          owner.pid,
-          owner.startedAt,
-          owner.heartbeatAt,
-          owner.bootId ?? null,
-          owner.pidNamespace ?? null,
-          owner.processStartTicks ?? null,
-        ]);
+        await query("upsertOwner", ownerToRow(owner));
       }),
 
     releaseOwnerThreadLeases: (ownerId) =>
@@ -528,7 +512,7 @@ export async function createPostgresThreadStore(
         await query("releaseOwnerThreadLeases", [ownerId, `${schema}:`]);
       }),
 
-    listOwners: () => use("read", async () => (await query("listOwners", [])).map((row) => toOwner(row)!)),
+    listOwners: () => use("read", async () => (await query("listOwners", [])).map(ownerFromRow)),
 
     removeOwner: (ownerId) =>
       use("write", async () => {
@@ -576,17 +560,6 @@ function describeTarget(pool: Pool, schema: string): string {
 
 /** Every statement of the store, for the quoted schema `s`. */
 function statements(s: string) {
-  const threadColumns = "id, agent_id, owner_key, title, created_at, updated_at";
-  const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id";
-  const actionColumns =
-    "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
-    "suspend_history, status, created_at, settled_at, answer, inner_call, journal, applied_by";
-  const toolDataColumns = "seq, thread_id, run_id, tool_call_id, tool_id, channel, data, created_at";
-  const leaseColumns =
-    "capability, lifetime, key, resource_id, meta, created_at, last_used_at, owner_id, handover_to";
-  const ownerColumns =
-    "owner_id, host, pid, started_at, heartbeat_at, boot_id, pid_namespace, process_start_ticks";
-  const threadLeaseColumns = "thread_id, run_id, owner_id, expires_at";
   /** The server's clock in milliseconds since the epoch: every process reads lease expiry on the same clock. */
   const now = "(extract(epoch FROM clock_timestamp()) * 1000)::double precision";
   const runUpdate = `thread_id = excluded.thread_id, agent_id = excluded.agent_id, status = excluded.status,
@@ -625,13 +598,13 @@ function statements(s: string) {
         thread AS (INSERT INTO ${s}.threads (${threadColumns}) VALUES ($1, $2, $3, $4, $5, $6)
           ON CONFLICT (id) DO UPDATE SET agent_id = excluded.agent_id, owner_key = excluded.owner_key,
             title = excluded.title, updated_at = excluded.updated_at),
-        run AS (INSERT INTO ${s}.runs (${runColumns}) VALUES ($7, $1, $8, $9, $10, $11, $12, $14)
+        run AS (INSERT INTO ${s}.runs (${runColumns}) VALUES ($7, $8, $9, $10, $11, $12, $13, $14)
           ON CONFLICT (id) DO UPDATE SET ${runUpdate}),
         written AS (INSERT INTO ${s}.messages (thread_id, position, message)
-          SELECT $1, (ordinality - 1)::integer, value FROM json_array_elements($13::json) WITH ORDINALITY
+          SELECT $1, (ordinality - 1)::integer, value FROM json_array_elements($15::json) WITH ORDINALITY
           ON CONFLICT (thread_id, position) DO UPDATE SET message = excluded.message
             WHERE messages.message::text <> excluded.message::text)
-      DELETE FROM ${s}.messages WHERE thread_id = $1 AND position >= json_array_length($13::json)`,
+      DELETE FROM ${s}.messages WHERE thread_id = $1 AND position >= json_array_length($15::json)`,
 
     getRun: `SELECT ${runColumns} FROM ${s}.runs WHERE id = $1`,
     listRuns: `SELECT ${runColumns} FROM ${s}.runs WHERE thread_id = $1 ORDER BY started_at, ordinal`,
@@ -650,7 +623,7 @@ function statements(s: string) {
         error = CASE WHEN $6::boolean THEN $7::text ELSE error END
       WHERE id = $1 AND status = $2 RETURNING id`,
 
-    insertToolData: `INSERT INTO ${s}.tool_data (thread_id, run_id, tool_call_id, tool_id, channel, data, created_at)
+    insertToolData: `INSERT INTO ${s}.tool_data (${toolDataWrittenColumns})
       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${toolDataColumns}`,
     listToolData: `SELECT ${toolDataColumns} FROM ${s}.tool_data WHERE thread_id = $1
       AND ($2::text IS NULL OR tool_call_id = $2) AND ($3::text IS NULL OR channel = $3) ORDER BY seq`,
@@ -733,12 +706,12 @@ function statements(s: string) {
 
     /** The chunks and the notification that wakes the run's followers go in one statement. */
     appendRunChunks: `WITH written AS (
-        INSERT INTO ${s}.run_chunks (run_id, seq, chunk)
+        INSERT INTO ${s}.run_chunks (${runChunkColumns})
           SELECT $1, $2::integer + (ordinality - 1)::integer, value
           FROM json_array_elements($3::json) WITH ORDINALITY
         ON CONFLICT (run_id, seq) DO NOTHING)
       SELECT pg_notify('${RUN_CHANNEL}', $4::text)`,
-    listRunChunks: `SELECT run_id, seq, chunk FROM ${s}.run_chunks WHERE run_id = $1 AND seq > $2
+    listRunChunks: `SELECT ${runChunkColumns} FROM ${s}.run_chunks WHERE run_id = $1 AND seq > $2
       ORDER BY seq`,
     /** The chunks and the stop requests of runs that ended, in one statement. */
     pruneRunChunks: `WITH
@@ -755,123 +728,4 @@ function statements(s: string) {
       RETURNING run_id`,
     listRunStopRequests: `SELECT run_id FROM ${s}.run_stop_requests WHERE run_id = ANY($1::text[])`,
   };
-}
-
-type Row = Record<string, unknown>;
-
-function optional<VALUE>(value: unknown): VALUE | undefined {
-  return value === null ? undefined : (value as VALUE);
-}
-
-function json(value: unknown): unknown {
-  return fromStoredJson(value as string | null);
-}
-
-function toThread(row: Row | undefined): ThreadRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    id: row.id as string,
-    agentId: row.agent_id as string,
-    ownerKey: row.owner_key as string,
-    title: optional<string>(row.title),
-    createdAt: row.created_at as number,
-    updatedAt: row.updated_at as number,
-  });
-}
-
-function toRun(row: Row | undefined): RunRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    id: row.id as string,
-    threadId: row.thread_id as string,
-    agentId: row.agent_id as string,
-    status: row.status as RunStatus,
-    startedAt: row.started_at as number,
-    endedAt: optional<number>(row.ended_at),
-    error: optional<string>(row.error),
-    ownerId: optional<string>(row.owner_id),
-  });
-}
-
-function toToolData(row: Row | undefined): ToolDataRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    threadId: row.thread_id as string,
-    runId: row.run_id as string,
-    toolCallId: row.tool_call_id as string,
-    toolId: row.tool_id as string,
-    channel: row.channel as string,
-    seq: row.seq as number,
-    data: json(row.data),
-    createdAt: row.created_at as number,
-  });
-}
-
-function toAction(row: Row | undefined): PendingActionRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    id: row.id as string,
-    threadId: row.thread_id as string,
-    runId: row.run_id as string,
-    toolCallId: row.tool_call_id as string,
-    toolId: row.tool_id as string,
-    toolName: row.tool_name as string,
-    inputHash: row.input_hash as string,
-    input: json(row.input),
-    kind: row.kind as PendingActionRecord["kind"],
-    name: optional<string>(row.name),
-    payload: json(row.payload),
-    suspendHistory: json(row.suspend_history) as unknown[],
-    status: row.status as PendingActionStatus,
-    createdAt: row.created_at as number,
-    settledAt: optional<number>(row.settled_at),
-    answer: json(row.answer),
-    inner: json(row.inner_call) as PendingActionRecord["inner"],
-    journal: json(row.journal) as PendingActionRecord["journal"],
-    appliedBy: optional<string>(row.applied_by),
-  });
-}
-
-function toLease(row: Row | undefined): LeaseRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    capability: row.capability as string,
-    lifetime: row.lifetime as CapabilityLifetime,
-    key: row.key as string,
-    resourceId: row.resource_id as string,
-    meta: json(row.meta) as Record<string, unknown>,
-    createdAt: row.created_at as number,
-    lastUsedAt: row.last_used_at as number,
-    ownerId: optional<string>(row.owner_id),
-    handoverTo: optional<string>(row.handover_to),
-  });
-}
-
-function toOwner(row: Row | undefined): OwnerRecord | undefined {
-  if (!row) return undefined;
-  return withoutUndefined({
-    ownerId: row.owner_id as string,
-    host: row.host as string,
-    pid: row.pid as number,
-    startedAt: row.started_at as number,
-    heartbeatAt: row.heartbeat_at as number,
-    bootId: optional<string>(row.boot_id),
-    pidNamespace: optional<string>(row.pid_namespace),
-    processStartTicks: optional<number>(row.process_start_ticks),
-  });
-}
-
-function toThreadLease(row: Row | undefined): ThreadLeaseRecord | undefined {
-  if (!row) return undefined;
-  return {
-    threadId: row.thread_id as string,
-    runId: row.run_id as string,
-    ownerId: row.owner_id as string,
-    expiresAt: row.expires_at as number,
-  };
-}
-
-function toRunChunk(row: Row | undefined): RunChunkRecord | undefined {
-  if (!row) return undefined;
-  return { runId: row.run_id as string, seq: row.seq as number, chunk: json(row.chunk) };
 }
