@@ -1,8 +1,9 @@
 import type { ThreadStore } from "./thread-store.ts";
 
 /**
- * The {@link ThreadStore}'s methods by concern. Each store implements each part in a module of its own (for
- * SQLite `sqlite/sqlite-<part>-methods.ts`, and so on) and its `create*ThreadStore` composes them.
+ * The {@link ThreadStore}'s methods by concern. Each store implements each part in a module of its own (the runs
+ * in `sqlite/sqlite-run-methods.ts`, `postgres/postgres-run-methods.ts` and `memory/memory-run-methods.ts`, and
+ * so on) and its `create*ThreadStore` composes them.
  */
 export interface ThreadStoreParts {
   /** Threads, their messages, and the commit that ends a run. */
