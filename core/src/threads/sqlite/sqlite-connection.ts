@@ -1,0 +1,108 @@
+import { dirname, resolve } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { PaiError } from "../../errors/pai-error.ts";
+import { storeClosedError } from "../parse-store-input.ts";
+import { makeDirectory } from "./make-directory.ts";
+import { checkSqliteStore, migrateSqliteSchema } from "./sqlite-migrations.ts";
+import { errorMessage, toSqliteStoreError } from "./sqlite-store-error.ts";
+
+const MEMORY = ":memory:";
+
+/** The SQLite store's open database, shared by the modules of the store's parts. */
+export interface SqliteConnection {
+  /** The database the parts prepare their statements on. */
+  readonly db: DatabaseSync;
+  /** The file as error messages name it (absolute), or `":memory:"`. */
+  readonly location: string;
+  /**
+   * Runs `body` against the open database, mapping SQLite failures to `PaiError`; rejects with `STORE_CLOSED`
+   * after {@link SqliteConnection.close}.
+   */
+  use<RESULT>(action: string, body: () => RESULT): Promise<RESULT>;
+  /** `BEGIN IMMEDIATE … COMMIT`; any failure rolls the whole body back. */
+  transaction<RESULT>(body: () => RESULT): RESULT;
+  /** Closes the database (once: later calls do nothing); a failure is a `PaiError`. */
+  close(): void;
+}
+
+/**
+ * Opens the file at `path` (creating or migrating it; `":memory:"` for a store in memory), never writing to a
+ * file that is not a PAI thread store. Throws `PaiError` (`STORE_CORRUPT`, `STORE_UNWRITABLE`) as
+ * `createSqliteThreadStore` documents.
+ */
+export function openSqliteConnection(options: { path: string; busyTimeoutMs: number }): SqliteConnection {
+  const location = options.path === MEMORY ? MEMORY : resolve(options.path);
+  const db = openDatabase(location, options.busyTimeoutMs);
+  let closed = false;
+  return {
+    db,
+    location,
+    async use(action, body) {
+      if (closed) throw storeClosedError();
+      try {
+        return body();
+      } catch (error) {
+        throw toSqliteStoreError(error, location, action);
+      }
+    },
+    transaction(body) {
+      db.exec("BEGIN IMMEDIATE");
+      try {
+        const result = body();
+        db.exec("COMMIT");
+        return result;
+      } catch (error) {
+        if (db.isTransaction) {
+          try {
+            db.exec("ROLLBACK");
+          } catch {
+            // The original error says more; SQLite rolls back on its own when ROLLBACK itself fails.
+          }
+        }
+        throw error;
+      }
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      try {
+        db.close();
+      } catch (error) {
+        throw toSqliteStoreError(error, location, "close");
+      }
+    },
+  };
+}
+
+/** Opens (creating or migrating) the file; never writes to a file that is not a PAI thread store. */
+function openDatabase(location: string, busyTimeoutMs: number): DatabaseSync {
+  if (location !== MEMORY) {
+    try {
+      makeDirectory(dirname(location));
+    } catch (cause) {
+      throw new PaiError(
+        "STORE_UNWRITABLE",
+        `Cannot create the directory of the thread store ${location}: ${errorMessage(cause)}`,
+        { cause, details: { path: location } },
+      );
+    }
+  }
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(location, { timeout: busyTimeoutMs });
+  } catch (error) {
+    throw toSqliteStoreError(error, location, "open");
+  }
+  try {
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+    // Reads only: a file that is not ours must be refused before anything is written to it.
+    checkSqliteStore(db, location);
+    if (location !== MEMORY) db.prepare("PRAGMA journal_mode = WAL").get();
+    db.exec("PRAGMA synchronous = NORMAL");
+    migrateSqliteSchema(db, location);
+  } catch (error) {
+    db.close();
+    throw toSqliteStoreError(error, location, "open");
+  }
+  return db;
+}
