@@ -41,6 +41,9 @@ if (step === "prepack") {
   const text = await readFile(manifestPath, "utf8");
   const manifest = JSON.parse(text);
   const node = process.execPath;
+  // A clean build: nothing a removed source left in dist/ gets published.
+  await rm(join(packageDirectory, "dist"), { recursive: true, force: true });
+  await rm(join(packageDirectory, ".tsbuildinfo"), { force: true });
   // What the builds print goes to stderr: `npm pack --json` prints its answer on stdout.
   const toStderr = { stdio: ["ignore", 2, 2] } as const;
   await execa(node, [join(root, "scripts", "build-packages.ts"), relative(root, packageDirectory)], toStderr);
