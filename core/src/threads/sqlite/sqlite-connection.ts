@@ -1,5 +1,5 @@
 import { dirname, resolve } from "node:path";
-import { DatabaseSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 import { PaiError } from "../../errors/pai-error.ts";
 import { storeClosedError } from "../parse-store-input.ts";
 import { makeDirectory } from "./make-directory.ts";
@@ -87,9 +87,19 @@ function openDatabase(location: string, busyTimeoutMs: number): DatabaseSync {
       );
     }
   }
+  // Loaded here, not imported: importing @pai/core must work on a Node 22 whose node:sqlite still needs a flag.
+  const sqlite = process.getBuiltinModule("node:sqlite") as typeof import("node:sqlite") | undefined;
+  if (!sqlite) {
+    throw new PaiError(
+      "STORE_UNWRITABLE",
+      `The SQLite thread store needs node:sqlite, which Node ${process.version} does not offer: use Node 22.13 or ` +
+        "newer (or run with --experimental-sqlite)",
+      { details: { path: location } },
+    );
+  }
   let db: DatabaseSync;
   try {
-    db = new DatabaseSync(location, { timeout: busyTimeoutMs });
+    db = new sqlite.DatabaseSync(location, { timeout: busyTimeoutMs });
   } catch (error) {
     throw toSqliteStoreError(error, location, "open");
   }
