@@ -5,9 +5,9 @@ import { PaiError } from "../errors/pai-error.ts";
 import type { RunRecord } from "../threads/thread-store.ts";
 import { createRunCheckpoints, type RunCheckpoints } from "./run-checkpoints.ts";
 import { createRunChunkSink, type RunChunkSink } from "./run-chunk-sink.ts";
+import type { RunDependencies, StartRunOptions } from "./run-dependencies.ts";
 import type { RunState } from "./run-state.ts";
 import { createRunTranscript, type RunTranscript } from "./run-transcript.ts";
-import type { RunDependencies, StartRunOptions } from "./start-run.ts";
 import { createThreadFiles } from "./thread-files.ts";
 import { createToolRunner, type ToolRunner } from "./tool-executor.ts";
 

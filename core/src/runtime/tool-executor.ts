@@ -1,5 +1,6 @@
 import { tool as aiTool, generateId, type Schema, type Tool, zodSchema } from "ai";
 import { z } from "zod";
+import type { CallOutcome } from "../actions/call-outcome.ts";
 import { hashInput } from "../actions/input-hash.ts";
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import { publicAction } from "../actions/public-action.ts";
@@ -19,14 +20,6 @@ import { type CallScope, createCallScope, isWithin } from "./call-scope.ts";
 import { GENERIC_TOOL_ERROR, redactedMessage, ToolCallError } from "./redaction.ts";
 import { resolveEnabled } from "./resolve-enabled.ts";
 import { type RunState, stopRun } from "./run-state.ts";
-
-/** How a tool call settled, as the model and the thread will see it. */
-export type CallOutcome =
-  | { type: "output"; output: unknown }
-  /** `end`: PAI ended the call (a failed provision); recorded on the part for UIs. */
-  | { type: "error"; message: string; end?: ToolEnd }
-  | { type: "denied"; reason: string | undefined; actionId: string }
-  | { type: "pending"; action: PendingActionRecord };
 
 /** How one call settled in the pipeline, before the model or its caller sees it. */
 type Settled =
