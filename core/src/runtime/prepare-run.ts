@@ -9,7 +9,7 @@ import type { RunDependencies, StartRunOptions } from "./run-dependencies.ts";
 import type { RunState } from "./run-state.ts";
 import { createRunTranscript, type RunTranscript } from "./run-transcript.ts";
 import { createThreadFiles } from "./thread-files.ts";
-import { createToolRunner, type ToolRunner } from "./tool-executor.ts";
+import { createToolRunner, type ToolRunner } from "./tool-runner.ts";
 
 /** A run ready to go: its state, its transcript (messages and stream) and its tools. */
 export interface PreparedRun {
