@@ -1,17 +1,17 @@
 import { z } from "zod";
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
-import type { ToolResultEvent } from "../agents/define-agent.ts";
 import { provisionFailureOf } from "../capabilities/provision-failure.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { ToolEntry } from "../tools/tool-context.ts";
 import { ToolFailSignal, ToolSuspendSignal } from "../tools/tool-signals.ts";
 import { createCallContext } from "./call-context.ts";
 import { isWithin } from "./call-scope.ts";
+import { finishCall } from "./finish-call.ts";
 import { createInnerCalls } from "./inner-calls.ts";
 import type { CallFrame, PipelineCall, PipelineOutcome, Settled } from "./pipeline-call.ts";
 import { GENERIC_TOOL_ERROR } from "./redaction.ts";
 import { allEnabled } from "./resolve-enabled.ts";
-import { type RunState, stopRun } from "./run-state.ts";
+import type { RunState } from "./run-state.ts";
 
 /** A failure the pipeline settles a call with. */
 type Failed = Extract<Settled, { type: "error" }>;
@@ -38,8 +38,8 @@ export function createCallPipeline(state: RunState): CallPipeline {
   async function runPipeline(call: PipelineCall): Promise<PipelineOutcome> {
     const { definition, scope, key } = call;
     const answer = call.answered?.answer as PendingActionAnswer | undefined;
-    if (answer && answer.type !== "resume") return answeredOutcome(call, answer);
-    const admitted = await admit(call);
+    if (answer && answer.type !== "resume") return answeredOutcome(state, call, answer);
+    const admitted = await admit(state, call);
     if (admitted.type === "error") return admitted;
     const { input } = admitted;
     if (!definition.execute) {
@@ -57,9 +57,9 @@ export function createCallPipeline(state: RunState): CallPipeline {
     }
     let context: unknown;
     try {
-      context = await contextOf(call);
+      context = await contextOf(state, call);
     } catch (error) {
-      await reportToolError(call, error);
+      await reportToolError(state, call, error);
       return { type: "error", message: GENERIC_TOOL_ERROR, kind: "thrown" };
     }
     const frame: CallFrame = { call, context, next: 0, suspended: undefined };
@@ -69,28 +69,7 @@ export function createCallPipeline(state: RunState): CallPipeline {
     if (executed.type === "suspended") return suspendOwn(call, input, executed.signal);
     // Another call waits, and this one stopped because of it: it runs again on resume.
     if (executed.type === "blocked") return { type: "wait" };
-    return finish(call, executed, input);
-  }
-
-  /** The call's gates, then (for an inner call) its input: the input it goes on with, or a planned failure. */
-  async function admit(call: PipelineCall): Promise<{ type: "admitted"; input: unknown } | Failed> {
-    if (!(await allEnabled(call.gates, state.resolverArgs))) {
-      return {
-        type: "error",
-        message: `The tool "${call.label}" is not available.`,
-        kind: "planned",
-        code: "TOOL_DISABLED",
-      };
-    }
-    if (!call.validateInput) return { type: "admitted", input: call.input };
-    const parsed = await call.definition.inputSchema.safeParseAsync(call.input);
-    if (parsed.success) return { type: "admitted", input: parsed.data };
-    return {
-      type: "error",
-      message: `nested tool "${call.label}": ${z.prettifyError(parsed.error)}`,
-      kind: "planned",
-      code: "INVALID_INPUT",
-    };
+    return finishCall(state, call, executed, input);
   }
 
   /** Runs `execute` with its `ctx` and reads what it returned or threw. */
@@ -121,7 +100,7 @@ export function createCallPipeline(state: RunState): CallPipeline {
       // A suspension from below or beside it, while a call waits: the call that waits settles the matter.
       if (ToolSuspendSignal.isInstance(error) && scope.wait) return { type: "blocked" };
       if (signal.aborted) throw error;
-      await reportToolError(call, error);
+      await reportToolError(state, call, error);
       // A capability that could not be provisioned is told as it is: the model and the user see why.
       const failure = provisionFailureOf(error);
       return failure
@@ -146,7 +125,7 @@ export function createCallPipeline(state: RunState): CallPipeline {
           `tool "${call.label}" (id "${definition.id}") suspended with a payload that does not match its suspendSchema: ${z.prettifyError(parsed.error)}`,
           { cause: parsed.error },
         );
-        await reportToolError(call, error);
+        await reportToolError(state, call, error);
         return { type: "error", message: GENERIC_TOOL_ERROR, kind: "thrown" };
       }
       payload = parsed.data;
@@ -164,116 +143,86 @@ export function createCallPipeline(state: RunState): CallPipeline {
     return { type: "wait" };
   }
 
-  /** An answer other than resume, for a call that waited: the outcome a top-level call gets for it. */
-  function answeredOutcome(
-    call: PipelineCall,
-    answer: Exclude<PendingActionAnswer, { type: "resume" }>,
-  ): Promise<Settled> | Settled {
-    switch (answer.type) {
-      case "success":
-        return finish(call, { type: "output", output: answer.output }, call.input);
-      case "skip":
-        return finish(call, { type: "output", output: answer.output ?? { skipped: true } }, call.input);
-      case "fail":
-        return finish(call, { type: "error", message: answer.message, kind: "planned" }, call.input);
-      case "deny":
-        return {
-          type: "error",
-          message: answer.reason ?? "The action was denied.",
-          kind: "planned",
-          code: "DENIED",
-        };
-      case "cancel":
-        return {
-          type: "error",
-          message: answer.reason ?? "The action was cancelled.",
-          kind: "planned",
-          code: "CANCELLED",
-        };
-    }
-  }
-
-  /** afterToolResult → outputSchema → onOutput: the tail every settled call goes through. */
-  async function finish(call: PipelineCall, executed: Settled, input: unknown): Promise<Settled> {
-    const outcome = await checkOutput(call, await afterToolResult(call, executed, input));
-    const observer = call.registration;
-    if (outcome.type === "error" || !observer?.onOutput) return outcome;
-    try {
-      await observer.onOutput({
-        ...state.resolverArgs,
-        input: input as never,
-        output: outcome.output as never,
-        tool: { name: observer.name, id: call.definition.id },
-        call: { toolCallId: call.toolCallId },
-        path: call.path,
-      });
-    } catch (error) {
-      await state.reportError(error, {
-        phase: "on-output",
-        toolName: call.label,
-        toolCallId: call.toolCallId,
-      });
-      stopRun(state, { type: "failed", error });
-      return { type: "error", message: GENERIC_TOOL_ERROR, kind: "thrown" };
-    }
-    return outcome;
-  }
-
-  /** The agent's `afterToolResult` hook, which may turn a failure into an output or an output into a failure. */
-  async function afterToolResult(call: PipelineCall, outcome: Settled, input: unknown): Promise<Settled> {
-    const hook = state.agent.definition.lifecycle.afterToolResult;
-    if (!hook) return outcome;
-    const event: ToolResultEvent = {
-      name: call.label,
-      toolId: call.definition.id,
-      toolCallId: call.toolCallId,
-      path: call.path,
-      input,
-      output: outcome.type === "output" ? outcome.output : undefined,
-      ...(outcome.type === "error" ? { error: { message: outcome.message, kind: outcome.kind } } : {}),
-    };
-    const override = await hook(event, state.resolverArgs);
-    if (override && "output" in override) return { type: "output", output: override.output };
-    if (override && "error" in override) return { type: "error", message: override.error, kind: "planned" };
-    return outcome;
-  }
-
-  /** An output checked against the tool's `outputSchema` (a mismatch is reported and fails the call). */
-  async function checkOutput(call: PipelineCall, settled: Settled): Promise<Settled> {
-    const { definition } = call;
-    if (settled.type !== "output" || !definition.outputSchema) return settled;
-    const parsed = await definition.outputSchema.safeParseAsync(settled.output);
-    if (parsed.success) return { type: "output", output: parsed.data };
-    const error = new PaiError(
-      "INVALID_OUTPUT",
-      `tool "${call.label}" (id "${definition.id}") returned output that does not match its outputSchema: ${z.prettifyError(parsed.error)}`,
-      { cause: parsed.error, details: { toolName: call.label, toolId: definition.id } },
-    );
-    await reportToolError(call, error);
-    return { type: "error", message: GENERIC_TOOL_ERROR, kind: "invalid-output" };
-  }
-
-  /** The context `execute` gets: the caller's, the registration's `mapContext`, or the runtime context, checked. */
-  async function contextOf(call: PipelineCall): Promise<unknown> {
-    const { definition, registration: own } = call;
-    const mapped = call.inherited
-      ? call.inherited.context
-      : own?.mapContext
-        ? await own.mapContext(state.resolverArgs)
-        : state.resolverArgs.runtimeContext;
-    if (!definition.contextSchema) return mapped;
-    const parsed = await definition.contextSchema.safeParseAsync(mapped);
-    if (parsed.success) return parsed.data;
-    throw new PaiError(
-      "INVALID_CONTEXT",
-      `tool "${call.label}" (id "${definition.id}") of agent "${state.agent.id}": the ${call.inherited ? "caller's" : own?.mapContext ? "mapped" : "runtime"} context does not match its contextSchema: ${z.prettifyError(parsed.error)}`,
-      { cause: parsed.error, details: { toolName: call.label, toolId: definition.id } },
-    );
-  }
-
-  function reportToolError(call: PipelineCall, error: unknown): Promise<void> {
-    return state.reportError(error, { phase: "tool", toolName: call.label, toolCallId: call.toolCallId });
-  }
-
   return { run: runPipeline };
+}
+
+/** The call's gates, then (for an inner call) its input: the input it goes on with, or a planned failure. */
+async function admit(
+  state: RunState,
+  call: PipelineCall,
+): Promise<{ type: "admitted"; input: unknown } | Failed> {
+  if (!(await allEnabled(call.gates, state.resolverArgs))) {
+    return {
+      type: "error",
+      message: `The tool "${call.label}" is not available.`,
+      kind: "planned",
+      code: "TOOL_DISABLED",
+    };
+  }
+  if (!call.validateInput) return { type: "admitted", input: call.input };
+  const parsed = await call.definition.inputSchema.safeParseAsync(call.input);
+  if (parsed.success) return { type: "admitted", input: parsed.data };
+  return {
+    type: "error",
+    message: `nested tool "${call.label}": ${z.prettifyError(parsed.error)}`,
+    kind: "planned",
+    code: "INVALID_INPUT",
+  };
+}
+
+/** An answer other than resume, for a call that waited: the outcome a top-level call gets for it. */
+function answeredOutcome(
+  state: RunState,
+  call: PipelineCall,
+  answer: Exclude<PendingActionAnswer, { type: "resume" }>,
+): Promise<Settled> | Settled {
+  switch (answer.type) {
+    case "success":
+      return finishCall(state, call, { type: "output", output: answer.output }, call.input);
+    case "skip":
+      return finishCall(
+        state,
+        call,
+        { type: "output", output: answer.output ?? { skipped: true } },
+        call.input,
+      );
+    case "fail":
+      return finishCall(state, call, { type: "error", message: answer.message, kind: "planned" }, call.input);
+    case "deny":
+      return {
+        type: "error",
+        message: answer.reason ?? "The action was denied.",
+        kind: "planned",
+        code: "DENIED",
+      };
+    case "cancel":
+      return {
+        type: "error",
+        message: answer.reason ?? "The action was cancelled.",
+        kind: "planned",
+        code: "CANCELLED",
+      };
+  }
+}
+
+/** The context `execute` gets: the caller's, the registration's `mapContext`, or the runtime context, checked. */
+async function contextOf(state: RunState, call: PipelineCall): Promise<unknown> {
+  const { definition, registration: own } = call;
+  const mapped = call.inherited
+    ? call.inherited.context
+    : own?.mapContext
+      ? await own.mapContext(state.resolverArgs)
+      : state.resolverArgs.runtimeContext;
+  if (!definition.contextSchema) return mapped;
+  const parsed = await definition.contextSchema.safeParseAsync(mapped);
+  if (parsed.success) return parsed.data;
+  throw new PaiError(
+    "INVALID_CONTEXT",
+    `tool "${call.label}" (id "${definition.id}") of agent "${state.agent.id}": the ${call.inherited ? "caller's" : own?.mapContext ? "mapped" : "runtime"} context does not match its contextSchema: ${z.prettifyError(parsed.error)}`,
+    { cause: parsed.error, details: { toolName: call.label, toolId: definition.id } },
+  );
+}
+
+function reportToolError(state: RunState, call: PipelineCall, error: unknown): Promise<void> {
+  return state.reportError(error, { phase: "tool", toolName: call.label, toolCallId: call.toolCallId });
 }
