@@ -6,7 +6,7 @@ import type { ThreadRunLeases } from "./thread-run-leases.ts";
 
 /** A thread reserved for one run: the run starts under it, or the thread is given back. */
 export interface RunReservation {
-  /** Starts the run (the reserved id and thread); on failure the thread is given back and the error rethrown. */
+  /** Starts the run under the reserved id; when that fails, the thread is given back and the error rethrown. */
   start(options: Omit<StartRunOptions, "runId">): Promise<AgentRun>;
   /** Gives the thread back unless a run was started under this reservation. */
   releaseUnlessStarted(): Promise<void>;
