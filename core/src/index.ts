@@ -51,20 +51,20 @@ export { createPaiHandler, type PaiHandlerOptions } from "./http/create-pai-hand
 export { toNodeListener } from "./http/node-listener.ts";
 export type { AgentManifest, PaiManifest, ToolManifest } from "./manifest/manifest.ts";
 export type { AgentRun, RunResult } from "./runtime/agent-run.ts";
-export type { RespondOptions, RespondResult } from "./runtime/create-agent-runtime.ts";
 export {
   type AgentRuntime,
   type AgentRuntimeOptions,
   createAgentRuntime,
   type OwnershipOptions,
-  type RunOptions,
   type RuntimeCloseOptions,
-  type ThreadSnapshot,
 } from "./runtime/create-agent-runtime.ts";
 export type { MessageLimits } from "./runtime/message-limits.ts";
 export type { RequiredCapabilities } from "./runtime/required-capabilities.ts";
+export type { RespondOptions, RespondResult } from "./runtime/respond-to-action.ts";
+export type { RunOptions } from "./runtime/start-user-run.ts";
 export type { StopResult } from "./runtime/stop-anywhere.ts";
 export type { ThreadAccess } from "./runtime/thread-access.ts";
+export type { ThreadSnapshot } from "./runtime/thread-reads.ts";
 export * from "./threads/index.ts";
 export {
   type AnyToolDefinition,

@@ -1,5 +1,5 @@
 import type { UIMessage } from "ai";
-import type { CallOutcome } from "../runtime/tool-executor.ts";
+import type { CallOutcome } from "./call-outcome.ts";
 import { TOOL_END_KEY, type ToolEnd, toolEndMessage } from "./tool-end.ts";
 
 /** The change a settled call makes to its tool part. */

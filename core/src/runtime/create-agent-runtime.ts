@@ -1,46 +1,36 @@
-import { generateId, type LanguageModel, type UIMessage, type UIMessageChunk } from "ai";
-import { z } from "zod";
-import { assertAnswerBound } from "../actions/answer-binding.ts";
-import {
-  type PendingActionAnswer,
-  pendingActionAnswerSchema,
-  statusOfAnswer,
-} from "../actions/pending-action-answer.ts";
-import { type PublicPendingAction, publicAction } from "../actions/public-action.ts";
+import type { LanguageModel, UIMessageChunk } from "ai";
+import type { PublicPendingAction } from "../actions/public-action.ts";
 import type { Pai, RegisteredAgent } from "../agents/create-pai.ts";
-import type { NormalizedRegistration } from "../agents/tool-registration.ts";
 import type { CapabilityBinding } from "../capabilities/capability-binding.ts";
 import { CapabilityManager } from "../capabilities/capability-manager.ts";
-import type { Capability, CapabilityMap } from "../capabilities/define-capability.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PaiManifest } from "../manifest/manifest.ts";
 import { createOwnerRegistry } from "../ownership/owner-registry.ts";
 import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
-import type {
-  PendingActionRecord,
-  RunRecord,
-  ThreadRecord,
-  ThreadStore,
-  ToolDataRecord,
-} from "../threads/thread-store.ts";
-import type { AnyToolDefinition } from "../tools/define-tool.ts";
+import type { ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { AgentRun } from "./agent-run.ts";
-import { followStoredRun } from "./follow-stored-run.ts";
+import { callerSubagents } from "./caller-subagents.ts";
+import { capabilityBindingsOf } from "./capability-bindings.ts";
 import { defaultIdentityKey } from "./identity-key.ts";
 import { freeGoneOwnersThreads } from "./interrupt-dead-runs.ts";
+import { createLocalRuns } from "./local-runs.ts";
 import { type MessageLimits, messageLimits } from "./message-limits.ts";
 import type { CapabilityBindingsOf } from "./required-capabilities.ts";
-import { resolveEnabled } from "./resolve-enabled.ts";
-import { createRunStopPoller } from "./run-stop-poller.ts";
+import { type RespondOptions, type RespondResult, respondToAction } from "./respond-to-action.ts";
 import { createRuntimeMaintenance } from "./runtime-maintenance.ts";
-import { type StartedRun, startRun } from "./start-run.ts";
-import { type StopResult, stopAnywhere } from "./stop-anywhere.ts";
-import { createSubagentRunner } from "./subagent-runner.ts";
+import type { RuntimeParts } from "./runtime-parts.ts";
+import { type RunOptions, startUserRun } from "./start-user-run.ts";
+import { runToStop, type StopResult, stopAnywhere } from "./stop-anywhere.ts";
 import { createThreadAccess, type ThreadAccess } from "./thread-access.ts";
+import {
+  activeRunOf,
+  followThreadRun,
+  listOwnedThreads,
+  listThreadActions,
+  readThread,
+  type ThreadSnapshot,
+} from "./thread-reads.ts";
 import { createThreadRunLeases } from "./thread-run-leases.ts";
-
-/** How long an answer waits for a thread another process holds while it may be storing an answer to the same action. */
-const ANSWER_WAIT_MS = 5000;
 
 /** What `createAgentRuntime` accepts. */
 export type AgentRuntimeOptions<PAI extends Pai> = {
@@ -101,60 +91,6 @@ export interface OwnershipOptions {
   handoverTimeoutMs?: number;
   /** Errors of the background work (heartbeats, recovery, reaping). @default logs them with `console.error` */
   onBackgroundError?: (error: unknown) => void;
-}
-
-/** What `runtime.run` accepts. */
-export interface RunOptions {
-  agentId: string;
-  /** Continue this thread; a new one is created when left out or unknown. */
-  threadId?: string;
-  /** The caller, parsed with the agent's `identity` schema. */
-  identity?: unknown;
-  /** The user's message: text or a full `UIMessage`. */
-  message: string | UIMessage;
-  /** Untrusted data from the client, passed to resolvers as data only. */
-  clientData?: unknown;
-  /** Aborting it cancels the run. */
-  signal?: AbortSignal;
-}
-
-/** What `runtime.respond` accepts: the answer and the exact call it is bound to. */
-export interface RespondOptions {
-  threadId: string;
-  actionId: string;
-  toolCallId: string;
-  toolId: string;
-  inputHash: string;
-  answer: PendingActionAnswer;
-  /** The answering caller; must own the thread. */
-  identity?: unknown;
-  clientData?: unknown;
-  signal?: AbortSignal;
-}
-
-/** What answering a pending action did. */
-export type RespondResult =
-  | {
-      /** The answer was taken. `run` continues the conversation once no action of the thread waits any more. */
-      status: "accepted";
-      action: PublicPendingAction;
-      run: AgentRun | undefined;
-      /** Actions of the thread still waiting for an answer. */
-      waiting: number;
-    }
-  | {
-      /** The action had been settled before: nothing happened. */
-      status: "already-settled";
-      action: PublicPendingAction;
-    };
-
-/** A thread as stored: record, messages, runs, tool data and pending actions. */
-export interface ThreadSnapshot {
-  thread: ThreadRecord;
-  messages: UIMessage[];
-  runs: RunRecord[];
-  toolData: ToolDataRecord[];
-  pendingActions: PublicPendingAction[];
 }
 
 /** Runs agents against a store and capability bindings. Owns timers and resources: close it. */
@@ -250,8 +186,10 @@ export interface RuntimeCloseOptions {
  */
 export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions<PAI>): AgentRuntime {
   const { pai } = options;
-  const bindings = bindingsOf((options as { capabilities?: Record<string, CapabilityBinding> }).capabilities);
-  const declarations = checkCapabilities(pai, bindings);
+  const { bindings, declarations } = capabilityBindingsOf(
+    pai,
+    (options as { capabilities?: Record<string, CapabilityBinding> }).capabilities,
+  );
   const store = options.store ?? createSqliteThreadStore({ path: ".pai/threads.db" });
   const owners = createOwnerRegistry({
     store,
@@ -271,13 +209,6 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   const identityKeyOf = options.identityKey ?? defaultIdentityKey;
   const limits = messageLimits(options.limits);
   const access = createThreadAccess({ pai, store, identityKey: identityKeyOf });
-  const active = new Map<string, StartedRun>();
-  const stopRequests = createRunStopPoller({
-    store,
-    intervalMs: options.stopPollIntervalMs ?? 250,
-    onStopRequested: (runId) => active.get(runId)?.cancel(),
-    onError: onBackgroundError,
-  });
   const threadLeases = createThreadRunLeases({
     store,
     ownerId: owners.ownerId,
@@ -290,7 +221,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       return true;
     },
     onLost(threadId, runId) {
-      active.get(runId)?.cancel();
+      runs.cancel(runId);
       onBackgroundError(
         new PaiError(
           "THREAD_BUSY",
@@ -299,6 +230,15 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
         ),
       );
     },
+  });
+  const runs = createLocalRuns({
+    store,
+    ownerId: owners.ownerId,
+    capabilities,
+    threadLeases,
+    stopPollIntervalMs: options.stopPollIntervalMs ?? 250,
+    subagents: (caller) => callerSubagents(parts, caller),
+    onBackgroundError,
   });
   const maintenance = createRuntimeMaintenance({
     store,
@@ -316,371 +256,43 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     onError: onBackgroundError,
   });
   let closed = false;
-
-  const deps = {
-    store,
-    ownerId: owners.ownerId,
-    capabilities,
-    subagents: (caller: { identity: unknown; clientData: unknown }) =>
-      createSubagentRunner({
-        store,
-        run: ({ agentId, message, signal }) =>
-          run({ agentId, identity: caller.identity, message, clientData: caller.clientData, signal }),
-        respond: async ({ threadId, action, answer, signal }) => {
-          const answered = await respond({
-            threadId,
-            actionId: action.id,
-            toolCallId: action.toolCallId,
-            toolId: action.toolId,
-            inputHash: action.inputHash,
-            answer,
-            identity: caller.identity,
-            clientData: caller.clientData,
-            signal,
-          });
-          return answered.status === "accepted" ? answered.run : undefined;
-        },
-        runningOn: (threadId) => [...active.values()].find((entry) => entry.threadId === threadId)?.done,
-      }),
-    onEnded: async (runId: string, threadId: string) => {
-      active.delete(runId);
-      stopRequests.delete(runId);
-      await threadLeases.release(threadId, runId).catch(onBackgroundError);
-    },
-    onBackgroundError,
-  };
-
-  function modelOf(agent: RegisteredAgent): LanguageModel {
-    const model = options.overrideModel ?? agent.definition.model ?? options.model;
-    if (!model) {
-      throw new PaiError(
-        "INVALID_ARGUMENT",
-        `agent "${agent.id}" has no model and the runtime has no default model`,
-      );
-    }
-    return model;
-  }
-
-  /**
-   * Reserves a thread for one run at a time, across every process sharing the store (its thread lease;
-   * `THREAD_BUSY` when a run has it). The reservation either starts the run `runId` (then held until it ends) or
-   * is released.
-   */
-  async function reserve(threadId: string, runId: string, busyMessage: string) {
-    await threadLeases.acquire(threadId, runId, busyMessage);
-    let started = false;
-    const release = () => threadLeases.release(threadId, runId).catch(onBackgroundError);
-    return {
-      async start(start: () => Promise<StartedRun>): Promise<AgentRun> {
-        try {
-          const run = await start();
-          started = true;
-          active.set(run.runId, run);
-          stopRequests.add(run.runId);
-          return run;
-        } catch (error) {
-          await release();
-          throw error;
-        }
-      },
-      /** Frees the thread when no run was started under this reservation. */
-      async releaseUnlessStarted() {
-        if (!started) await release();
-      },
-    };
-  }
-
-  /**
-   * Reserves the thread to store an answer. While another process holds it, that process may be storing an
-   * answer to the same action: wait (up to {@link ANSWER_WAIT_MS}) until the thread is free or the action is
-   * settled, which is returned then (the answer comes too late). `THREAD_BUSY` past the wait.
-   */
-  async function reserveToAnswer(
-    threadId: string,
-    runId: string,
-    actionId: string,
-    signal: AbortSignal | undefined,
-  ): Promise<Awaited<ReturnType<typeof reserve>> | PendingActionRecord> {
-    const deadline = Date.now() + ANSWER_WAIT_MS;
-    for (;;) {
-      try {
-        return await reserve(threadId, runId, "has a run in progress; answer once it ends");
-      } catch (error) {
-        if (!PaiError.hasCode(error, "THREAD_BUSY")) throw error;
-        const current = await store.getPendingAction(actionId);
-        if (current && current.status !== "pending") return current;
-        if (Date.now() >= deadline) throw error;
-        await delay(25, signal);
-      }
-    }
-  }
-
-  async function run(runOptions: RunOptions): Promise<AgentRun> {
-    assertOpen();
-    limits.checkRun(runOptions);
-    const agent = pai.agent(runOptions.agentId);
-    const identity = await access.parseIdentity(agent, runOptions.identity);
-    const identityKey = identityKeyOf(identity);
-    const model = modelOf(agent);
-    const threadId = runOptions.threadId ?? generateId();
-    const existing = await store.getThread(threadId);
-    if (existing) access.assertOwner(existing, identityKey);
-    if (existing && existing.agentId !== agent.id) {
-      throw new PaiError(
-        "INVALID_ARGUMENT",
-        `thread "${threadId}" belongs to agent "${existing.agentId}", not "${agent.id}"`,
-      );
-    }
-    const userMessage = toUserMessage(runOptions.message);
-    const now = Date.now();
-    const thread: ThreadRecord = existing ?? {
-      id: threadId,
-      agentId: agent.id,
-      ownerKey: identityKey,
-      title: titleOf(userMessage),
-      createdAt: now,
-      updatedAt: now,
-    };
-    const runId = generateId();
-    const reservation = await reserve(threadId, runId, "already has a run in progress");
-    return reservation.start(() =>
-      startRun(deps, {
-        runId,
-        agent,
-        model,
-        identity,
-        identityKey,
-        thread,
-        userMessage,
-        clientData: runOptions.clientData,
-        signal: runOptions.signal,
-      }),
-    );
-  }
-
-  async function respond(respondOptions: RespondOptions): Promise<RespondResult> {
-    assertOpen();
-    limits.checkAnswer(respondOptions);
-    const parsedAnswer = pendingActionAnswerSchema.safeParse(respondOptions.answer);
-    if (!parsedAnswer.success) {
-      throw new PaiError("BAD_REQUEST", `not an answer: ${z.prettifyError(parsedAnswer.error)}`);
-    }
-    const answer = parsedAnswer.data;
-    const { threadId, actionId } = respondOptions;
-    const action = await store.getPendingAction(actionId);
-    const thread = await store.getThread(threadId);
-    if (!action || !thread || action.threadId !== threadId) {
-      throw new PaiError("UNKNOWN_ACTION", `no pending action "${actionId}" on thread "${threadId}"`);
-    }
-    const agent = pai.agent(thread.agentId);
-    const identity = await access.parseIdentity(agent, respondOptions.identity);
-    const identityKey = identityKeyOf(identity);
-    access.assertOwner(thread, identityKey);
-    assertAnswerBound(action, respondOptions);
-    if (action.status !== "pending") return { status: "already-settled", action: publicAction(action) };
-
-    const registration = agent.registrations.get(action.toolName);
-    const waiting = waitingCallOf(pai, action, registration);
-    const producesOutput = answer.type === "resume" || answer.type === "success" || answer.type === "skip";
-    if (producesOutput) {
-      if (!registration)
-        throw new PaiError("TOOL_DISABLED", `tool "${action.toolName}" is no longer registered`);
-      const runtimeContext = await agent.definition.runtimeContext?.({
-        identity,
-        scope: { threadId, identityKey },
-        threadId,
-        clientData: respondOptions.clientData,
-        signal: respondOptions.signal ?? new AbortController().signal,
-      });
-      const resolverArgs = {
-        runtimeContext,
-        identity,
-        clientData: respondOptions.clientData,
-        threadId,
-        signal: respondOptions.signal ?? new AbortController().signal,
-      };
-      const gates = [registration, ...waiting.gates(agent)];
-      const enabled = (await Promise.all(gates.map((gate) => resolveEnabled(gate, resolverArgs)))).every(
-        Boolean,
-      );
-      if (!enabled) {
-        throw new PaiError(
-          "TOOL_DISABLED",
-          `tool "${action.toolName}" is disabled; the action stays pending (cancel or fail it instead)`,
-          {
-            details: { actionId, toolName: action.toolName },
-          },
-        );
-      }
-    }
-    const validated = await validateAnswer(answer, action.kind, waiting.tool);
-    // Reserved before the answer is stored, so an answer is never taken and then refused as busy.
-    const runId = generateId();
-    const reservation = await reserveToAnswer(threadId, runId, actionId, respondOptions.signal);
-    if (!("start" in reservation)) return { status: "already-settled", action: publicAction(reservation) };
-    try {
-      const settled = await store.settlePendingAction(actionId, "pending", {
-        status: statusOfAnswer(validated),
-        answer: validated,
-        settledAt: Date.now(),
-      });
-      if (!settled.changed || !settled.action) {
-        return { status: "already-settled", action: publicAction(settled.action ?? action) };
-      }
-      const waiting = (await store.listPendingActions({ threadId, status: "pending" })).length;
-      if (waiting > 0)
-        return { status: "accepted", action: publicAction(settled.action), run: undefined, waiting };
-      const continuation = await reservation.start(() =>
-        startRun(deps, {
-          runId,
-          agent,
-          model: modelOf(agent),
-          identity,
-          identityKey,
-          thread,
-          userMessage: undefined,
-          clientData: respondOptions.clientData,
-          signal: respondOptions.signal,
-        }),
-      );
-      return { status: "accepted", action: publicAction(settled.action), run: continuation, waiting: 0 };
-    } finally {
-      await reservation.releaseUnlessStarted();
-    }
-  }
-
-  async function validateAnswer(
-    answer: PendingActionAnswer,
-    kind: "suspend" | "client",
-    tool: { resumeSchema: z.ZodType | undefined; outputSchema: z.ZodType | undefined } | undefined,
-  ): Promise<PendingActionAnswer> {
-    if (answer.type === "resume") {
-      if (kind !== "suspend") throw new PaiError("BAD_REQUEST", "only a suspended tool call can be resumed");
-      if (!tool?.resumeSchema) return answer;
-      const parsed = await tool.resumeSchema.safeParseAsync(answer.resume);
-      if (!parsed.success)
-        throw new PaiError(
-          "INVALID_INPUT",
-          `the resume payload does not match the tool's resumeSchema: ${z.prettifyError(parsed.error)}`,
-        );
-      return { type: "resume", resume: parsed.data };
-    }
-    if (answer.type === "success") {
-      if (kind !== "client")
-        throw new PaiError("BAD_REQUEST", "only a client-executed tool call takes an output");
-      if (!tool?.outputSchema) return answer;
-      const parsed = await tool.outputSchema.safeParseAsync(answer.output);
-      if (!parsed.success)
-        throw new PaiError(
-          "INVALID_OUTPUT",
-          `the submitted output does not match the tool's outputSchema: ${z.prettifyError(parsed.error)}`,
-        );
-      return { type: "success", output: parsed.data };
-    }
-    return answer;
-  }
-
-  /** The thread if `identity` (when given) owns it. */
-  function ownedThread(threadId: string, query: { identity?: unknown }): Promise<ThreadRecord | undefined> {
-    return "identity" in query ? access.ownedThread(threadId, query.identity) : store.getThread(threadId);
-  }
-
-  function assertOpen(): void {
+  const assertOpen = () => {
     if (closed) throw new PaiError("STORE_CLOSED", "the runtime is closed");
-  }
+  };
+  const parts: RuntimeParts = {
+    pai,
+    store,
+    owners,
+    access,
+    identityKeyOf,
+    limits,
+    runs,
+    modelOf: (agent) => modelOf(options, agent),
+    assertOpen,
+  };
 
   const runtime: AgentRuntime = {
     store,
     pai,
     ownerId: owners.ownerId,
     access,
-    run,
-    respond,
-    async listPendingActions(query) {
-      const thread = await ownedThread(query.threadId, query);
-      if (!thread) throw unknownThread(query.threadId);
-      return (await store.listPendingActions({ threadId: thread.id, status: "pending" })).map(publicAction);
-    },
-    cancel(runId) {
-      const entry = active.get(runId);
-      if (!entry) return false;
-      entry.cancel();
-      return true;
-    },
+    run: (runOptions) => startUserRun(parts, runOptions),
+    respond: (respondOptions) => respondToAction(parts, respondOptions),
+    listPendingActions: (query) => listThreadActions(parts, query),
+    cancel: (runId) => runs.cancel(runId),
     async stop(target) {
       assertOpen();
-      const run =
-        "runId" in target
-          ? await store.getRun(target.runId)
-          : (await store.listRuns(target.threadId)).findLast((candidate) => candidate.status === "running");
-      if (!run) {
-        if ("runId" in target)
-          throw new PaiError("UNKNOWN_RUN", `no run "${target.runId}"`, { details: { runId: target.runId } });
-        return { stopped: false, runId: null };
-      }
-      return stopAnywhere({ store, owners, cancelLocal: (runId) => runtime.cancel(runId) }, run);
+      const run = await runToStop(store, target);
+      if (!run) return { stopped: false, runId: null };
+      return stopAnywhere({ store, owners, cancelLocal: (runId) => runs.cancel(runId) }, run);
     },
-    activeRun(threadId) {
-      for (const entry of active.values()) {
-        if (entry.threadId === threadId) return { runId: entry.runId, stream: () => entry.subscribe() };
-      }
-      return undefined;
-    },
-    async followRun(threadId) {
-      const local = runtime.activeRun(threadId);
-      if (local) return { ...local, ownerId: owners.ownerId };
-      const lease = await store.getThreadLease(threadId);
-      if (!lease) return undefined;
-      return {
-        runId: lease.runId,
-        ownerId: lease.ownerId,
-        stream: () => followStoredRun({ store, threadId, runId: lease.runId }),
-      };
-    },
-    async getThread(threadId, query = {}) {
-      const thread = await ownedThread(threadId, query);
-      if (!thread) return undefined;
-      const running = [...active.values()].find((entry) => entry.threadId === threadId);
-      const [messages, runs, toolData, pendingActions] = await Promise.all([
-        running ? structuredClone(running.baseMessages()) : store.loadMessages(threadId),
-        store.listRuns(threadId),
-        store.listToolData({ threadId }),
-        store.listPendingActions({ threadId, status: "pending" }),
-      ]);
-      return { thread, messages, runs, toolData, pendingActions: pendingActions.map(publicAction) };
-    },
-    async listThreads(query) {
-      // A thread is the caller's when the caller's key *for that thread's agent* owns it. An agent whose
-      // identity schema rejects the caller has no threads of theirs; naming that agent is an INVALID_IDENTITY.
-      const owned = query.agentId
-        ? [
-            {
-              agentId: query.agentId,
-              ownerKey: identityKeyOf(await access.parseIdentity(pai.agent(query.agentId), query.identity)),
-            },
-          ]
-        : await Promise.all(
-            Object.keys(pai.agents).map(async (agentId) => ({
-              agentId,
-              ownerKey: await access.identityKeyFor(pai.agent(agentId), query.identity),
-            })),
-          );
-      const lists = await Promise.all(
-        owned.flatMap(({ agentId, ownerKey }) =>
-          ownerKey === undefined
-            ? []
-            : [store.listThreads({ ownerKey, agentId, ...(query.limit ? { limit: query.limit } : {}) })],
-        ),
-      );
-      const threads = lists.flat().sort((a, b) => b.updatedAt - a.updatedAt);
-      return query.limit ? threads.slice(0, query.limit) : threads;
-    },
+    activeRun: (threadId) => activeRunOf(parts, threadId),
+    followRun: (threadId) => followThreadRun(parts, threadId),
+    getThread: (threadId, query = {}) => readThread(parts, threadId, query),
+    listThreads: (query) => listOwnedThreads(parts, query),
     endThread: (threadId) => capabilities.endThread(threadId),
     async deleteThread(threadId) {
-      for (const entry of active.values()) if (entry.threadId === threadId) entry.cancel();
-      await Promise.allSettled(
-        [...active.values()].filter((entry) => entry.threadId === threadId).map((entry) => entry.done),
-      );
+      await runs.stop(threadId);
       await capabilities.endThread(threadId);
       await store.deleteThread(threadId);
     },
@@ -693,13 +305,12 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     sweepIdleCapabilities: () => capabilities.sweepIdle(),
     identityKey: (identity) => identityKeyOf(identity),
     manifest: () => pai.manifest(),
-    async close(options = {}) {
+    async close(closeOptions = {}) {
       if (closed) return;
       closed = true;
-      for (const entry of active.values()) entry.cancel();
-      await Promise.allSettled([...active.values()].map((entry) => entry.done));
-      await Promise.all([maintenance.close(), stopRequests.close()]);
-      await capabilities.close(options);
+      await runs.stop();
+      await Promise.all([maintenance.close(), runs.close()]);
+      await capabilities.close(closeOptions);
       await owners.remove().catch(() => undefined);
       await store.close();
     },
@@ -708,121 +319,17 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   return runtime;
 }
 
-/** Resolves after `ms`, or rejects with the signal's reason once it aborts. */
-function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    signal?.throwIfAborted();
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-/**
- * The call a pending action waits on: the top-level call, or (`action.inner`) a call below it — a nested tool of
- * the same agent, whose own registration (if the agent registers its id) gates the answer too, or a subagent's
- * tool, which the subagent's own answer gates. Its tool validates the answer: a call below is found by its id,
- * in the top-level tool's tree, or in the registry for a subagent's.
- */
-function waitingCallOf(
-  pai: Pai,
-  action: PendingActionRecord,
-  registration: NormalizedRegistration | undefined,
-): { tool: AnyToolDefinition | undefined; gates(agent: RegisteredAgent): NormalizedRegistration[] } {
-  const inner = action.inner;
-  if (!inner) return { tool: registration?.tool, gates: () => [] };
-  const subagent = action.journal?.some(
-    (entry) => entry.key === inner.key && entry.state === "waiting" && entry.subagent !== undefined,
-  );
-  if (subagent) {
-    const trees = Object.keys(pai.agents).flatMap((agentId) =>
-      [...pai.agent(agentId).registrations.values()].map((candidate) => candidate.tool),
+/** The model a run of `agent` uses: the runtime's override, the agent's own, or the runtime's default. */
+function modelOf(
+  options: Pick<AgentRuntimeOptions<Pai>, "model" | "overrideModel">,
+  agent: RegisteredAgent,
+): LanguageModel {
+  const model = options.overrideModel ?? agent.definition.model ?? options.model;
+  if (!model) {
+    throw new PaiError(
+      "INVALID_ARGUMENT",
+      `agent "${agent.id}" has no model and the runtime has no default model`,
     );
-    return { tool: findTool(trees, inner.toolId), gates: () => [] };
   }
-  return {
-    tool: registration ? findTool([registration.tool], inner.toolId) : undefined,
-    gates: (agent) => {
-      const own = [...agent.registrations.values()].find((candidate) => candidate.tool.id === inner.toolId);
-      return own ? [own] : [];
-    },
-  };
-}
-
-/** The tool with id `toolId` among `tools` and their nested tools at any depth. */
-function findTool(tools: readonly AnyToolDefinition[], toolId: string): AnyToolDefinition | undefined {
-  for (const tool of tools) {
-    if (tool.id === toolId) return tool;
-    const found = findTool(Object.values(tool.tools), toolId);
-    if (found) return found;
-  }
-  return undefined;
-}
-
-function unknownThread(threadId: string): PaiError {
-  return new PaiError("NOT_FOUND", `no thread "${threadId}"`, { details: { threadId } });
-}
-
-function bindingsOf(map: Record<string, CapabilityBinding> | undefined): Map<string, CapabilityBinding> {
-  const bindings = new Map<string, CapabilityBinding>();
-  for (const [key, binding] of Object.entries(map ?? {})) {
-    if (binding.capability !== key) {
-      throw new PaiError(
-        "INVALID_ARGUMENT",
-        `capabilities.${key} is a binding for "${binding.capability}"; key it by its capability name`,
-      );
-    }
-    bindings.set(key, binding);
-  }
-  return bindings;
-}
-
-/** Fails creation when a registered tool needs a capability the runtime has no binding for. */
-function checkCapabilities(
-  pai: Pai,
-  bindings: ReadonlyMap<string, CapabilityBinding>,
-): Map<string, Capability> {
-  const declarations = new Map<string, Capability>();
-  for (const agentId of Object.keys(pai.agents)) {
-    for (const registration of pai.agent(agentId).registrations.values()) {
-      for (const capability of capabilitiesOfTree(registration.tool)) {
-        declarations.set(capability.name, capability);
-        if (!bindings.has(capability.name)) {
-          throw new PaiError(
-            "MISSING_CAPABILITY",
-            `tool "${registration.name}" of agent "${agentId}" needs capability "${capability.name}", but createAgentRuntime({ capabilities }) has no binding for it`,
-            { details: { agentId, toolName: registration.name, capability: capability.name } },
-          );
-        }
-      }
-    }
-  }
-  return declarations;
-}
-
-/** The capabilities a tool and its nested tools use. */
-function capabilitiesOfTree(tool: AnyToolDefinition): Capability[] {
-  return [
-    ...Object.values(tool.capabilities as CapabilityMap),
-    ...Object.values(tool.tools).flatMap((child) => capabilitiesOfTree(child)),
-  ];
-}
-
-function toUserMessage(message: string | UIMessage): UIMessage {
-  if (typeof message !== "string") {
-    if (message.role !== "user") throw new PaiError("INVALID_ARGUMENT", "a run starts from a user message");
-    return message;
-  }
-  return { id: generateId(), role: "user", parts: [{ type: "text", text: message }] };
-}
-
-function titleOf(message: UIMessage): string | undefined {
-  const text = message.parts.find((part) => part.type === "text");
-  return text?.type === "text" ? text.text.slice(0, 80) : undefined;
+  return model;
 }

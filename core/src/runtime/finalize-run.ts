@@ -1,6 +1,6 @@
-import type { UIMessage } from "ai";
 import type { ToolEnd } from "../actions/tool-end.ts";
 import type { RunResult } from "./agent-run.ts";
+import { lastAssistantText } from "./last-assistant-text.ts";
 import type { PreparedRun } from "./prepare-run.ts";
 import { redactedMessage } from "./redaction.ts";
 import type { RunStopReason } from "./run-state.ts";
@@ -71,11 +71,4 @@ function openCallsEnd(status: RunResult["status"], signal: AbortSignal | undefin
   if (status !== "cancelled" && status !== "failed") return undefined;
   const timedOut = signal?.aborted === true && (signal.reason as { name?: unknown })?.name === "TimeoutError";
   return { reason: timedOut ? "timeout" : "cancelled" };
-}
-
-/** The text of the thread's last message when it is the assistant's, else `""`: a run's `text`. */
-export function lastAssistantText(messages: UIMessage[]): string {
-  const last = messages.at(-1);
-  if (last?.role !== "assistant") return "";
-  return last.parts.map((part) => (part.type === "text" ? part.text : "")).join("");
 }

@@ -3,13 +3,14 @@ import type { AgentResolverArgs, RuntimeErrorInfo } from "../agents/define-agent
 import type { LeaseScope } from "../capabilities/capability-manager.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { RunRecord } from "../threads/thread-store.ts";
+import { createCallPipeline } from "./call-pipeline.ts";
 import { createRunCheckpoints, type RunCheckpoints } from "./run-checkpoints.ts";
 import { createRunChunkSink, type RunChunkSink } from "./run-chunk-sink.ts";
+import type { RunDependencies, StartRunOptions } from "./run-dependencies.ts";
 import type { RunState } from "./run-state.ts";
 import { createRunTranscript, type RunTranscript } from "./run-transcript.ts";
-import type { RunDependencies, StartRunOptions } from "./start-run.ts";
 import { createThreadFiles } from "./thread-files.ts";
-import { createToolRunner, type ToolRunner } from "./tool-executor.ts";
+import { createToolRunner, type ToolRunner } from "./tool-runner.ts";
 
 /** A run ready to go: its state, its transcript (messages and stream) and its tools. */
 export interface PreparedRun {
@@ -129,10 +130,11 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
       ),
   };
   const checkpoints = createRunCheckpoints({ store: deps.store, transcript, thread, run: record });
+  const pipeline = createCallPipeline(state);
   const runners = new Map<string, ToolRunner>();
   const tools: Record<string, Tool> = {};
   for (const registration of agent.registrations.values()) {
-    const runner = createToolRunner(registration, state);
+    const runner = createToolRunner({ registration, state, pipeline });
     runners.set(registration.name, runner);
     tools[registration.name] = runner.aiTool;
   }

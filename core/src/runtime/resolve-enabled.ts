@@ -21,3 +21,12 @@ export async function resolveActiveTools(
   const flags = await Promise.all(list.map((registration) => resolveEnabled(registration, args)));
   return list.filter((_, index) => flags[index]).map((registration) => registration.name);
 }
+
+/** Whether every registration in `gates` is enabled right now (a call goes through all of them). */
+export async function allEnabled(
+  gates: readonly NormalizedRegistration[],
+  args: AgentResolverArgs<unknown, unknown>,
+): Promise<boolean> {
+  const open = await Promise.all(gates.map((gate) => resolveEnabled(gate, args)));
+  return open.every(Boolean);
+}

@@ -12,7 +12,7 @@ export type RunStopReason =
   | { type: "failed"; error: unknown }
   | { type: "suspended" };
 
-/** Per-run state shared by the loop and the tool executor. */
+/** Per-run state shared by the loop and the tool runners. */
 export interface RunState {
   agent: RegisteredAgent;
   runId: string;

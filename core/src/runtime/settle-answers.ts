@@ -1,8 +1,8 @@
+import type { CallOutcome } from "../actions/call-outcome.ts";
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import { endedCall, waitingToolCallIds } from "../actions/tool-part-updates.ts";
 import type { PendingActionRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { PreparedRun } from "./prepare-run.ts";
-import type { CallOutcome } from "./tool-executor.ts";
 
 const SUPERSEDED = "The action was cancelled: the user sent a new message.";
 

@@ -1,44 +1,11 @@
-import type { LanguageModel, UIMessage, UIMessageChunk } from "ai";
-import type { RegisteredAgent } from "../agents/create-pai.ts";
-import type { CapabilityManager } from "../capabilities/capability-manager.ts";
-import type { ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
+import type { UIMessage, UIMessageChunk } from "ai";
 import type { AgentRun, RunResult } from "./agent-run.ts";
 import { finalizeRun } from "./finalize-run.ts";
 import { type PreparedRun, prepareRun } from "./prepare-run.ts";
+import type { RunDependencies, StartRunOptions } from "./run-dependencies.ts";
 import { stopRun } from "./run-state.ts";
 import { settleAnswers } from "./settle-answers.ts";
 import { streamRun } from "./stream-run.ts";
-import type { SubagentRunner } from "./subagent-runner.ts";
-
-/** What the runtime lends a run. */
-export interface RunDependencies {
-  store: ThreadStore;
-  /** The runtime process's owner id, recorded on the run. */
-  ownerId: string;
-  capabilities: CapabilityManager;
-  /** Runs subagents (`ctx.agents.run`) as the run's caller. */
-  subagents: (caller: { identity: unknown; clientData: unknown }) => SubagentRunner;
-  /** Called once the run has ended and its thread is stored; the run's `done` waits for it. */
-  onEnded: (runId: string, threadId: string) => Promise<void>;
-  /** Errors of work beside the run (storing its stream for followers). */
-  onBackgroundError: (error: unknown) => void;
-}
-
-/** One run to start: a new user message, or (without one) the continuation after answered pending actions. */
-export interface StartRunOptions {
-  /** The run's id, chosen by the caller (it took the thread's lease for it). */
-  runId: string;
-  agent: RegisteredAgent;
-  model: LanguageModel;
-  /** The parsed identity. */
-  identity: unknown;
-  identityKey: string;
-  thread: ThreadRecord;
-  /** The new user message; absent for a continuation. */
-  userMessage: UIMessage | undefined;
-  clientData: unknown;
-  signal: AbortSignal | undefined;
-}
 
 /** A started run plus its controller (for `runtime.cancel`) and replayable stream (for HTTP resume). */
 export interface StartedRun extends AgentRun {

@@ -1,3 +1,4 @@
+import { PaiError } from "../errors/pai-error.ts";
 import type { OwnerRegistry } from "../ownership/owner-registry.ts";
 import type { RunRecord, RunStatus, ThreadStore } from "../threads/thread-store.ts";
 import { interruptRun, isDeadRun } from "./interrupt-dead-runs.ts";
@@ -44,4 +45,17 @@ export async function stopAnywhere(options: StopAnywhereOptions, run: RunRecord)
   }
   // It ended meanwhile (or was interrupted, here or by another process): say how.
   return notRunning((await store.getRun(run.id))?.status ?? run.status);
+}
+
+/** The run a stop names: the run by id (`UNKNOWN_RUN` when the store has none), or the thread's run in progress. */
+export async function runToStop(
+  store: ThreadStore,
+  target: { runId: string } | { threadId: string },
+): Promise<RunRecord | undefined> {
+  if (!("runId" in target))
+    return (await store.listRuns(target.threadId)).findLast((candidate) => candidate.status === "running");
+  const run = await store.getRun(target.runId);
+  if (!run)
+    throw new PaiError("UNKNOWN_RUN", `no run "${target.runId}"`, { details: { runId: target.runId } });
+  return run;
 }

@@ -1,7 +1,7 @@
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import type { PendingActionRecord, SubagentWait, ThreadStore } from "../threads/thread-store.ts";
 import type { AgentRun, RunResult } from "./agent-run.ts";
-import { lastAssistantText } from "./finalize-run.ts";
+import { lastAssistantText } from "./last-assistant-text.ts";
 
 /** What a subagent's run came to, for the parent call that ran it. */
 export type SubagentOutcome =

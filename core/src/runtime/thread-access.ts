@@ -67,6 +67,7 @@ export function createThreadAccess(options: {
   return access;
 }
 
-function unknownThread(threadId: string): PaiError {
+/** The error for a thread that does not exist, or is not the caller's (the two look the same). */
+export function unknownThread(threadId: string): PaiError {
   return new PaiError("NOT_FOUND", `no thread "${threadId}"`, { details: { threadId } });
 }

@@ -1,63 +1,31 @@
 import type { ToolResultOutput } from "@ai-sdk/provider-utils";
 import type { z } from "zod";
 import type { CapabilityMap } from "../capabilities/define-capability.ts";
-import type { ToolDataChannels, ToolExecuteContext } from "./tool-context.ts";
+import type {
+  AnyToolDefinition,
+  MaybePromise,
+  ToModelOutputOptions,
+  ToolDataChannels,
+  ToolDataSchemas,
+  ToolDefinition,
+  ToolExecuteContext,
+} from "./tool-context.ts";
 
-type MaybePromise<T> = T | PromiseLike<T>;
+// The declaration `defineTool` returns is typed beside the `ctx` its `execute` receives (tool-context.ts): each
+// refers to the other (`ctx.tools` holds declarations), and one file keeps the pair free of an import cycle.
+export type {
+  AnyToolDefinition,
+  InputOf,
+  OutputOf,
+  ToModelOutputOptions,
+  ToolDefinition,
+} from "./tool-context.ts";
+
 type SchemaOutput<SCHEMA, FALLBACK> = SCHEMA extends z.ZodType ? z.output<SCHEMA> : FALLBACK;
-/** Zod schemas of a tool's data channels. */
-export type ToolDataSchemas = Record<string, z.ZodType>;
 type DataOf<SCHEMAS> = SCHEMAS extends ToolDataSchemas
   ? { [K in keyof SCHEMAS]: z.output<SCHEMAS[K]> }
   : ToolDataChannels;
 
-/** The argument of `toModelOutput`, the AI SDK's signature. */
-export interface ToModelOutputOptions<INPUT, OUTPUT> {
-  toolCallId: string;
-  input: INPUT;
-  output: OUTPUT;
-}
-
-/**
- * A tool declaration as `defineTool` returns it. The type parameters carry the inferred contract:
- * `INPUT`/`OUTPUT` from the schemas (or `execute`), `CONTEXT` from `contextSchema` (`any` without one).
- */
-export interface ToolDefinition<
-  INPUT = any,
-  OUTPUT = any,
-  CONTEXT = any,
-  CAPABILITIES extends CapabilityMap = CapabilityMap,
-  DATA extends ToolDataChannels = ToolDataChannels,
-  SUSPEND = any,
-  RESUME = any,
-  CHILDREN extends Record<string, AnyToolDefinition> = Record<string, AnyToolDefinition>,
-> {
-  readonly kind: "pai.tool";
-  /** The stable wire identity, recorded on every stored tool part. Aliases reuse it. */
-  readonly id: string;
-  readonly description: string;
-  readonly inputSchema: z.ZodType<INPUT>;
-  readonly outputSchema: z.ZodType<OUTPUT> | undefined;
-  readonly contextSchema: z.ZodType<CONTEXT> | undefined;
-  readonly dataSchemas: ToolDataSchemas | undefined;
-  readonly suspendSchema: z.ZodType<SUSPEND> | undefined;
-  readonly resumeSchema: z.ZodType<RESUME> | undefined;
-  readonly capabilities: CAPABILITIES;
-  /** Nested child tools, callable from `execute` as `ctx.tools.<key>(input)`. */
-  readonly tools: CHILDREN;
-  /** Absent for client-executed tools: the client answers with the output. (Method syntax keeps declarations assignable to `AnyToolDefinition`.) */
-  execute?(
-    ctx: ToolExecuteContext<INPUT, CONTEXT, CAPABILITIES, DATA, SUSPEND, RESUME>,
-  ): MaybePromise<OUTPUT>;
-  toModelOutput?(options: ToModelOutputOptions<INPUT, OUTPUT>): MaybePromise<ToolResultOutput>;
-}
-
-/** Any tool declaration. */
-export type AnyToolDefinition = ToolDefinition<any, any, any, any, any, any, any, Record<string, any>>;
-export type InputOf<T> =
-  T extends ToolDefinition<infer INPUT, any, any, any, any, any, any, any> ? INPUT : never;
-export type OutputOf<T> =
-  T extends ToolDefinition<any, infer OUTPUT, any, any, any, any, any, any> ? OUTPUT : never;
 export type ContextOf<T> =
   T extends ToolDefinition<any, any, infer CONTEXT, any, any, any, any, any> ? CONTEXT : never;
 /** A tool's nested child tools (`defineTool({ tools })`), by key. */

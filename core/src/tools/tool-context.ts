@@ -1,6 +1,65 @@
+import type { ToolResultOutput } from "@ai-sdk/provider-utils";
+import type { z } from "zod";
 import type { CapabilityFacades, CapabilityMap } from "../capabilities/define-capability.ts";
 import type { ToolDataRecord } from "../threads/thread-store.ts";
-import type { AnyToolDefinition, InputOf, OutputOf } from "./define-tool.ts";
+
+// A tool's two types: the declaration (`ToolDefinition`, what `defineTool` returns) and the `ctx` its `execute`
+// receives (`ToolExecuteContext`). They refer to each other — `execute` takes the context, and `ctx.tools` holds
+// the nested declarations — so they live in this one file; define-tool.ts builds declarations on top of it.
+
+/** A value, or a promise of it: what a tool's functions may return. */
+export type MaybePromise<T> = T | PromiseLike<T>;
+
+/** Zod schemas of a tool's data channels. */
+export type ToolDataSchemas = Record<string, z.ZodType>;
+
+/** The argument of `toModelOutput`, the AI SDK's signature. */
+export interface ToModelOutputOptions<INPUT, OUTPUT> {
+  toolCallId: string;
+  input: INPUT;
+  output: OUTPUT;
+}
+
+/**
+ * A tool declaration as `defineTool` returns it. The type parameters carry the inferred contract:
+ * `INPUT`/`OUTPUT` from the schemas (or `execute`), `CONTEXT` from `contextSchema` (`any` without one).
+ */
+export interface ToolDefinition<
+  INPUT = any,
+  OUTPUT = any,
+  CONTEXT = any,
+  CAPABILITIES extends CapabilityMap = CapabilityMap,
+  DATA extends ToolDataChannels = ToolDataChannels,
+  SUSPEND = any,
+  RESUME = any,
+  CHILDREN extends Record<string, AnyToolDefinition> = Record<string, AnyToolDefinition>,
+> {
+  readonly kind: "pai.tool";
+  /** The stable wire identity, recorded on every stored tool part. Aliases reuse it. */
+  readonly id: string;
+  readonly description: string;
+  readonly inputSchema: z.ZodType<INPUT>;
+  readonly outputSchema: z.ZodType<OUTPUT> | undefined;
+  readonly contextSchema: z.ZodType<CONTEXT> | undefined;
+  readonly dataSchemas: ToolDataSchemas | undefined;
+  readonly suspendSchema: z.ZodType<SUSPEND> | undefined;
+  readonly resumeSchema: z.ZodType<RESUME> | undefined;
+  readonly capabilities: CAPABILITIES;
+  /** Nested child tools, callable from `execute` as `ctx.tools.<key>(input)`. */
+  readonly tools: CHILDREN;
+  /** Absent for client-executed tools: the client answers with the output. (Method syntax keeps declarations assignable to `AnyToolDefinition`.) */
+  execute?(
+    ctx: ToolExecuteContext<INPUT, CONTEXT, CAPABILITIES, DATA, SUSPEND, RESUME>,
+  ): MaybePromise<OUTPUT>;
+  toModelOutput?(options: ToModelOutputOptions<INPUT, OUTPUT>): MaybePromise<ToolResultOutput>;
+}
+
+/** Any tool declaration. */
+export type AnyToolDefinition = ToolDefinition<any, any, any, any, any, any, any, Record<string, any>>;
+export type InputOf<T> =
+  T extends ToolDefinition<infer INPUT, any, any, any, any, any, any, any> ? INPUT : never;
+export type OutputOf<T> =
+  T extends ToolDefinition<any, infer OUTPUT, any, any, any, any, any, any> ? OUTPUT : never;
 
 /**
  * `ctx.tools`: each nested child tool as a function of its input. A call runs the same pipeline as the model's

@@ -1,0 +1,56 @@
+import type { Pai } from "../agents/create-pai.ts";
+import type { CapabilityBinding } from "../capabilities/capability-binding.ts";
+import type { Capability, CapabilityMap } from "../capabilities/define-capability.ts";
+import { PaiError } from "../errors/pai-error.ts";
+import type { AnyToolDefinition } from "../tools/define-tool.ts";
+
+/** A runtime's capability bindings by capability name, and the declarations of the capabilities its tools use. */
+export interface CapabilityBindings {
+  bindings: Map<string, CapabilityBinding>;
+  declarations: Map<string, Capability>;
+}
+
+/**
+ * Checks `createAgentRuntime({ capabilities })` against the registry: each binding is keyed by its capability's
+ * name (`INVALID_ARGUMENT` otherwise), and every capability a registered tool (or a tool nested in it) uses has a
+ * binding (`MISSING_CAPABILITY`, naming both, otherwise).
+ */
+export function capabilityBindingsOf(
+  pai: Pai,
+  map: Record<string, CapabilityBinding> | undefined,
+): CapabilityBindings {
+  const bindings = new Map<string, CapabilityBinding>();
+  for (const [key, binding] of Object.entries(map ?? {})) {
+    if (binding.capability !== key) {
+      throw new PaiError(
+        "INVALID_ARGUMENT",
+        `capabilities.${key} is a binding for "${binding.capability}"; key it by its capability name`,
+      );
+    }
+    bindings.set(key, binding);
+  }
+  const declarations = new Map<string, Capability>();
+  for (const agentId of Object.keys(pai.agents)) {
+    for (const registration of pai.agent(agentId).registrations.values()) {
+      for (const capability of capabilitiesOfTree(registration.tool)) {
+        declarations.set(capability.name, capability);
+        if (!bindings.has(capability.name)) {
+          throw new PaiError(
+            "MISSING_CAPABILITY",
+            `tool "${registration.name}" of agent "${agentId}" needs capability "${capability.name}", but createAgentRuntime({ capabilities }) has no binding for it`,
+            { details: { agentId, toolName: registration.name, capability: capability.name } },
+          );
+        }
+      }
+    }
+  }
+  return { bindings, declarations };
+}
+
+/** The capabilities a tool and its nested tools use. */
+function capabilitiesOfTree(tool: AnyToolDefinition): Capability[] {
+  return [
+    ...Object.values(tool.capabilities as CapabilityMap),
+    ...Object.values(tool.tools).flatMap((child) => capabilitiesOfTree(child)),
+  ];
+}
