@@ -103,3 +103,72 @@ describe("dependencies point one way", () => {
     expect(violations("capabilities/browser", [/^@pai\/sandbox/, /agent\/src/])).toEqual([]);
   });
 });
+
+/** The files of a strongly connected set of more than one file: an import circle (Tarjan's algorithm). */
+function importCircles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  const visit = (file: string) => {
+    order.set(file, order.size);
+    low.set(file, order.get(file)!);
+    stack.push(file);
+    onStack.add(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!order.has(next)) {
+        visit(next);
+        low.set(file, Math.min(low.get(file)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(file, Math.min(low.get(file)!, order.get(next)!));
+      }
+    }
+    if (low.get(file) !== order.get(file)) return;
+    const circle: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      circle.push(relative(root, member));
+    } while (member !== file);
+    if (circle.length > 1) circles.push(circle.sort());
+  };
+  for (const file of graph.keys()) if (!order.has(file)) visit(file);
+  return circles;
+}
+
+describe("no import circles", () => {
+  const packages = ["core", "pool", "errors", "capabilities", "react"];
+
+  it("has none between the files of any package, type imports included", () => {
+    const graph = new Map<string, string[]>();
+    for (const file of packages.flatMap((dir) => sourceFiles(join(root, dir)))) {
+      if (/\.test(-d)?\.tsx?$/.test(file) || file.includes("/testing/")) continue;
+      const relativeImports = importsOf(file).filter((module) => module.startsWith("."));
+      graph.set(
+        file,
+        relativeImports.map((module) => join(file, "..", module)),
+      );
+    }
+    expect(graph.size).toBeGreaterThan(200);
+    expect(importCircles(graph)).toEqual([]);
+  });
+
+  it("has none between the packages", () => {
+    const manifests = packages
+      .flatMap((dir) =>
+        dir === "capabilities" ? readdirSync(join(root, dir)).map((name) => `${dir}/${name}`) : [dir],
+      )
+      .map((dir) => JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8")));
+    const graph = new Map<string, string[]>(
+      manifests.map((manifest) => [
+        manifest.name,
+        Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies }).filter((name) =>
+          name.startsWith("@pai/"),
+        ),
+      ]),
+    );
+    expect(importCircles(graph)).toEqual([]);
+  });
+});
