@@ -38,7 +38,7 @@ export type {
   ResourceHibernation,
   ResourceRestart,
 } from "./capabilities/capability-binding.ts";
-export type { CapabilityStatusEvent } from "./capabilities/capability-manager.ts";
+export type { CapabilityStatusEvent } from "./capabilities/capability-status-event.ts";
 export {
   type Capability,
   type CapabilityFacades,
