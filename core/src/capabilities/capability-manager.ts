@@ -7,27 +7,13 @@ import type {
 } from "./capability-binding.ts";
 import type { Capability } from "./define-capability.ts";
 import type { LeaseScope } from "./lease-scope.ts";
+import { type Lease, LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
 import type { OwnerLiveness } from "./owner-liveness.ts";
 import { markProvisionFailure } from "./provision-failure.ts";
+import { endLeases, releaseLease } from "./release-lease.ts";
 
 /** The runtime names a run's scope from here. */
 export type { LeaseScope } from "./lease-scope.ts";
-
-interface Lease {
-  capability: string;
-  lifetime: CapabilityLifetime;
-  key: string;
-  resource: Promise<ProvisionedResource>;
-  settled: ProvisionedResource | undefined;
-  lastUsedAt: number;
-  /** When `lastUsedAt` was last written to the store (touches are throttled). */
-  lastPersistedAt: number;
-  /** Runs of this process using it: a lease in use is not handed over. */
-  users: Set<string>;
-}
-
-/** How often a lease's last use is written to the store: enough for idle TTLs measured in minutes. */
-const TOUCH_EVERY_MS = 30_000;
 
 const DEFAULT_IDLE_TTL_MS = 30 * 60_000;
 
@@ -65,7 +51,7 @@ export class CapabilityManager {
   readonly #handoverTimeoutMs: number;
   readonly #handoverPollMs: number;
   readonly #onError: (error: unknown) => void;
-  readonly #leases = new Map<string, Lease>();
+  readonly #leases: LeaseTable;
   readonly #started = new Map<string, Promise<void>>();
   /** Leases a reconcile is taking over from a dead owner, by lease id: a run needing one waits for it. */
   readonly #takeovers = new Map<string, Promise<unknown>>();
@@ -76,7 +62,6 @@ export class CapabilityManager {
   readonly #orphans = new Map<string, Set<string>>();
   /** Bindings whose start finished: the periodic reconcile covers these. */
   readonly #ready = new Set<CapabilityBinding>();
-  #closed = false;
 
   constructor(options: CapabilityManagerOptions) {
     this.#bindings = options.bindings;
@@ -86,15 +71,17 @@ export class CapabilityManager {
     this.#handoverTimeoutMs = options.handoverTimeoutMs ?? 30_000;
     this.#handoverPollMs = options.handoverPollMs ?? 250;
     this.#onError = options.onError ?? (() => {});
+    this.#leases = new LeaseTable({
+      bindings: options.bindings,
+      declarations: options.declarations,
+      store: options.store,
+      ownerId: options.owners.ownerId,
+    });
   }
 
   /** The lifetime a capability's leases have: the binding's override or the declaration's default. */
   lifetimeOf(capability: string): CapabilityLifetime {
-    return (
-      this.#bindings.get(capability)?.lifetime ??
-      this.#declarations.get(capability)?.defaultLifetime ??
-      "thread"
-    );
+    return this.#leases.lifetimeOf(capability);
   }
 
   /**
@@ -213,8 +200,7 @@ export class CapabilityManager {
     resource: ProvisionedResource,
     replaced: string,
   ): Promise<void> {
-    const lifetime = this.lifetimeOf(capability);
-    const key = this.#leaseKeyFor(lifetime, scope);
+    const { lifetime, key } = this.#leases.addressOf(capability, scope);
     const [record] = await this.#store.listLeases({ capability, lifetime, key });
     // A `run` lease has no record; a record of another resource or owner is not this lease's.
     if (record?.resourceId !== replaced || record.ownerId !== this.#owners.ownerId) return;
@@ -228,9 +214,7 @@ export class CapabilityManager {
 
   /** Forgets a lease whose resource the binding removed while it hibernated (its record too). */
   async #dropGone(capability: string, scope: LeaseScope, resource: ProvisionedResource): Promise<void> {
-    const lifetime = this.lifetimeOf(capability);
-    const key = this.#leaseKeyFor(lifetime, scope);
-    const id = leaseId(capability, lifetime, key);
+    const { lifetime, key, id } = this.#leases.addressOf(capability, scope);
     const lease = this.#leases.get(id);
     if (lease?.settled !== resource) return; // another call replaced it already
     this.#leases.delete(id);
@@ -240,13 +224,11 @@ export class CapabilityManager {
 
   /** The resource for `capability` in `scope`, provisioning it if needed (concurrent callers share one). */
   async acquire(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
-    const lifetime = this.lifetimeOf(capability);
-    const key = this.#leaseKeyFor(lifetime, scope);
-    const id = leaseId(capability, lifetime, key);
+    const { lifetime, key, id } = this.#leases.addressOf(capability, scope);
     // A reconcile taking this lease over settles first: its resource is then this process's lease.
     for (let takeover = this.#takeovers.get(id); takeover; takeover = this.#takeovers.get(id))
       await settledOrAborted(takeover, scope.signal);
-    if (this.#closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the runtime is closed");
+    if (this.#leases.closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the runtime is closed");
     const binding = this.#bindings.get(capability);
     if (!binding) {
       throw new PaiError("MISSING_CAPABILITY", `no binding for capability "${capability}"`, {
@@ -271,7 +253,7 @@ export class CapabilityManager {
       created.resource.then(
         (resource) => {
           created.settled = resource;
-          if (created.users.size === 0 && hibernates(lifetime)) resource.hibernation?.idle(); // its run ended
+          if (created.users.size === 0 && outlivesRuns(lifetime)) resource.hibernation?.idle(); // its run ended
           scope.onStatus?.({
             capability,
             lifetime,
@@ -287,13 +269,7 @@ export class CapabilityManager {
       );
       lease = created;
     }
-    lease.users.add(scope.runId);
-    const now = Date.now();
-    lease.lastUsedAt = now;
-    if (lease.settled && now - lease.lastPersistedAt >= TOUCH_EVERY_MS) {
-      lease.lastPersistedAt = now;
-      void this.#store.touchLease(capability, lifetime, key, now).catch(() => undefined);
-    }
+    this.#leases.use(lease, scope.runId);
     return lease.resource;
   }
 
@@ -307,7 +283,7 @@ export class CapabilityManager {
   ): Promise<ProvisionedResource> {
     await this.#start(binding);
     signal.throwIfAborted();
-    if (lifetime === "thread" || lifetime === "user") {
+    if (outlivesRuns(lifetime)) {
       const recorded = await this.#takeRecorded(binding, capability, lifetime, key, signal);
       if (recorded) return recorded;
     }
@@ -497,7 +473,7 @@ export class CapabilityManager {
       });
       if (!claimed) return record.resourceId; // another live process took it meanwhile
     }
-    if (record.lifetime !== "thread" && record.lifetime !== "user") {
+    if (!outlivesRuns(record.lifetime)) {
       await this.#store.deleteLease(record.capability, record.lifetime, record.key);
       this.#orphan(binding, record.resourceId);
       return undefined;
@@ -515,7 +491,7 @@ export class CapabilityManager {
       users: new Set(),
     };
     // Closed meanwhile (a binding's first reconcile runs beside close): nothing is left to hold it.
-    if (this.#closed) {
+    if (this.#leases.closed) {
       await this.#release(lease, reattached);
       return undefined;
     }
@@ -553,7 +529,7 @@ export class CapabilityManager {
    * @throws AggregateError of the bindings that failed (the others were still reconciled)
    */
   async reconcile(live: ReadonlySet<string>, dead: ReadonlySet<string>): Promise<boolean> {
-    if (this.#closed) return false;
+    if (this.#leases.closed) return false;
     const ready = [...this.#ready];
     const errors: unknown[] = [];
     for (const binding of ready) {
@@ -571,7 +547,7 @@ export class CapabilityManager {
    * same new thread at the same moment, and its record won).
    */
   async syncLeases(live: ReadonlySet<string>): Promise<void> {
-    if (this.#closed || this.#leases.size === 0) return;
+    if (this.#leases.closed || this.#leases.size === 0) return;
     const self = this.#owners.ownerId;
     const records = new Map(
       (await this.#store.listLeases()).map((record) => [
@@ -579,9 +555,9 @@ export class CapabilityManager {
         record,
       ]),
     );
-    for (const [id, lease] of [...this.#leases]) {
+    for (const [id, lease] of this.#leases.entries()) {
       const resource = lease.settled;
-      if (!resource || (lease.lifetime !== "thread" && lease.lifetime !== "user")) continue;
+      if (!resource || !outlivesRuns(lease.lifetime)) continue;
       const record = records.get(id);
       if (!record || record.ownerId !== self || record.resourceId !== resource.resourceId) {
         // The listing may predate this lease's record (provisioned or taken over meanwhile): read it again.
@@ -625,7 +601,7 @@ export class CapabilityManager {
    */
   async endRun(runId: string): Promise<void> {
     for (const lease of this.#leases.values()) {
-      if (!lease.users.delete(runId) || lease.users.size > 0 || !hibernates(lease.lifetime)) continue;
+      if (!lease.users.delete(runId) || lease.users.size > 0 || !outlivesRuns(lease.lifetime)) continue;
       lease.settled?.hibernation?.idle();
     }
     await this.#releaseWhere((lease) => lease.lifetime === "run" && lease.key === runId);
@@ -645,7 +621,7 @@ export class CapabilityManager {
   /** Releases `thread` and `user` leases idle for longer than their binding's TTL. */
   async sweepIdle(now = Date.now()): Promise<void> {
     await this.#releaseWhere((lease) => {
-      if (lease.lifetime !== "thread" && lease.lifetime !== "user") return false;
+      if (!outlivesRuns(lease.lifetime)) return false;
       const ttl = this.#bindings.get(lease.capability)?.idleTtlMs ?? DEFAULT_IDLE_TTL_MS;
       return lease.settled !== undefined && lease.users.size === 0 && now - lease.lastUsedAt >= ttl;
     });
@@ -673,8 +649,8 @@ export class CapabilityManager {
    * go instead of released: their resources keep running and their records stay, for the next process.
    */
   async close(options: { handOver?: boolean } = {}): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (this.#leases.closed) return;
+    this.#leases.close();
     if (options.handOver) await this.#detachWhere((lease) => lease.lifetime !== "run");
     await this.#releaseWhere(() => true);
     await Promise.allSettled(
@@ -701,75 +677,19 @@ export class CapabilityManager {
     this.#forgetOrphans(binding, orphans);
   }
 
-  /** Frees the leases `predicate` picks: their resources and their records (see `#release`). */
+  /** Frees the leases `predicate` picks: their resources and their records (see {@link releaseLease}). */
   #releaseWhere(predicate: (lease: Lease) => boolean): Promise<void> {
-    return this.#endWhere(predicate, (lease, resource) => this.#release(lease, resource));
+    return endLeases(this.#leases.takeWhere(predicate), (lease, resource) => this.#release(lease, resource));
   }
 
   /** Lets go of the leases `predicate` picks: their resources stay, their records too. */
   #detachWhere(predicate: (lease: Lease) => boolean): Promise<void> {
-    return this.#endWhere(predicate, async (_lease, resource) => resource.detach?.());
+    return endLeases(this.#leases.takeWhere(predicate), async (_lease, resource) => resource.detach?.());
   }
 
-  /** Drops the leases `predicate` picks from this process, then ends each one's resource (once it settled). */
-  async #endWhere(
-    predicate: (lease: Lease) => boolean,
-    end: (lease: Lease, resource: ProvisionedResource) => Promise<void>,
-  ): Promise<void> {
-    const picked = [...this.#leases.entries()].filter(([, lease]) => predicate(lease));
-    for (const [id] of picked) this.#leases.delete(id);
-    await Promise.allSettled(
-      picked.map(async ([, lease]) => {
-        const resource = await lease.resource.catch(() => undefined);
-        if (resource) await end(lease, resource);
-      }),
-    );
+  #release(lease: Lease, resource: ProvisionedResource): Promise<void> {
+    return releaseLease({ store: this.#store, ownerId: this.#owners.ownerId, lease, resource });
   }
-
-  /**
-   * Frees a lease's resource and its record, unless the record now names another owner (this process was
-   * presumed dead and the lease taken over): then it only lets go. A record naming another resource (another
-   * process's, provisioned for the same key) stays: only this process's resource is freed.
-   */
-  async #release(lease: Lease, resource: ProvisionedResource): Promise<void> {
-    const [record] = await this.#store
-      .listLeases({ capability: lease.capability, lifetime: lease.lifetime, key: lease.key })
-      .catch(() => []);
-    const ours = record?.resourceId === resource.resourceId;
-    if (record && ours && record.ownerId !== this.#owners.ownerId) {
-      await resource.detach?.();
-      return;
-    }
-    try {
-      await resource.release();
-    } finally {
-      if (!record || ours) {
-        await this.#store.deleteLease(lease.capability, lease.lifetime, lease.key).catch(() => undefined);
-      }
-    }
-  }
-
-  #leaseKeyFor(lifetime: CapabilityLifetime, scope: LeaseScope): string {
-    switch (lifetime) {
-      case "run":
-        return scope.runId;
-      case "thread":
-        return scope.threadId;
-      case "user":
-        return scope.identityKey;
-      case "process":
-        return this.#owners.ownerId;
-    }
-  }
-}
-
-/** Only conversation-scoped resources hibernate: `run` ones end with their run, `process` ones stay up. */
-function hibernates(lifetime: CapabilityLifetime): boolean {
-  return lifetime === "thread" || lifetime === "user";
-}
-
-function leaseId(capability: string, lifetime: CapabilityLifetime, key: string): string {
-  return `${capability}\u0000${lifetime}\u0000${key}`;
 }
 
 /** Waits `ms`, or rejects with `signal`'s reason. */
