@@ -1,11 +1,13 @@
 import { PaiError } from "../errors/pai-error.ts";
-import type { CapabilityLifetime, LeaseRecord, ThreadStore } from "../threads/thread-store.ts";
+import type { CapabilityLifetime, ThreadStore } from "../threads/thread-store.ts";
+import { BindingStarter } from "./binding-starter.ts";
 import type {
   CapabilityBinding,
   CapabilityConnectionEvent,
   ProvisionedResource,
 } from "./capability-binding.ts";
 import type { Capability } from "./define-capability.ts";
+import { LeaseReconciler } from "./lease-reconciler.ts";
 import type { LeaseScope } from "./lease-scope.ts";
 import { type Lease, LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
 import type { OwnerLiveness } from "./owner-liveness.ts";
@@ -14,11 +16,6 @@ import { endLeases, releaseLease } from "./release-lease.ts";
 
 /** The runtime names a run's scope from here. */
 export type { LeaseScope } from "./lease-scope.ts";
-
-const DEFAULT_IDLE_TTL_MS = 30 * 60_000;
-
-/** How long a reattach after a restart or a takeover may take. */
-const REATTACH_TIMEOUT_MS = 30_000;
 
 /** Options of {@link CapabilityManager}. */
 export interface CapabilityManagerOptions {
@@ -45,37 +42,36 @@ export interface CapabilityManagerOptions {
  */
 export class CapabilityManager {
   readonly #bindings: ReadonlyMap<string, CapabilityBinding>;
-  readonly #declarations: ReadonlyMap<string, Capability>;
   readonly #store: ThreadStore;
   readonly #owners: OwnerLiveness;
   readonly #handoverTimeoutMs: number;
   readonly #handoverPollMs: number;
-  readonly #onError: (error: unknown) => void;
   readonly #leases: LeaseTable;
-  readonly #started = new Map<string, Promise<void>>();
-  /** Leases a reconcile is taking over from a dead owner, by lease id: a run needing one waits for it. */
-  readonly #takeovers = new Map<string, Promise<unknown>>();
-  /**
-   * Resources of leases this process ended without reattaching them, by capability: the binding removes them at
-   * its next reconcile (or at close), whatever owner they are labelled with.
-   */
-  readonly #orphans = new Map<string, Set<string>>();
-  /** Bindings whose start finished: the periodic reconcile covers these. */
-  readonly #ready = new Set<CapabilityBinding>();
+  readonly #reconciler: LeaseReconciler;
+  readonly #starter: BindingStarter;
 
   constructor(options: CapabilityManagerOptions) {
     this.#bindings = options.bindings;
-    this.#declarations = options.declarations;
     this.#store = options.store;
     this.#owners = options.owners;
     this.#handoverTimeoutMs = options.handoverTimeoutMs ?? 30_000;
     this.#handoverPollMs = options.handoverPollMs ?? 250;
-    this.#onError = options.onError ?? (() => {});
     this.#leases = new LeaseTable({
       bindings: options.bindings,
       declarations: options.declarations,
       store: options.store,
       ownerId: options.owners.ownerId,
+    });
+    this.#reconciler = new LeaseReconciler({
+      store: options.store,
+      ownerId: options.owners.ownerId,
+      leases: this.#leases,
+    });
+    this.#starter = new BindingStarter({
+      bindings: options.bindings,
+      owners: options.owners,
+      reconciler: this.#reconciler,
+      onError: options.onError ?? (() => {}),
     });
   }
 
@@ -226,8 +222,7 @@ export class CapabilityManager {
   async acquire(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
     const { lifetime, key, id } = this.#leases.addressOf(capability, scope);
     // A reconcile taking this lease over settles first: its resource is then this process's lease.
-    for (let takeover = this.#takeovers.get(id); takeover; takeover = this.#takeovers.get(id))
-      await settledOrAborted(takeover, scope.signal);
+    await this.#reconciler.takeoversSettled(id, scope.signal);
     if (this.#leases.closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the runtime is closed");
     const binding = this.#bindings.get(capability);
     if (!binding) {
@@ -281,7 +276,7 @@ export class CapabilityManager {
     key: string,
     signal: AbortSignal,
   ): Promise<ProvisionedResource> {
-    await this.#start(binding);
+    await this.#starter.start(binding);
     signal.throwIfAborted();
     if (outlivesRuns(lifetime)) {
       const recorded = await this.#takeRecorded(binding, capability, lifetime, key, signal);
@@ -306,14 +301,14 @@ export class CapabilityManager {
     for (;;) {
       const [record] = await this.#store.listLeases({ capability, lifetime, key });
       if (!record) return undefined;
-      if (record.ownerId === self) return this.#reattach(binding, record, signal);
+      if (record.ownerId === self) return this.#reconciler.reattach(binding, record, signal);
       const live = await this.#owners.liveOwners();
       if (record.ownerId === undefined || !live.has(record.ownerId)) {
         const claimed = await this.#store.claimLease(capability, lifetime, key, {
           from: record.ownerId,
           to: self,
         });
-        if (claimed) return this.#reattach(binding, record, signal);
+        if (claimed) return this.#reconciler.reattach(binding, record, signal);
         continue;
       }
       if (Date.now() >= deadline) {
@@ -328,37 +323,6 @@ export class CapabilityManager {
       await this.#store.requestLeaseHandover(capability, lifetime, key, { from: record.ownerId, to: self });
       await delay(this.#handoverPollMs, signal);
     }
-  }
-
-  /**
-   * Reattaches the resource of a lease this process now owns. A stale lease, or one whose resource is gone,
-   * is deleted (its resource, if any, is removed at the binding's next reconcile) and `undefined` returned.
-   */
-  async #reattach(
-    binding: CapabilityBinding,
-    record: LeaseRecord,
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource | undefined> {
-    const ttl = binding.idleTtlMs ?? DEFAULT_IDLE_TTL_MS;
-    const fresh = Date.now() - record.lastUsedAt < ttl;
-    const reattached = fresh
-      ? await binding
-          .reattach?.(record, AbortSignal.any([signal, AbortSignal.timeout(REATTACH_TIMEOUT_MS)]))
-          .catch(() => undefined)
-      : undefined;
-    if (!reattached) {
-      await this.#store.deleteLease(record.capability, record.lifetime, record.key);
-      this.#orphan(binding, record.resourceId);
-      return undefined;
-    }
-    if (reattached.resourceId !== record.resourceId) {
-      await this.#store.putLease({
-        ...record,
-        resourceId: reattached.resourceId,
-        ownerId: this.#owners.ownerId,
-      });
-    }
-    return reattached;
   }
 
   async #provision(
@@ -387,137 +351,9 @@ export class CapabilityManager {
     return resource;
   }
 
-  /**
-   * Starts a binding once: warms it (with this process's owner id), then reconciles its recorded leases (a failure
-   * there goes to `onError`: the periodic reconcile tries again).
-   */
-  #start(binding: CapabilityBinding): Promise<void> {
-    let started = this.#started.get(binding.capability);
-    if (!started) {
-      started = (async () => {
-        await binding.start?.({ ownerId: this.#owners.ownerId });
-        await this.#reconcileBinding(
-          binding,
-          await this.#owners.liveOwners(),
-          await this.#owners.deadOwners(),
-        ).catch(this.#onError);
-        this.#ready.add(binding);
-      })();
-      this.#started.set(binding.capability, started);
-      started.catch(() => this.#started.delete(binding.capability));
-    }
-    return started;
-  }
-
-  /**
-   * Takes over or frees the leases of owners that are not `live`, then has the binding reap what no live
-   * lease names of the `dead` owners (and of the owners of leases found dead). A dead owner's fresh
-   * `thread`/`user` lease is claimed (one process wins) and reattached, so the user's files survive; its other
-   * leases, and those that fail to reattach, are deleted.
-   */
-  async #reconcileBinding(
-    binding: CapabilityBinding,
-    live: ReadonlySet<string>,
-    deadOwners: ReadonlySet<string>,
-  ): Promise<void> {
-    const self = this.#owners.ownerId;
-    const keep = new Set<string>();
-    const dead = new Set(deadOwners);
-    for (const record of await this.#store.listLeases({ capability: binding.capability })) {
-      const id = leaseId(record.capability, record.lifetime, record.key);
-      // A lease this process holds, is obtaining or is taking over right now.
-      if (this.#leases.has(id) || this.#takeovers.has(id)) {
-        keep.add(record.resourceId);
-        continue;
-      }
-      const mine = record.ownerId === self;
-      if (!mine && record.ownerId !== undefined && live.has(record.ownerId)) {
-        keep.add(record.resourceId);
-        continue;
-      }
-      if (!mine && record.ownerId !== undefined) dead.add(record.ownerId);
-      const takeover = this.#takeOver(binding, record, id, mine);
-      this.#takeovers.set(id, takeover);
-      try {
-        const kept = await takeover;
-        if (kept !== undefined) keep.add(kept);
-      } finally {
-        this.#takeovers.delete(id);
-      }
-    }
-    const orphans = [...(this.#orphans.get(binding.capability) ?? [])];
-    await binding.reapUnowned?.({
-      keepResourceIds: [...keep],
-      deadOwnerIds: dead,
-      ...(orphans.length > 0 ? { orphanResourceIds: orphans } : {}),
-    });
-    this.#forgetOrphans(binding, orphans);
-  }
-
-  /**
-   * Makes a lease in the store that no live process holds this process's: claims it (unless `mine`), then
-   * reattaches a `thread`/`user` lease's resource and holds it; other leases, and those that fail to reattach,
-   * are deleted and their resources left to the reaper.
-   * @returns the resource id to keep: the reattached one, or the record's when another process claimed it first.
-   */
-  async #takeOver(
-    binding: CapabilityBinding,
-    record: LeaseRecord,
-    id: string,
-    mine: boolean,
-  ): Promise<string | undefined> {
-    if (!mine) {
-      const claimed = await this.#store.claimLease(record.capability, record.lifetime, record.key, {
-        from: record.ownerId,
-        to: this.#owners.ownerId,
-      });
-      if (!claimed) return record.resourceId; // another live process took it meanwhile
-    }
-    if (!outlivesRuns(record.lifetime)) {
-      await this.#store.deleteLease(record.capability, record.lifetime, record.key);
-      this.#orphan(binding, record.resourceId);
-      return undefined;
-    }
-    const reattached = await this.#reattach(binding, record, AbortSignal.timeout(REATTACH_TIMEOUT_MS));
-    if (!reattached) return undefined;
-    const lease: Lease = {
-      capability: record.capability,
-      lifetime: record.lifetime,
-      key: record.key,
-      resource: Promise.resolve(reattached),
-      settled: reattached,
-      lastUsedAt: record.lastUsedAt,
-      lastPersistedAt: record.lastUsedAt,
-      users: new Set(),
-    };
-    // Closed meanwhile (a binding's first reconcile runs beside close): nothing is left to hold it.
-    if (this.#leases.closed) {
-      await this.#release(lease, reattached);
-      return undefined;
-    }
-    reattached.hibernation?.idle(); // no run uses it yet
-    this.#leases.set(id, lease);
-    return reattached.resourceId;
-  }
-
-  #orphan(binding: CapabilityBinding, resourceId: string): void {
-    let orphans = this.#orphans.get(binding.capability);
-    if (!orphans) {
-      orphans = new Set();
-      this.#orphans.set(binding.capability, orphans);
-    }
-    orphans.add(resourceId);
-  }
-
-  #forgetOrphans(binding: CapabilityBinding, reaped: readonly string[]): void {
-    const orphans = this.#orphans.get(binding.capability);
-    for (const resourceId of reaped) orphans?.delete(resourceId);
-    if (orphans?.size === 0) this.#orphans.delete(binding.capability);
-  }
-
   /** Prepares every binding now (warm pools, take over dead owners' leases) instead of on first use. */
-  async startAll(): Promise<void> {
-    await Promise.all([...this.#bindings.values()].map((binding) => this.#start(binding)));
+  startAll(): Promise<void> {
+    return this.#starter.startAll();
   }
 
   /**
@@ -530,13 +366,7 @@ export class CapabilityManager {
    */
   async reconcile(live: ReadonlySet<string>, dead: ReadonlySet<string>): Promise<boolean> {
     if (this.#leases.closed) return false;
-    const ready = [...this.#ready];
-    const errors: unknown[] = [];
-    for (const binding of ready) {
-      await this.#reconcileBinding(binding, live, dead).catch((error: unknown) => errors.push(error));
-    }
-    if (errors.length > 0) throw new AggregateError(errors, "reconciling capability bindings failed");
-    return ready.length > 0 && ready.length === this.#bindings.size;
+    return this.#starter.reconcileStarted(live, dead);
   }
 
   /**
@@ -622,7 +452,7 @@ export class CapabilityManager {
   async sweepIdle(now = Date.now()): Promise<void> {
     await this.#releaseWhere((lease) => {
       if (!outlivesRuns(lease.lifetime)) return false;
-      const ttl = this.#bindings.get(lease.capability)?.idleTtlMs ?? DEFAULT_IDLE_TTL_MS;
+      const ttl = this.#leases.idleTtlOf(lease.capability);
       return lease.settled !== undefined && lease.users.size === 0 && now - lease.lastUsedAt >= ttl;
     });
   }
@@ -656,25 +486,12 @@ export class CapabilityManager {
     await Promise.allSettled(
       [...this.#bindings.values()].map(async (binding) => {
         try {
-          await this.#reapOrphansAtClose(binding);
+          await this.#reconciler.reapOrphansAtClose(binding);
         } finally {
           await binding.close();
         }
       }),
     );
-  }
-
-  /** Removes a binding's pending orphans, keeping every resource a lease in the store names (any owner). */
-  async #reapOrphansAtClose(binding: CapabilityBinding): Promise<void> {
-    const orphans = [...(this.#orphans.get(binding.capability) ?? [])];
-    if (orphans.length === 0 || !binding.reapUnowned) return;
-    const leases = await this.#store.listLeases({ capability: binding.capability });
-    await binding.reapUnowned({
-      keepResourceIds: leases.map((record) => record.resourceId),
-      deadOwnerIds: new Set(),
-      orphanResourceIds: orphans,
-    });
-    this.#forgetOrphans(binding, orphans);
   }
 
   /** Frees the leases `predicate` picks: their resources and their records (see {@link releaseLease}). */
@@ -708,19 +525,5 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
       resolve();
     }, ms);
     signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-/** Resolves once `promise` settles (either way), or rejects with `signal`'s reason if it aborts first. */
-function settledOrAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    const settle = () => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    };
-    promise.then(settle, settle);
   });
 }

@@ -34,6 +34,9 @@ export interface LeaseTableOptions {
   ownerId: string;
 }
 
+/** The idle TTL of a binding that sets none. */
+const DEFAULT_IDLE_TTL_MS = 30 * 60_000;
+
 /** How often a lease's last use is written to the store: enough for idle TTLs measured in minutes. */
 const TOUCH_EVERY_MS = 30_000;
 
@@ -63,6 +66,11 @@ export class LeaseTable {
       this.#declarations.get(capability)?.defaultLifetime ??
       "thread"
     );
+  }
+
+  /** How long a `thread`/`user` lease of `capability` may stay unused before it is released (and goes stale). */
+  idleTtlOf(capability: string): number {
+    return this.#bindings.get(capability)?.idleTtlMs ?? DEFAULT_IDLE_TTL_MS;
   }
 
   /** The lease of `capability` that `scope` uses: keyed by its run, thread, user or this process. */
