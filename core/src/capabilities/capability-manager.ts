@@ -7,6 +7,7 @@ import type {
   ProvisionedResource,
 } from "./capability-binding.ts";
 import type { Capability } from "./define-capability.ts";
+import { LeaseHandover } from "./lease-handover.ts";
 import { LeaseReconciler } from "./lease-reconciler.ts";
 import type { LeaseScope } from "./lease-scope.ts";
 import { type Lease, LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
@@ -44,18 +45,15 @@ export class CapabilityManager {
   readonly #bindings: ReadonlyMap<string, CapabilityBinding>;
   readonly #store: ThreadStore;
   readonly #owners: OwnerLiveness;
-  readonly #handoverTimeoutMs: number;
-  readonly #handoverPollMs: number;
   readonly #leases: LeaseTable;
   readonly #reconciler: LeaseReconciler;
   readonly #starter: BindingStarter;
+  readonly #handover: LeaseHandover;
 
   constructor(options: CapabilityManagerOptions) {
     this.#bindings = options.bindings;
     this.#store = options.store;
     this.#owners = options.owners;
-    this.#handoverTimeoutMs = options.handoverTimeoutMs ?? 30_000;
-    this.#handoverPollMs = options.handoverPollMs ?? 250;
     this.#leases = new LeaseTable({
       bindings: options.bindings,
       declarations: options.declarations,
@@ -72,6 +70,14 @@ export class CapabilityManager {
       owners: options.owners,
       reconciler: this.#reconciler,
       onError: options.onError ?? (() => {}),
+    });
+    this.#handover = new LeaseHandover({
+      store: options.store,
+      owners: options.owners,
+      leases: this.#leases,
+      reconciler: this.#reconciler,
+      handoverTimeoutMs: options.handoverTimeoutMs ?? 30_000,
+      handoverPollMs: options.handoverPollMs ?? 250,
     });
   }
 
@@ -279,50 +285,14 @@ export class CapabilityManager {
     await this.#starter.start(binding);
     signal.throwIfAborted();
     if (outlivesRuns(lifetime)) {
-      const recorded = await this.#takeRecorded(binding, capability, lifetime, key, signal);
+      const recorded = await this.#handover.takeRecorded(
+        binding,
+        { capability, lifetime, key, id: leaseId(capability, lifetime, key) },
+        signal,
+      );
       if (recorded) return recorded;
     }
     return this.#provision(binding, capability, lifetime, key, signal);
-  }
-
-  /**
-   * The resource a lease in the store records, made this process's: a dead owner's is claimed, a live owner is
-   * asked to hand it over (waiting up to `handoverTimeoutMs`). `undefined` when there is none to reattach.
-   */
-  async #takeRecorded(
-    binding: CapabilityBinding,
-    capability: string,
-    lifetime: CapabilityLifetime,
-    key: string,
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource | undefined> {
-    const self = this.#owners.ownerId;
-    const deadline = Date.now() + this.#handoverTimeoutMs;
-    for (;;) {
-      const [record] = await this.#store.listLeases({ capability, lifetime, key });
-      if (!record) return undefined;
-      if (record.ownerId === self) return this.#reconciler.reattach(binding, record, signal);
-      const live = await this.#owners.liveOwners();
-      if (record.ownerId === undefined || !live.has(record.ownerId)) {
-        const claimed = await this.#store.claimLease(capability, lifetime, key, {
-          from: record.ownerId,
-          to: self,
-        });
-        if (claimed) return this.#reconciler.reattach(binding, record, signal);
-        continue;
-      }
-      if (Date.now() >= deadline) {
-        throw new PaiError(
-          "CAPABILITY_BUSY",
-          `the ${capability} lease "${lifetime}:${key}" is held by another live process (${record.ownerId}) that did not hand it over within ${this.#handoverTimeoutMs} ms`,
-          {
-            details: { capability, lifetime, holder: record.ownerId, waitedMs: this.#handoverTimeoutMs },
-          },
-        );
-      }
-      await this.#store.requestLeaseHandover(capability, lifetime, key, { from: record.ownerId, to: self });
-      await delay(this.#handoverPollMs, signal);
-    }
   }
 
   async #provision(
@@ -370,59 +340,11 @@ export class CapabilityManager {
   }
 
   /**
-   * Follows the store for this process's `thread`/`user` leases (every heartbeat): hands a lease over to the
-   * live owner that asked for it once no run here uses it; lets go of a lease another process took over
-   * (this process was presumed dead); releases one whose record was deleted (the thread was ended elsewhere)
-   * and, once no run here uses it, one whose record names another resource (another process provisioned the
-   * same new thread at the same moment, and its record won).
+   * Follows the store for this process's `thread`/`user` leases (every heartbeat): hands leases over to live
+   * owners that asked, lets go of those taken over, releases those ended elsewhere (see `LeaseHandover.sync`).
    */
-  async syncLeases(live: ReadonlySet<string>): Promise<void> {
-    if (this.#leases.closed || this.#leases.size === 0) return;
-    const self = this.#owners.ownerId;
-    const records = new Map(
-      (await this.#store.listLeases()).map((record) => [
-        leaseId(record.capability, record.lifetime, record.key),
-        record,
-      ]),
-    );
-    for (const [id, lease] of this.#leases.entries()) {
-      const resource = lease.settled;
-      if (!resource || !outlivesRuns(lease.lifetime)) continue;
-      const record = records.get(id);
-      if (!record || record.ownerId !== self || record.resourceId !== resource.resourceId) {
-        // The listing may predate this lease's record (provisioned or taken over meanwhile): read it again.
-        const [current] = await this.#store.listLeases({
-          capability: lease.capability,
-          lifetime: lease.lifetime,
-          key: lease.key,
-        });
-        if (this.#leases.get(id) !== lease) continue;
-        if (!current) {
-          this.#leases.delete(id);
-          await resource.release().catch(() => undefined);
-        } else if (current.resourceId !== resource.resourceId) {
-          // Another process's record won for the same key: free this process's resource once no run uses it.
-          if (lease.users.size > 0) continue;
-          this.#leases.delete(id);
-          await resource.release().catch(() => undefined);
-        } else if (current.ownerId !== self) {
-          this.#leases.delete(id);
-          await resource.detach?.().catch(() => undefined);
-        }
-      } else if (
-        record.handoverTo !== undefined &&
-        record.handoverTo !== self &&
-        live.has(record.handoverTo) &&
-        lease.users.size === 0
-      ) {
-        this.#leases.delete(id);
-        const handedOver = await this.#store
-          .claimLease(lease.capability, lease.lifetime, lease.key, { from: self, to: record.handoverTo })
-          .catch(() => false);
-        if (handedOver) await resource.detach?.().catch(() => undefined);
-        else await this.#release(lease, resource);
-      }
-    }
+  syncLeases(live: ReadonlySet<string>): Promise<void> {
+    return this.#handover.sync(live);
   }
 
   /**
@@ -507,23 +429,4 @@ export class CapabilityManager {
   #release(lease: Lease, resource: ProvisionedResource): Promise<void> {
     return releaseLease({ store: this.#store, ownerId: this.#owners.ownerId, lease, resource });
   }
-}
-
-/** Waits `ms`, or rejects with `signal`'s reason. */
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
