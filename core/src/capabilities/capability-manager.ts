@@ -1,19 +1,16 @@
-import { PaiError } from "../errors/pai-error.ts";
 import type { CapabilityLifetime, ThreadStore } from "../threads/thread-store.ts";
 import { BindingStarter } from "./binding-starter.ts";
-import type {
-  CapabilityBinding,
-  CapabilityConnectionEvent,
-  ProvisionedResource,
-} from "./capability-binding.ts";
+import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
+import { createCapabilityFacade } from "./capability-facade.ts";
 import type { Capability } from "./define-capability.ts";
 import { LeaseHandover } from "./lease-handover.ts";
+import { LeaseProvisioner } from "./lease-provisioner.ts";
 import { LeaseReconciler } from "./lease-reconciler.ts";
 import type { LeaseScope } from "./lease-scope.ts";
-import { type Lease, LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
+import { type Lease, LeaseTable, outlivesRuns } from "./lease-table.ts";
 import type { OwnerLiveness } from "./owner-liveness.ts";
-import { markProvisionFailure } from "./provision-failure.ts";
 import { endLeases, releaseLease } from "./release-lease.ts";
+import { ResourceWaker } from "./resource-waker.ts";
 
 /** The runtime names a run's scope from here. */
 export type { LeaseScope } from "./lease-scope.ts";
@@ -40,6 +37,13 @@ export interface CapabilityManagerOptions {
  * this process as owner) in the thread store, and tears them down when their lifetime ends. Across processes:
  * it never touches a live owner's lease, takes over a dead owner's fresh `thread`/`user` leases, asks a live
  * holder to hand a lease over when a run here needs it, and has the bindings reap dead owners' resources.
+ *
+ * It composes one part per concern: {@link LeaseTable} (this process's leases, their keys and last use),
+ * {@link LeaseProvisioner} (a scope's lease, provisioned or reattached, with its status events),
+ * {@link ResourceWaker} (hibernated or stopped resources woken before a call), {@link LeaseHandover} (leases
+ * passed between live processes), {@link LeaseReconciler} (dead owners' leases taken over, their resources
+ * reaped), {@link BindingStarter} (each binding started once) and the facade tools call
+ * ({@link createCapabilityFacade}). Ending leases (run end, thread end, idle TTL, close) is its own.
  */
 export class CapabilityManager {
   readonly #bindings: ReadonlyMap<string, CapabilityBinding>;
@@ -49,276 +53,53 @@ export class CapabilityManager {
   readonly #reconciler: LeaseReconciler;
   readonly #starter: BindingStarter;
   readonly #handover: LeaseHandover;
+  readonly #waker: ResourceWaker;
 
   constructor(options: CapabilityManagerOptions) {
-    this.#bindings = options.bindings;
-    this.#store = options.store;
-    this.#owners = options.owners;
-    this.#leases = new LeaseTable({
-      bindings: options.bindings,
-      declarations: options.declarations,
-      store: options.store,
-      ownerId: options.owners.ownerId,
-    });
-    this.#reconciler = new LeaseReconciler({
-      store: options.store,
-      ownerId: options.owners.ownerId,
-      leases: this.#leases,
-    });
+    const { bindings, store, owners } = options;
+    const ownerId = owners.ownerId;
+    this.#bindings = bindings;
+    this.#store = store;
+    this.#owners = owners;
+    this.#leases = new LeaseTable({ bindings, declarations: options.declarations, store, ownerId });
+    this.#reconciler = new LeaseReconciler({ store, ownerId, leases: this.#leases });
     this.#starter = new BindingStarter({
-      bindings: options.bindings,
-      owners: options.owners,
+      bindings,
+      owners,
       reconciler: this.#reconciler,
       onError: options.onError ?? (() => {}),
     });
     this.#handover = new LeaseHandover({
-      store: options.store,
-      owners: options.owners,
+      store,
+      owners,
       leases: this.#leases,
       reconciler: this.#reconciler,
       handoverTimeoutMs: options.handoverTimeoutMs ?? 30_000,
       handoverPollMs: options.handoverPollMs ?? 250,
     });
-  }
-
-  /** The lifetime a capability's leases have: the binding's override or the declaration's default. */
-  lifetimeOf(capability: string): CapabilityLifetime {
-    return this.#leases.lifetimeOf(capability);
+    const provisioner = new LeaseProvisioner({
+      bindings,
+      store,
+      ownerId,
+      leases: this.#leases,
+      starter: this.#starter,
+      reconciler: this.#reconciler,
+      handover: this.#handover,
+    });
+    this.#waker = new ResourceWaker({ store, ownerId, leases: this.#leases, provisioner });
   }
 
   /**
-   * A facade whose methods provision the resource on first use and then call through. Reading
-   * `ctx.capabilities.x` starts nothing; the first method call does.
+   * The facade tools see at `ctx.capabilities.<capability>` in `scope`: its methods provision the resource on
+   * first use (and wake it before each call), then call through. Reading `ctx.capabilities.x` starts nothing.
    */
   facade(capability: string, scope: LeaseScope): unknown {
-    const methods = new Map<PropertyKey, unknown>();
-    let bound:
-      | { resource: ProvisionedResource; source: unknown; facade: Record<PropertyKey, unknown> }
-      | undefined;
-    /** The facade bound to this scope's signal, made once per resource (and again after it woke). */
-    const facadeOf = (resource: ProvisionedResource) => {
-      const source = resource.facade;
-      if (bound?.resource !== resource || bound.source !== source) {
-        const report = (connection: CapabilityConnectionEvent) =>
-          scope.onStatus?.({
-            capability,
-            lifetime: this.lifetimeOf(capability),
-            status: "connection",
-            resourceId: resource.resourceId,
-            connection,
-          });
-        const facade = resource.bind ? resource.bind({ signal: scope.signal, report }) : resource.facade;
-        bound = { resource, source, facade: facade as Record<PropertyKey, unknown> };
-      }
-      return bound.facade;
-    };
-    return new Proxy(
-      {},
-      {
-        get: (_target, property) => {
-          if (property === "then") return undefined;
-          let method = methods.get(property);
-          if (!method) {
-            method = async (...args: unknown[]) => {
-              const facade = facadeOf(await this.#awake(capability, scope));
-              const member = facade[property];
-              if (typeof member !== "function") return member;
-              return member.apply(facade, args);
-            };
-            methods.set(property, method);
-          }
-          return method;
-        },
-      },
-    );
-  }
-
-  /**
-   * The resource for `capability` in `scope`, running: a hibernated one is woken (reported as `woken`), one that
-   * stopped on its own is started again (reported as `restarted`), one the binding removed while hibernated is
-   * replaced by a new one.
-   */
-  async #awake(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
-    for (;;) {
-      const resource = await this.acquire(capability, scope);
-      if (!resource.hibernation) return resource;
-      const startedAt = Date.now();
-      const before = resource.resourceId;
-      let woke: Awaited<ReturnType<typeof resource.hibernation.wake>>;
-      try {
-        woke = await resource.hibernation.wake(scope.signal);
-      } catch (error) {
-        // No room to wake it, or a container that keeps stopping: the call is told why, as for a provisioning.
-        if (!scope.signal.aborted) this.#failed(capability, scope, error, startedAt, resource.resourceId);
-        throw error;
-      }
-      if (woke === "gone") {
-        await this.#dropGone(capability, scope, resource);
-        continue;
-      }
-      if (woke === "running") return resource;
-      if (woke !== "woken" && resource.resourceId !== before)
-        await this.#recordSuccessor(capability, scope, resource, before);
-      scope.onStatus?.({
-        capability,
-        lifetime: this.lifetimeOf(capability),
-        status: woke === "woken" ? "woken" : "restarted",
-        resourceId: resource.resourceId,
-        durationMs: Date.now() - startedAt,
-        ...(woke === "woken" ? {} : { reason: woke.reason }),
-      });
-      return resource;
-    }
-  }
-
-  /**
-   * Tells the scope that its resource cannot be had (provisioned, woken or started again): a `failed` status, and
-   * the error marked so that the call ends telling why (`provision-failed` with the error's code and numbers).
-   */
-  #failed(
-    capability: string,
-    scope: LeaseScope,
-    error: unknown,
-    startedAt: number,
-    resourceId?: string,
-  ): void {
-    const failure = markProvisionFailure(error, capability);
-    scope.onStatus?.({
+    return createCapabilityFacade({
       capability,
-      lifetime: this.lifetimeOf(capability),
-      status: "failed",
-      ...(resourceId !== undefined ? { resourceId } : {}),
-      durationMs: Date.now() - startedAt,
-      error: failure.message,
-      ...(failure.end.code !== undefined ? { code: failure.end.code } : {}),
-      ...(failure.end.details !== undefined ? { details: failure.end.details } : {}),
+      lifetime: this.#leases.lifetimeOf(capability),
+      scope,
+      awake: () => this.#waker.awake(capability, scope),
     });
-  }
-
-  /** Records on its lease the new resource that took over a restarted one's files (its id and meta). */
-  async #recordSuccessor(
-    capability: string,
-    scope: LeaseScope,
-    resource: ProvisionedResource,
-    replaced: string,
-  ): Promise<void> {
-    const { lifetime, key } = this.#leases.addressOf(capability, scope);
-    const [record] = await this.#store.listLeases({ capability, lifetime, key });
-    // A `run` lease has no record; a record of another resource or owner is not this lease's.
-    if (record?.resourceId !== replaced || record.ownerId !== this.#owners.ownerId) return;
-    await this.#store.putLease({
-      ...record,
-      resourceId: resource.resourceId,
-      meta: resource.meta ?? record.meta,
-      lastUsedAt: Date.now(),
-    });
-  }
-
-  /** Forgets a lease whose resource the binding removed while it hibernated (its record too). */
-  async #dropGone(capability: string, scope: LeaseScope, resource: ProvisionedResource): Promise<void> {
-    const { lifetime, key, id } = this.#leases.addressOf(capability, scope);
-    const lease = this.#leases.get(id);
-    if (lease?.settled !== resource) return; // another call replaced it already
-    this.#leases.delete(id);
-    await resource.release().catch(() => undefined);
-    await this.#store.deleteLease(capability, lifetime, key);
-  }
-
-  /** The resource for `capability` in `scope`, provisioning it if needed (concurrent callers share one). */
-  async acquire(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
-    const { lifetime, key, id } = this.#leases.addressOf(capability, scope);
-    // A reconcile taking this lease over settles first: its resource is then this process's lease.
-    await this.#reconciler.takeoversSettled(id, scope.signal);
-    if (this.#leases.closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the runtime is closed");
-    const binding = this.#bindings.get(capability);
-    if (!binding) {
-      throw new PaiError("MISSING_CAPABILITY", `no binding for capability "${capability}"`, {
-        details: { capability },
-      });
-    }
-    let lease = this.#leases.get(id);
-    if (!lease) {
-      const started = Date.now();
-      scope.onStatus?.({ capability, lifetime, status: "provisioning" });
-      const created: Lease = {
-        capability,
-        lifetime,
-        key,
-        resource: this.#obtain(binding, capability, lifetime, key, scope.signal),
-        settled: undefined,
-        lastUsedAt: Date.now(),
-        lastPersistedAt: Date.now(),
-        users: new Set(),
-      };
-      this.#leases.set(id, created);
-      created.resource.then(
-        (resource) => {
-          created.settled = resource;
-          if (created.users.size === 0 && outlivesRuns(lifetime)) resource.hibernation?.idle(); // its run ended
-          scope.onStatus?.({
-            capability,
-            lifetime,
-            status: "ready",
-            resourceId: resource.resourceId,
-            durationMs: Date.now() - started,
-          });
-        },
-        (error: unknown) => {
-          if (this.#leases.get(id) === created) this.#leases.delete(id);
-          if (!scope.signal.aborted) this.#failed(capability, scope, error, started);
-        },
-      );
-      lease = created;
-    }
-    this.#leases.use(lease, scope.runId);
-    return lease.resource;
-  }
-
-  /** A `thread`/`user` resource recorded in the store (taken over or handed over), or a new one. */
-  async #obtain(
-    binding: CapabilityBinding,
-    capability: string,
-    lifetime: CapabilityLifetime,
-    key: string,
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource> {
-    await this.#starter.start(binding);
-    signal.throwIfAborted();
-    if (outlivesRuns(lifetime)) {
-      const recorded = await this.#handover.takeRecorded(
-        binding,
-        { capability, lifetime, key, id: leaseId(capability, lifetime, key) },
-        signal,
-      );
-      if (recorded) return recorded;
-    }
-    return this.#provision(binding, capability, lifetime, key, signal);
-  }
-
-  async #provision(
-    binding: CapabilityBinding,
-    capability: string,
-    lifetime: CapabilityLifetime,
-    key: string,
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource> {
-    const resource = await binding.provision({ leaseKey: `${lifetime}:${key}`, lifetime, signal });
-    if (signal.aborted) {
-      await resource.release();
-      signal.throwIfAborted();
-    }
-    const now = Date.now();
-    await this.#store.putLease({
-      capability,
-      lifetime,
-      key,
-      resourceId: resource.resourceId,
-      meta: resource.meta ?? {},
-      createdAt: now,
-      lastUsedAt: now,
-      ownerId: this.#owners.ownerId,
-    });
-    return resource;
   }
 
   /** Prepares every binding now (warm pools, take over dead owners' leases) instead of on first use. */
