@@ -43,7 +43,9 @@ export {
   type Capability,
   type CapabilityFacades,
   type CapabilityMap,
+  type CapabilityOptions,
   defineCapability,
+  type FacadeMembers,
   type FacadeOf,
 } from "./capabilities/define-capability.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";

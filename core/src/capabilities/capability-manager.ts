@@ -47,6 +47,7 @@ export interface CapabilityManagerOptions {
  */
 export class CapabilityManager {
   readonly #bindings: ReadonlyMap<string, CapabilityBinding>;
+  readonly #declarations: ReadonlyMap<string, Capability>;
   readonly #store: ThreadStore;
   readonly #owners: OwnerLiveness;
   readonly #leases: LeaseTable;
@@ -56,12 +57,13 @@ export class CapabilityManager {
   readonly #waker: ResourceWaker;
 
   constructor(options: CapabilityManagerOptions) {
-    const { bindings, store, owners } = options;
+    const { bindings, declarations, store, owners } = options;
     const ownerId = owners.ownerId;
     this.#bindings = bindings;
+    this.#declarations = declarations;
     this.#store = store;
     this.#owners = owners;
-    this.#leases = new LeaseTable({ bindings, declarations: options.declarations, store, ownerId });
+    this.#leases = new LeaseTable({ bindings, declarations, store, ownerId });
     this.#reconciler = new LeaseReconciler({ store, ownerId, leases: this.#leases });
     this.#starter = new BindingStarter({
       bindings,
@@ -90,13 +92,15 @@ export class CapabilityManager {
   }
 
   /**
-   * The facade tools see at `ctx.capabilities.<capability>` in `scope`: its methods provision the resource on
-   * first use (and wake it before each call), then call through. Reading `ctx.capabilities.x` starts nothing.
+   * The facade tools see at `ctx.capabilities.<capability>` in `scope`: the members its declaration names, which
+   * provision the resource on first use (and wake it before each call), then call through. Reading
+   * `ctx.capabilities.x` starts nothing; any other name is `undefined` and starts nothing either.
    */
   facade(capability: string, scope: LeaseScope): unknown {
     return createCapabilityFacade({
       capability,
       lifetime: this.#leases.lifetimeOf(capability),
+      members: this.#declarations.get(capability)?.members ?? [],
       scope,
       awake: () => this.#waker.awake(capability, scope),
     });
