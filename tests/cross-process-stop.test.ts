@@ -27,7 +27,11 @@ import { readChunks } from "./fixtures/read-chunks.ts";
 import { createTestSchema } from "./fixtures/test-postgres.ts";
 
 /** A `run`-lifetime resource whose provisioning and release each runtime logs (a sandbox's stand-in). */
-const scratch = defineCapability<"scratch", Scratch>({ name: "scratch", defaultLifetime: "run" });
+const scratch = defineCapability<"scratch", Scratch>({
+  name: "scratch",
+  defaultLifetime: "run",
+  members: { id: true },
+});
 
 interface Scratch {
   id(): Promise<string>;

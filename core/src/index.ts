@@ -38,12 +38,14 @@ export type {
   ResourceHibernation,
   ResourceRestart,
 } from "./capabilities/capability-binding.ts";
-export type { CapabilityStatusEvent } from "./capabilities/capability-manager.ts";
+export type { CapabilityStatusEvent } from "./capabilities/capability-status-event.ts";
 export {
   type Capability,
   type CapabilityFacades,
   type CapabilityMap,
+  type CapabilityOptions,
   defineCapability,
+  type FacadeMembers,
   type FacadeOf,
 } from "./capabilities/define-capability.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";

@@ -269,6 +269,20 @@ describe.skipIf(dockerOptedOut)("sandbox lifetimes through createAgentRuntime", 
   });
 });
 
+/** A tool with a typo: `runComand` is no member of the sandbox facade (a tool written in JavaScript could do it). */
+const misspelled = defineTool({
+  id: "misspelled",
+  description: "Calls a sandbox member that does not exist",
+  inputSchema: z.object({ command: z.string() }),
+  capabilities: { sandbox },
+  execute: (ctx) => {
+    const box = ctx.capabilities.sandbox as unknown as {
+      runComand(options: { command: string }): Promise<unknown>;
+    };
+    return box.runComand({ command: ctx.input.command });
+  },
+});
+
 describe.skipIf(dockerOptedOut)("sandbox teardown through createAgentRuntime", () => {
   it("leaves no container behind when a run is cancelled while its sandbox is being provisioned", async () => {
     const poolId = uniquePoolId("cancel");
@@ -299,6 +313,50 @@ describe.skipIf(dockerOptedOut)("sandbox teardown through createAgentRuntime", (
       await waitFor(() => binding.metrics()?.size === 0, "the pool to hold nothing");
       expect(await poolContainers(poolId)).toEqual([]);
       expect(binding.metrics()).toMatchObject({ borrowed: 0, createFailures: 0 });
+    } finally {
+      await binding.close();
+      await removePoolContainers(poolId);
+    }
+  });
+
+  it("creates no container for a member the sandbox does not have: box.runComand() is a TypeError at once", async () => {
+    const poolId = uniquePoolId("typo");
+    // min 0: nothing is warm, so any provisioning would have to create a container
+    const binding = dockerSandbox({ image: sandboxImage, poolId, pool: { min: 0, max: 2 } });
+    try {
+      await binding.start?.();
+      let provisions = 0;
+      const errors: unknown[] = [];
+      await using runtime = createAgentRuntime({
+        pai: createPai({
+          agents: {
+            coder: defineAgent({
+              tools: { misspelled },
+              onRuntimeError: (error) => {
+                errors.push(error);
+              },
+            }),
+          },
+        }),
+        store: createMemoryThreadStore(),
+        model: createScriptedModel({
+          steps: [{ toolCalls: [{ toolName: "misspelled", input: { command: "echo hi" } }] }],
+          fallback: { text: "done" },
+        }),
+        capabilities: { sandbox: shared(binding, { onProvision: () => provisions++ }) },
+      });
+      const result = await (await runtime.run({ agentId: "coder", identity, message: "go" })).done;
+      expect(result.status).toBe("completed");
+      const parts = result.messages.flatMap((message) => message.parts);
+      expect(parts.find((part) => part.type === "tool-misspelled")).toMatchObject({ state: "output-error" });
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toBeInstanceOf(TypeError);
+      expect(String(errors[0])).toContain("runComand");
+      expect(provisions).toBe(0);
+      expect(runtime.leases()).toEqual([]);
+      expect(parts.filter((part) => part.type === "data-pai-capability")).toEqual([]);
+      expect(binding.metrics()).toMatchObject({ size: 0, borrowed: 0, creating: 0 });
+      expect(await poolContainers(poolId)).toEqual([]);
     } finally {
       await binding.close();
       await removePoolContainers(poolId);

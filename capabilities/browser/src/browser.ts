@@ -23,4 +23,16 @@ export const browser = defineCapability<"browser", BrowserFacade>({
   defaultLifetime: "user",
   description:
     "A headless Chromium (one page) per user: open URLs, read text and links, fill forms, click, take screenshots.",
+  members: {
+    goto: true,
+    text: true,
+    html: true,
+    click: true,
+    fill: true,
+    press: true,
+    screenshot: true,
+    evaluate: true,
+    links: true,
+    info: true,
+  },
 });

@@ -20,4 +20,17 @@ export const sandbox = defineCapability<"sandbox", SandboxFacade>({
   defaultLifetime: "thread",
   description:
     "A Linux container with bash, coreutils, python3, node and git; files live in /workspace; no network.",
+  members: {
+    runCommand: true,
+    spawn: true,
+    writeFiles: true,
+    readFile: true,
+    readTextFile: true,
+    listFiles: true,
+    stat: true,
+    removeFile: true,
+    uploadDirectory: true,
+    downloadDirectory: true,
+    info: true,
+  },
 });

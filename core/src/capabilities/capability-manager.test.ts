@@ -20,7 +20,11 @@ interface Counter {
   next(): Promise<number>;
 }
 
-const counter = defineCapability<"counter", Counter>({ name: "counter", defaultLifetime: "thread" });
+const counter = defineCapability<"counter", Counter>({
+  name: "counter",
+  defaultLifetime: "thread",
+  members: { next: true },
+});
 
 /** A fake engine shared by the bindings of several runtimes: resource id → its `pai.owner` label and counter. */
 type FakeEngine = Map<string, { owner: string | undefined; value: number }>;
@@ -1103,5 +1107,73 @@ describe("hibernating resources", () => {
       resourceId: "c2",
       code: "CONTAINER_LOST",
     });
+  });
+});
+
+describe("declared members", () => {
+  it("answers a member the capability does not declare with undefined at once: calling it is a TypeError, and nothing is provisioned", async () => {
+    const fake = fakeBinding();
+    const seen: Record<string, unknown> = {};
+    const typo = defineTool({
+      id: "typo",
+      description: "Calls a misspelled counter member",
+      inputSchema: z.object({}),
+      capabilities: { counter },
+      execute: async (ctx) => {
+        const box = ctx.capabilities.counter as unknown as Record<string, unknown>;
+        seen.member = box.nxet;
+        seen.inBox = "nxet" in box;
+        seen.keys = Object.keys(box);
+        seen.thenable = (await box) === box; // awaiting the facade itself starts nothing either
+        seen.provisionedBefore = [...fake.provisioned];
+        return (box.nxet as () => Promise<number>)();
+      },
+    });
+    const errors: unknown[] = [];
+    await using runtime = createAgentRuntime({
+      pai: createPai({
+        agents: {
+          a: defineAgent({
+            tools: { typo },
+            onRuntimeError: (error) => {
+              errors.push(error);
+            },
+          }),
+        },
+      }),
+      store: createMemoryThreadStore(),
+      model: createScriptedModel({
+        steps: [{ toolCalls: [{ toolName: "typo", input: {} }] }],
+        fallback: { text: "ok" },
+      }),
+      capabilities: { counter: fake.binding },
+    });
+    const result = await (await runtime.run({ agentId: "a", message: "x" })).done;
+    expect(result.status).toBe("completed");
+    expect(seen).toEqual({
+      member: undefined,
+      inBox: false,
+      keys: ["next"],
+      thenable: true,
+      provisionedBefore: [],
+    });
+    const parts = result.messages.flatMap((message) => message.parts);
+    expect(parts.find((part) => part.type === "tool-typo")).toMatchObject({ state: "output-error" });
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toBeInstanceOf(TypeError);
+    expect(fake.provisioned).toEqual([]);
+    expect(fake.live.size).toBe(0);
+    expect(runtime.leases()).toEqual([]);
+    expect(await runtime.store.listLeases({ capability: "counter" })).toEqual([]);
+    expect(parts.filter((part) => part.type === "data-pai-capability")).toEqual([]);
+  });
+
+  it("provisions for a declared member and calls through to the resource's facade", async () => {
+    const { runtime, provisioned } = setup([{ toolCalls: [{ toolName: "count", input: {} }] }]);
+    const result = await (await runtime.run({ agentId: "a", identity: { userId: "u" }, message: "x" })).done;
+    const part = result.messages.flatMap((message) => message.parts).find((p) => p.type === "tool-count");
+    expect(part).toMatchObject({ state: "output-available", output: { value: 1 } });
+    expect(provisioned).toHaveLength(1);
+    await runtime.close();
   });
 });

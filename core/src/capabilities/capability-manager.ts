@@ -1,80 +1,18 @@
-import { PaiError } from "../errors/pai-error.ts";
-import type { CapabilityLifetime, LeaseRecord, ThreadStore } from "../threads/thread-store.ts";
-import type {
-  CapabilityBinding,
-  CapabilityConnectionEvent,
-  ProvisionedResource,
-} from "./capability-binding.ts";
+import type { CapabilityLifetime, ThreadStore } from "../threads/thread-store.ts";
+import { BindingStarter } from "./binding-starter.ts";
+import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
+import { createCapabilityFacade } from "./capability-facade.ts";
 import type { Capability } from "./define-capability.ts";
-import { markProvisionFailure } from "./provision-failure.ts";
+import { LeaseHandover } from "./lease-handover.ts";
+import { LeaseProvisioner } from "./lease-provisioner.ts";
+import { LeaseReconciler } from "./lease-reconciler.ts";
+import type { LeaseScope } from "./lease-scope.ts";
+import { type Lease, LeaseTable, outlivesRuns } from "./lease-table.ts";
+import type { OwnerLiveness } from "./owner-liveness.ts";
+import { endLeases, releaseLease } from "./release-lease.ts";
+import { ResourceWaker } from "./resource-waker.ts";
 
-/** Who is asking: the ids a lease key is chosen from. */
-export interface LeaseScope {
-  runId: string;
-  threadId: string;
-  identityKey: string;
-  signal: AbortSignal;
-  /** Told when this scope starts provisioning a resource and when it is ready (or failed). */
-  onStatus?: (event: CapabilityStatusEvent) => void;
-}
-
-/**
- * Provisioning progress of one lease, its wake from hibernation, and the network connections its resource made
- * during the run, as the run streams them (`data-pai-capability` parts).
- */
-export interface CapabilityStatusEvent {
-  capability: string;
-  lifetime: CapabilityLifetime;
-  /**
-   * `woken`: the resource had hibernated while idle and was started again for this call (`durationMs` the wait);
-   * its files are as they were, processes started before are gone. `restarted`: it had stopped outside PAI's wish
-   * (`reason` says how) and was started again for this call, its files kept and its processes gone (or a new
-   * resource took its files over). The model sees both from the next turn on.
-   */
-  status: "provisioning" | "ready" | "failed" | "connection" | "woken" | "restarted";
-  resourceId?: string;
-  durationMs?: number;
-  /** Why it failed, safe to show (the code and the numbers, e.g. the pool's for `POOL_EXHAUSTED`). */
-  error?: string;
-  /** With `status: "restarted"`: why the resource had stopped, and how it came back. */
-  reason?: string;
-  /** The failure's error code, e.g. `POOL_EXHAUSTED`. */
-  code?: string;
-  /** The failure's numbers, e.g. `{ max, borrowed, pending, waitedMs }`. */
-  details?: Record<string, unknown>;
-  /** With `status: "connection"`: the connection. */
-  connection?: CapabilityConnectionEvent;
-}
-
-/** The process's identity and which owners are alive (see `createOwnerRegistry`). */
-export interface OwnerLiveness {
-  readonly ownerId: string;
-  /** Owners whose heartbeat is fresh, this process included. */
-  liveOwners(): Promise<ReadonlySet<string>>;
-  /** Owners recorded in the store whose heartbeat is stale (never this process). */
-  deadOwners(): Promise<ReadonlySet<string>>;
-}
-
-interface Lease {
-  capability: string;
-  lifetime: CapabilityLifetime;
-  key: string;
-  resource: Promise<ProvisionedResource>;
-  settled: ProvisionedResource | undefined;
-  lastUsedAt: number;
-  /** When `lastUsedAt` was last written to the store (touches are throttled). */
-  lastPersistedAt: number;
-  /** Runs of this process using it: a lease in use is not handed over. */
-  users: Set<string>;
-}
-
-/** How often a lease's last use is written to the store: enough for idle TTLs measured in minutes. */
-const TOUCH_EVERY_MS = 30_000;
-
-const DEFAULT_IDLE_TTL_MS = 30 * 60_000;
-
-/** How long a reattach after a restart or a takeover may take. */
-const REATTACH_TIMEOUT_MS = 30_000;
+/** The runtime names a run's scope from here. */
 
 /** Options of {@link CapabilityManager}. */
 export interface CapabilityManagerOptions {
@@ -98,492 +36,78 @@ export interface CapabilityManagerOptions {
  * this process as owner) in the thread store, and tears them down when their lifetime ends. Across processes:
  * it never touches a live owner's lease, takes over a dead owner's fresh `thread`/`user` leases, asks a live
  * holder to hand a lease over when a run here needs it, and has the bindings reap dead owners' resources.
+ *
+ * It composes one part per concern: {@link LeaseTable} (this process's leases, their keys and last use),
+ * {@link LeaseProvisioner} (a scope's lease, provisioned or reattached, with its status events),
+ * {@link ResourceWaker} (hibernated or stopped resources woken before a call), {@link LeaseHandover} (leases
+ * passed between live processes), {@link LeaseReconciler} (dead owners' leases taken over, their resources
+ * reaped), {@link BindingStarter} (each binding started once) and the facade tools call
+ * ({@link createCapabilityFacade}). Ending leases (run end, thread end, idle TTL, close) is its own.
  */
 export class CapabilityManager {
   readonly #bindings: ReadonlyMap<string, CapabilityBinding>;
   readonly #declarations: ReadonlyMap<string, Capability>;
   readonly #store: ThreadStore;
   readonly #owners: OwnerLiveness;
-  readonly #handoverTimeoutMs: number;
-  readonly #handoverPollMs: number;
-  readonly #onError: (error: unknown) => void;
-  readonly #leases = new Map<string, Lease>();
-  readonly #started = new Map<string, Promise<void>>();
-  /** Leases a reconcile is taking over from a dead owner, by lease id: a run needing one waits for it. */
-  readonly #takeovers = new Map<string, Promise<unknown>>();
-  /**
-   * Resources of leases this process ended without reattaching them, by capability: the binding removes them at
-   * its next reconcile (or at close), whatever owner they are labelled with.
-   */
-  readonly #orphans = new Map<string, Set<string>>();
-  /** Bindings whose start finished: the periodic reconcile covers these. */
-  readonly #ready = new Set<CapabilityBinding>();
-  #closed = false;
+  readonly #leases: LeaseTable;
+  readonly #reconciler: LeaseReconciler;
+  readonly #starter: BindingStarter;
+  readonly #handover: LeaseHandover;
+  readonly #waker: ResourceWaker;
 
   constructor(options: CapabilityManagerOptions) {
-    this.#bindings = options.bindings;
-    this.#declarations = options.declarations;
-    this.#store = options.store;
-    this.#owners = options.owners;
-    this.#handoverTimeoutMs = options.handoverTimeoutMs ?? 30_000;
-    this.#handoverPollMs = options.handoverPollMs ?? 250;
-    this.#onError = options.onError ?? (() => {});
-  }
-
-  /** The lifetime a capability's leases have: the binding's override or the declaration's default. */
-  lifetimeOf(capability: string): CapabilityLifetime {
-    return (
-      this.#bindings.get(capability)?.lifetime ??
-      this.#declarations.get(capability)?.defaultLifetime ??
-      "thread"
-    );
+    const { bindings, declarations, store, owners } = options;
+    const ownerId = owners.ownerId;
+    this.#bindings = bindings;
+    this.#declarations = declarations;
+    this.#store = store;
+    this.#owners = owners;
+    this.#leases = new LeaseTable({ bindings, declarations, store, ownerId });
+    this.#reconciler = new LeaseReconciler({ store, ownerId, leases: this.#leases });
+    this.#starter = new BindingStarter({
+      bindings,
+      owners,
+      reconciler: this.#reconciler,
+      onError: options.onError ?? (() => {}),
+    });
+    this.#handover = new LeaseHandover({
+      store,
+      owners,
+      leases: this.#leases,
+      reconciler: this.#reconciler,
+      handoverTimeoutMs: options.handoverTimeoutMs ?? 30_000,
+      handoverPollMs: options.handoverPollMs ?? 250,
+    });
+    const provisioner = new LeaseProvisioner({
+      bindings,
+      store,
+      ownerId,
+      leases: this.#leases,
+      starter: this.#starter,
+      reconciler: this.#reconciler,
+      handover: this.#handover,
+    });
+    this.#waker = new ResourceWaker({ store, ownerId, leases: this.#leases, provisioner });
   }
 
   /**
-   * A facade whose methods provision the resource on first use and then call through. Reading
-   * `ctx.capabilities.x` starts nothing; the first method call does.
+   * The facade tools see at `ctx.capabilities.<capability>` in `scope`: the members its declaration names, which
+   * provision the resource on first use (and wake it before each call), then call through. Reading
+   * `ctx.capabilities.x` starts nothing; any other name is `undefined` and starts nothing either.
    */
   facade(capability: string, scope: LeaseScope): unknown {
-    const methods = new Map<PropertyKey, unknown>();
-    let bound:
-      | { resource: ProvisionedResource; source: unknown; facade: Record<PropertyKey, unknown> }
-      | undefined;
-    /** The facade bound to this scope's signal, made once per resource (and again after it woke). */
-    const facadeOf = (resource: ProvisionedResource) => {
-      const source = resource.facade;
-      if (bound?.resource !== resource || bound.source !== source) {
-        const report = (connection: CapabilityConnectionEvent) =>
-          scope.onStatus?.({
-            capability,
-            lifetime: this.lifetimeOf(capability),
-            status: "connection",
-            resourceId: resource.resourceId,
-            connection,
-          });
-        const facade = resource.bind ? resource.bind({ signal: scope.signal, report }) : resource.facade;
-        bound = { resource, source, facade: facade as Record<PropertyKey, unknown> };
-      }
-      return bound.facade;
-    };
-    return new Proxy(
-      {},
-      {
-        get: (_target, property) => {
-          if (property === "then") return undefined;
-          let method = methods.get(property);
-          if (!method) {
-            method = async (...args: unknown[]) => {
-              const facade = facadeOf(await this.#awake(capability, scope));
-              const member = facade[property];
-              if (typeof member !== "function") return member;
-              return member.apply(facade, args);
-            };
-            methods.set(property, method);
-          }
-          return method;
-        },
-      },
-    );
-  }
-
-  /**
-   * The resource for `capability` in `scope`, running: a hibernated one is woken (reported as `woken`), one that
-   * stopped on its own is started again (reported as `restarted`), one the binding removed while hibernated is
-   * replaced by a new one.
-   */
-  async #awake(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
-    for (;;) {
-      const resource = await this.acquire(capability, scope);
-      if (!resource.hibernation) return resource;
-      const startedAt = Date.now();
-      const before = resource.resourceId;
-      let woke: Awaited<ReturnType<typeof resource.hibernation.wake>>;
-      try {
-        woke = await resource.hibernation.wake(scope.signal);
-      } catch (error) {
-        // No room to wake it, or a container that keeps stopping: the call is told why, as for a provisioning.
-        if (!scope.signal.aborted) this.#failed(capability, scope, error, startedAt, resource.resourceId);
-        throw error;
-      }
-      if (woke === "gone") {
-        await this.#dropGone(capability, scope, resource);
-        continue;
-      }
-      if (woke === "running") return resource;
-      if (woke !== "woken" && resource.resourceId !== before)
-        await this.#recordSuccessor(capability, scope, resource, before);
-      scope.onStatus?.({
-        capability,
-        lifetime: this.lifetimeOf(capability),
-        status: woke === "woken" ? "woken" : "restarted",
-        resourceId: resource.resourceId,
-        durationMs: Date.now() - startedAt,
-        ...(woke === "woken" ? {} : { reason: woke.reason }),
-      });
-      return resource;
-    }
-  }
-
-  /**
-   * Tells the scope that its resource cannot be had (provisioned, woken or started again): a `failed` status, and
-   * the error marked so that the call ends telling why (`provision-failed` with the error's code and numbers).
-   */
-  #failed(
-    capability: string,
-    scope: LeaseScope,
-    error: unknown,
-    startedAt: number,
-    resourceId?: string,
-  ): void {
-    const failure = markProvisionFailure(error, capability);
-    scope.onStatus?.({
+    return createCapabilityFacade({
       capability,
-      lifetime: this.lifetimeOf(capability),
-      status: "failed",
-      ...(resourceId !== undefined ? { resourceId } : {}),
-      durationMs: Date.now() - startedAt,
-      error: failure.message,
-      ...(failure.end.code !== undefined ? { code: failure.end.code } : {}),
-      ...(failure.end.details !== undefined ? { details: failure.end.details } : {}),
+      lifetime: this.#leases.lifetimeOf(capability),
+      members: this.#declarations.get(capability)?.members ?? [],
+      scope,
+      awake: () => this.#waker.awake(capability, scope),
     });
-  }
-
-  /** Records on its lease the new resource that took over a restarted one's files (its id and meta). */
-  async #recordSuccessor(
-    capability: string,
-    scope: LeaseScope,
-    resource: ProvisionedResource,
-    replaced: string,
-  ): Promise<void> {
-    const lifetime = this.lifetimeOf(capability);
-    const key = this.#leaseKeyFor(lifetime, scope);
-    const [record] = await this.#store.listLeases({ capability, lifetime, key });
-    // A `run` lease has no record; a record of another resource or owner is not this lease's.
-    if (record?.resourceId !== replaced || record.ownerId !== this.#owners.ownerId) return;
-    await this.#store.putLease({
-      ...record,
-      resourceId: resource.resourceId,
-      meta: resource.meta ?? record.meta,
-      lastUsedAt: Date.now(),
-    });
-  }
-
-  /** Forgets a lease whose resource the binding removed while it hibernated (its record too). */
-  async #dropGone(capability: string, scope: LeaseScope, resource: ProvisionedResource): Promise<void> {
-    const lifetime = this.lifetimeOf(capability);
-    const key = this.#leaseKeyFor(lifetime, scope);
-    const id = leaseId(capability, lifetime, key);
-    const lease = this.#leases.get(id);
-    if (lease?.settled !== resource) return; // another call replaced it already
-    this.#leases.delete(id);
-    await resource.release().catch(() => undefined);
-    await this.#store.deleteLease(capability, lifetime, key);
-  }
-
-  /** The resource for `capability` in `scope`, provisioning it if needed (concurrent callers share one). */
-  async acquire(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
-    const lifetime = this.lifetimeOf(capability);
-    const key = this.#leaseKeyFor(lifetime, scope);
-    const id = leaseId(capability, lifetime, key);
-    // A reconcile taking this lease over settles first: its resource is then this process's lease.
-    for (let takeover = this.#takeovers.get(id); takeover; takeover = this.#takeovers.get(id))
-      await settledOrAborted(takeover, scope.signal);
-    if (this.#closed) throw new PaiError("CAPABILITY_UNAVAILABLE", "the runtime is closed");
-    const binding = this.#bindings.get(capability);
-    if (!binding) {
-      throw new PaiError("MISSING_CAPABILITY", `no binding for capability "${capability}"`, {
-        details: { capability },
-      });
-    }
-    let lease = this.#leases.get(id);
-    if (!lease) {
-      const started = Date.now();
-      scope.onStatus?.({ capability, lifetime, status: "provisioning" });
-      const created: Lease = {
-        capability,
-        lifetime,
-        key,
-        resource: this.#obtain(binding, capability, lifetime, key, scope.signal),
-        settled: undefined,
-        lastUsedAt: Date.now(),
-        lastPersistedAt: Date.now(),
-        users: new Set(),
-      };
-      this.#leases.set(id, created);
-      created.resource.then(
-        (resource) => {
-          created.settled = resource;
-          if (created.users.size === 0 && hibernates(lifetime)) resource.hibernation?.idle(); // its run ended
-          scope.onStatus?.({
-            capability,
-            lifetime,
-            status: "ready",
-            resourceId: resource.resourceId,
-            durationMs: Date.now() - started,
-          });
-        },
-        (error: unknown) => {
-          if (this.#leases.get(id) === created) this.#leases.delete(id);
-          if (!scope.signal.aborted) this.#failed(capability, scope, error, started);
-        },
-      );
-      lease = created;
-    }
-    lease.users.add(scope.runId);
-    const now = Date.now();
-    lease.lastUsedAt = now;
-    if (lease.settled && now - lease.lastPersistedAt >= TOUCH_EVERY_MS) {
-      lease.lastPersistedAt = now;
-      void this.#store.touchLease(capability, lifetime, key, now).catch(() => undefined);
-    }
-    return lease.resource;
-  }
-
-  /** A `thread`/`user` resource recorded in the store (taken over or handed over), or a new one. */
-  async #obtain(
-    binding: CapabilityBinding,
-    capability: string,
-    lifetime: CapabilityLifetime,
-    key: string,
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource> {
-    await this.#start(binding);
-    signal.throwIfAborted();
-    if (lifetime === "thread" || lifetime === "user") {
-      const recorded = await this.#takeRecorded(binding, capability, lifetime, key, signal);
-      if (recorded) return recorded;
-    }
-    return this.#provision(binding, capability, lifetime, key, signal);
-  }
-
-  /**
-   * The resource a lease in the store records, made this process's: a dead owner's is claimed, a live owner is
-   * asked to hand it over (waiting up to `handoverTimeoutMs`). `undefined` when there is none to reattach.
-   */
-  async #takeRecorded(
-    binding: CapabilityBinding,
-    capability: string,
-    lifetime: CapabilityLifetime,
-    key: string,
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource | undefined> {
-    const self = this.#owners.ownerId;
-    const deadline = Date.now() + this.#handoverTimeoutMs;
-    for (;;) {
-      const [record] = await this.#store.listLeases({ capability, lifetime, key });
-      if (!record) return undefined;
-      if (record.ownerId === self) return this.#reattach(binding, record, signal);
-      const live = await this.#owners.liveOwners();
-      if (record.ownerId === undefined || !live.has(record.ownerId)) {
-        const claimed = await this.#store.claimLease(capability, lifetime, key, {
-          from: record.ownerId,
-          to: self,
-        });
-        if (claimed) return this.#reattach(binding, record, signal);
-        continue;
-      }
-      if (Date.now() >= deadline) {
-        throw new PaiError(
-          "CAPABILITY_BUSY",
-          `the ${capability} lease "${lifetime}:${key}" is held by another live process (${record.ownerId}) that did not hand it over within ${this.#handoverTimeoutMs} ms`,
-          {
-            details: { capability, lifetime, holder: record.ownerId, waitedMs: this.#handoverTimeoutMs },
-          },
-        );
-      }
-      await this.#store.requestLeaseHandover(capability, lifetime, key, { from: record.ownerId, to: self });
-      await delay(this.#handoverPollMs, signal);
-    }
-  }
-
-  /**
-   * Reattaches the resource of a lease this process now owns. A stale lease, or one whose resource is gone,
-   * is deleted (its resource, if any, is removed at the binding's next reconcile) and `undefined` returned.
-   */
-  async #reattach(
-    binding: CapabilityBinding,
-    record: LeaseRecord,
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource | undefined> {
-    const ttl = binding.idleTtlMs ?? DEFAULT_IDLE_TTL_MS;
-    const fresh = Date.now() - record.lastUsedAt < ttl;
-    const reattached = fresh
-      ? await binding
-          .reattach?.(record, AbortSignal.any([signal, AbortSignal.timeout(REATTACH_TIMEOUT_MS)]))
-          .catch(() => undefined)
-      : undefined;
-    if (!reattached) {
-      await this.#store.deleteLease(record.capability, record.lifetime, record.key);
-      this.#orphan(binding, record.resourceId);
-      return undefined;
-    }
-    if (reattached.resourceId !== record.resourceId) {
-      await this.#store.putLease({
-        ...record,
-        resourceId: reattached.resourceId,
-        ownerId: this.#owners.ownerId,
-      });
-    }
-    return reattached;
-  }
-
-  async #provision(
-    binding: CapabilityBinding,
-    capability: string,
-    lifetime: CapabilityLifetime,
-    key: string,
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource> {
-    const resource = await binding.provision({ leaseKey: `${lifetime}:${key}`, lifetime, signal });
-    if (signal.aborted) {
-      await resource.release();
-      signal.throwIfAborted();
-    }
-    const now = Date.now();
-    await this.#store.putLease({
-      capability,
-      lifetime,
-      key,
-      resourceId: resource.resourceId,
-      meta: resource.meta ?? {},
-      createdAt: now,
-      lastUsedAt: now,
-      ownerId: this.#owners.ownerId,
-    });
-    return resource;
-  }
-
-  /**
-   * Starts a binding once: warms it (with this process's owner id), then reconciles its recorded leases (a failure
-   * there goes to `onError`: the periodic reconcile tries again).
-   */
-  #start(binding: CapabilityBinding): Promise<void> {
-    let started = this.#started.get(binding.capability);
-    if (!started) {
-      started = (async () => {
-        await binding.start?.({ ownerId: this.#owners.ownerId });
-        await this.#reconcileBinding(
-          binding,
-          await this.#owners.liveOwners(),
-          await this.#owners.deadOwners(),
-        ).catch(this.#onError);
-        this.#ready.add(binding);
-      })();
-      this.#started.set(binding.capability, started);
-      started.catch(() => this.#started.delete(binding.capability));
-    }
-    return started;
-  }
-
-  /**
-   * Takes over or frees the leases of owners that are not `live`, then has the binding reap what no live
-   * lease names of the `dead` owners (and of the owners of leases found dead). A dead owner's fresh
-   * `thread`/`user` lease is claimed (one process wins) and reattached, so the user's files survive; its other
-   * leases, and those that fail to reattach, are deleted.
-   */
-  async #reconcileBinding(
-    binding: CapabilityBinding,
-    live: ReadonlySet<string>,
-    deadOwners: ReadonlySet<string>,
-  ): Promise<void> {
-    const self = this.#owners.ownerId;
-    const keep = new Set<string>();
-    const dead = new Set(deadOwners);
-    for (const record of await this.#store.listLeases({ capability: binding.capability })) {
-      const id = leaseId(record.capability, record.lifetime, record.key);
-      // A lease this process holds, is obtaining or is taking over right now.
-      if (this.#leases.has(id) || this.#takeovers.has(id)) {
-        keep.add(record.resourceId);
-        continue;
-      }
-      const mine = record.ownerId === self;
-      if (!mine && record.ownerId !== undefined && live.has(record.ownerId)) {
-        keep.add(record.resourceId);
-        continue;
-      }
-      if (!mine && record.ownerId !== undefined) dead.add(record.ownerId);
-      const takeover = this.#takeOver(binding, record, id, mine);
-      this.#takeovers.set(id, takeover);
-      try {
-        const kept = await takeover;
-        if (kept !== undefined) keep.add(kept);
-      } finally {
-        this.#takeovers.delete(id);
-      }
-    }
-    const orphans = [...(this.#orphans.get(binding.capability) ?? [])];
-    await binding.reapUnowned?.({
-      keepResourceIds: [...keep],
-      deadOwnerIds: dead,
-      ...(orphans.length > 0 ? { orphanResourceIds: orphans } : {}),
-    });
-    this.#forgetOrphans(binding, orphans);
-  }
-
-  /**
-   * Makes a lease in the store that no live process holds this process's: claims it (unless `mine`), then
-   * reattaches a `thread`/`user` lease's resource and holds it; other leases, and those that fail to reattach,
-   * are deleted and their resources left to the reaper.
-   * @returns the resource id to keep: the reattached one, or the record's when another process claimed it first.
-   */
-  async #takeOver(
-    binding: CapabilityBinding,
-    record: LeaseRecord,
-    id: string,
-    mine: boolean,
-  ): Promise<string | undefined> {
-    if (!mine) {
-      const claimed = await this.#store.claimLease(record.capability, record.lifetime, record.key, {
-        from: record.ownerId,
-        to: this.#owners.ownerId,
-      });
-      if (!claimed) return record.resourceId; // another live process took it meanwhile
-    }
-    if (record.lifetime !== "thread" && record.lifetime !== "user") {
-      await this.#store.deleteLease(record.capability, record.lifetime, record.key);
-      this.#orphan(binding, record.resourceId);
-      return undefined;
-    }
-    const reattached = await this.#reattach(binding, record, AbortSignal.timeout(REATTACH_TIMEOUT_MS));
-    if (!reattached) return undefined;
-    const lease: Lease = {
-      capability: record.capability,
-      lifetime: record.lifetime,
-      key: record.key,
-      resource: Promise.resolve(reattached),
-      settled: reattached,
-      lastUsedAt: record.lastUsedAt,
-      lastPersistedAt: record.lastUsedAt,
-      users: new Set(),
-    };
-    // Closed meanwhile (a binding's first reconcile runs beside close): nothing is left to hold it.
-    if (this.#closed) {
-      await this.#release(lease, reattached);
-      return undefined;
-    }
-    reattached.hibernation?.idle(); // no run uses it yet
-    this.#leases.set(id, lease);
-    return reattached.resourceId;
-  }
-
-  #orphan(binding: CapabilityBinding, resourceId: string): void {
-    let orphans = this.#orphans.get(binding.capability);
-    if (!orphans) {
-      orphans = new Set();
-      this.#orphans.set(binding.capability, orphans);
-    }
-    orphans.add(resourceId);
-  }
-
-  #forgetOrphans(binding: CapabilityBinding, reaped: readonly string[]): void {
-    const orphans = this.#orphans.get(binding.capability);
-    for (const resourceId of reaped) orphans?.delete(resourceId);
-    if (orphans?.size === 0) this.#orphans.delete(binding.capability);
   }
 
   /** Prepares every binding now (warm pools, take over dead owners' leases) instead of on first use. */
-  async startAll(): Promise<void> {
-    await Promise.all([...this.#bindings.values()].map((binding) => this.#start(binding)));
+  startAll(): Promise<void> {
+    return this.#starter.startAll();
   }
 
   /**
@@ -595,70 +119,16 @@ export class CapabilityManager {
    * @throws AggregateError of the bindings that failed (the others were still reconciled)
    */
   async reconcile(live: ReadonlySet<string>, dead: ReadonlySet<string>): Promise<boolean> {
-    if (this.#closed) return false;
-    const ready = [...this.#ready];
-    const errors: unknown[] = [];
-    for (const binding of ready) {
-      await this.#reconcileBinding(binding, live, dead).catch((error: unknown) => errors.push(error));
-    }
-    if (errors.length > 0) throw new AggregateError(errors, "reconciling capability bindings failed");
-    return ready.length > 0 && ready.length === this.#bindings.size;
+    if (this.#leases.closed) return false;
+    return this.#starter.reconcileStarted(live, dead);
   }
 
   /**
-   * Follows the store for this process's `thread`/`user` leases (every heartbeat): hands a lease over to the
-   * live owner that asked for it once no run here uses it; lets go of a lease another process took over
-   * (this process was presumed dead); releases one whose record was deleted (the thread was ended elsewhere)
-   * and, once no run here uses it, one whose record names another resource (another process provisioned the
-   * same new thread at the same moment, and its record won).
+   * Follows the store for this process's `thread`/`user` leases (every heartbeat): hands leases over to live
+   * owners that asked, lets go of those taken over, releases those ended elsewhere (see `LeaseHandover.sync`).
    */
-  async syncLeases(live: ReadonlySet<string>): Promise<void> {
-    if (this.#closed || this.#leases.size === 0) return;
-    const self = this.#owners.ownerId;
-    const records = new Map(
-      (await this.#store.listLeases()).map((record) => [
-        leaseId(record.capability, record.lifetime, record.key),
-        record,
-      ]),
-    );
-    for (const [id, lease] of [...this.#leases]) {
-      const resource = lease.settled;
-      if (!resource || (lease.lifetime !== "thread" && lease.lifetime !== "user")) continue;
-      const record = records.get(id);
-      if (!record || record.ownerId !== self || record.resourceId !== resource.resourceId) {
-        // The listing may predate this lease's record (provisioned or taken over meanwhile): read it again.
-        const [current] = await this.#store.listLeases({
-          capability: lease.capability,
-          lifetime: lease.lifetime,
-          key: lease.key,
-        });
-        if (this.#leases.get(id) !== lease) continue;
-        if (!current) {
-          this.#leases.delete(id);
-          await resource.release().catch(() => undefined);
-        } else if (current.resourceId !== resource.resourceId) {
-          // Another process's record won for the same key: free this process's resource once no run uses it.
-          if (lease.users.size > 0) continue;
-          this.#leases.delete(id);
-          await resource.release().catch(() => undefined);
-        } else if (current.ownerId !== self) {
-          this.#leases.delete(id);
-          await resource.detach?.().catch(() => undefined);
-        }
-      } else if (
-        record.handoverTo !== undefined &&
-        record.handoverTo !== self &&
-        live.has(record.handoverTo) &&
-        lease.users.size === 0
-      ) {
-        this.#leases.delete(id);
-        const handedOver = await this.#store
-          .claimLease(lease.capability, lease.lifetime, lease.key, { from: self, to: record.handoverTo })
-          .catch(() => false);
-        if (handedOver) await resource.detach?.().catch(() => undefined);
-        else await this.#release(lease, resource);
-      }
-    }
+  syncLeases(live: ReadonlySet<string>): Promise<void> {
+    return this.#handover.sync(live);
   }
 
   /**
@@ -667,7 +137,7 @@ export class CapabilityManager {
    */
   async endRun(runId: string): Promise<void> {
     for (const lease of this.#leases.values()) {
-      if (!lease.users.delete(runId) || lease.users.size > 0 || !hibernates(lease.lifetime)) continue;
+      if (!lease.users.delete(runId) || lease.users.size > 0 || !outlivesRuns(lease.lifetime)) continue;
       lease.settled?.hibernation?.idle();
     }
     await this.#releaseWhere((lease) => lease.lifetime === "run" && lease.key === runId);
@@ -687,8 +157,8 @@ export class CapabilityManager {
   /** Releases `thread` and `user` leases idle for longer than their binding's TTL. */
   async sweepIdle(now = Date.now()): Promise<void> {
     await this.#releaseWhere((lease) => {
-      if (lease.lifetime !== "thread" && lease.lifetime !== "user") return false;
-      const ttl = this.#bindings.get(lease.capability)?.idleTtlMs ?? DEFAULT_IDLE_TTL_MS;
+      if (!outlivesRuns(lease.lifetime)) return false;
+      const ttl = this.#leases.idleTtlOf(lease.capability);
       return lease.settled !== undefined && lease.users.size === 0 && now - lease.lastUsedAt >= ttl;
     });
   }
@@ -715,14 +185,14 @@ export class CapabilityManager {
    * go instead of released: their resources keep running and their records stay, for the next process.
    */
   async close(options: { handOver?: boolean } = {}): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (this.#leases.closed) return;
+    this.#leases.close();
     if (options.handOver) await this.#detachWhere((lease) => lease.lifetime !== "run");
     await this.#releaseWhere(() => true);
     await Promise.allSettled(
       [...this.#bindings.values()].map(async (binding) => {
         try {
-          await this.#reapOrphansAtClose(binding);
+          await this.#reconciler.reapOrphansAtClose(binding);
         } finally {
           await binding.close();
         }
@@ -730,119 +200,17 @@ export class CapabilityManager {
     );
   }
 
-  /** Removes a binding's pending orphans, keeping every resource a lease in the store names (any owner). */
-  async #reapOrphansAtClose(binding: CapabilityBinding): Promise<void> {
-    const orphans = [...(this.#orphans.get(binding.capability) ?? [])];
-    if (orphans.length === 0 || !binding.reapUnowned) return;
-    const leases = await this.#store.listLeases({ capability: binding.capability });
-    await binding.reapUnowned({
-      keepResourceIds: leases.map((record) => record.resourceId),
-      deadOwnerIds: new Set(),
-      orphanResourceIds: orphans,
-    });
-    this.#forgetOrphans(binding, orphans);
-  }
-
-  /** Frees the leases `predicate` picks: their resources and their records (see `#release`). */
+  /** Frees the leases `predicate` picks: their resources and their records (see {@link releaseLease}). */
   #releaseWhere(predicate: (lease: Lease) => boolean): Promise<void> {
-    return this.#endWhere(predicate, (lease, resource) => this.#release(lease, resource));
+    return endLeases(this.#leases.takeWhere(predicate), (lease, resource) => this.#release(lease, resource));
   }
 
   /** Lets go of the leases `predicate` picks: their resources stay, their records too. */
   #detachWhere(predicate: (lease: Lease) => boolean): Promise<void> {
-    return this.#endWhere(predicate, async (_lease, resource) => resource.detach?.());
+    return endLeases(this.#leases.takeWhere(predicate), async (_lease, resource) => resource.detach?.());
   }
 
-  /** Drops the leases `predicate` picks from this process, then ends each one's resource (once it settled). */
-  async #endWhere(
-    predicate: (lease: Lease) => boolean,
-    end: (lease: Lease, resource: ProvisionedResource) => Promise<void>,
-  ): Promise<void> {
-    const picked = [...this.#leases.entries()].filter(([, lease]) => predicate(lease));
-    for (const [id] of picked) this.#leases.delete(id);
-    await Promise.allSettled(
-      picked.map(async ([, lease]) => {
-        const resource = await lease.resource.catch(() => undefined);
-        if (resource) await end(lease, resource);
-      }),
-    );
+  #release(lease: Lease, resource: ProvisionedResource): Promise<void> {
+    return releaseLease({ store: this.#store, ownerId: this.#owners.ownerId, lease, resource });
   }
-
-  /**
-   * Frees a lease's resource and its record, unless the record now names another owner (this process was
-   * presumed dead and the lease taken over): then it only lets go. A record naming another resource (another
-   * process's, provisioned for the same key) stays: only this process's resource is freed.
-   */
-  async #release(lease: Lease, resource: ProvisionedResource): Promise<void> {
-    const [record] = await this.#store
-      .listLeases({ capability: lease.capability, lifetime: lease.lifetime, key: lease.key })
-      .catch(() => []);
-    const ours = record?.resourceId === resource.resourceId;
-    if (record && ours && record.ownerId !== this.#owners.ownerId) {
-      await resource.detach?.();
-      return;
-    }
-    try {
-      await resource.release();
-    } finally {
-      if (!record || ours) {
-        await this.#store.deleteLease(lease.capability, lease.lifetime, lease.key).catch(() => undefined);
-      }
-    }
-  }
-
-  #leaseKeyFor(lifetime: CapabilityLifetime, scope: LeaseScope): string {
-    switch (lifetime) {
-      case "run":
-        return scope.runId;
-      case "thread":
-        return scope.threadId;
-      case "user":
-        return scope.identityKey;
-      case "process":
-        return this.#owners.ownerId;
-    }
-  }
-}
-
-/** Only conversation-scoped resources hibernate: `run` ones end with their run, `process` ones stay up. */
-function hibernates(lifetime: CapabilityLifetime): boolean {
-  return lifetime === "thread" || lifetime === "user";
-}
-
-function leaseId(capability: string, lifetime: CapabilityLifetime, key: string): string {
-  return `${capability}\u0000${lifetime}\u0000${key}`;
-}
-
-/** Waits `ms`, or rejects with `signal`'s reason. */
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-/** Resolves once `promise` settles (either way), or rejects with `signal`'s reason if it aborts first. */
-function settledOrAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    const settle = () => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    };
-    promise.then(settle, settle);
-  });
 }

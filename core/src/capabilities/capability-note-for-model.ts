@@ -1,4 +1,4 @@
-import type { CapabilityStatusEvent } from "./capability-manager.ts";
+import type { CapabilityStatusEvent } from "./capability-status-event.ts";
 
 /**
  * What the model is told about a stored `data-pai-capability` part (`convertToModelMessages`'s

@@ -5,7 +5,7 @@ import { defineAgent } from "../agents/define-agent.ts";
 import { defineCapability } from "../capabilities/define-capability.ts";
 import { defineTool } from "../tools/define-tool.ts";
 
-const box = defineCapability<"box", { open(): Promise<void> }>({ name: "box" });
+const box = defineCapability<"box", { open(): Promise<void> }>({ name: "box", members: { open: true } });
 
 const searchDocs = defineTool({
   id: "searchDocs",

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import type { OwnerLiveness } from "../capabilities/capability-manager.ts";
+import type { OwnerLiveness } from "../capabilities/owner-liveness.ts";
 import type { OwnerRecord, ThreadStore } from "../threads/thread-store.ts";
 import { createLocalProcessProbe, type LocalProcessProbe } from "./local-process-probe.ts";
 

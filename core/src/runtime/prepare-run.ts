@@ -1,6 +1,6 @@
 import type { Tool } from "ai";
 import type { AgentResolverArgs, RuntimeErrorInfo } from "../agents/define-agent.ts";
-import type { LeaseScope } from "../capabilities/capability-manager.ts";
+import type { LeaseScope } from "../capabilities/lease-scope.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { RunRecord } from "../threads/thread-store.ts";
 import { createCallPipeline } from "./call-pipeline.ts";

@@ -1,0 +1,70 @@
+import type { CapabilityLifetime } from "../threads/thread-store.ts";
+import type { CapabilityConnectionEvent, ProvisionedResource } from "./capability-binding.ts";
+import type { LeaseScope } from "./lease-scope.ts";
+
+/** What a capability facade offers and calls through to. */
+export interface CapabilityFacadeOptions {
+  capability: string;
+  lifetime: CapabilityLifetime;
+  /** The members the capability declares (`Capability.members`): the facade's only methods. */
+  members: readonly string[];
+  /** The scope whose run the calls belong to: its signal stops them, its `onStatus` hears their connections. */
+  scope: LeaseScope;
+  /** The scope's resource, running (provisioned, woken or started again as needed): awaited before every call. */
+  awake: () => Promise<ProvisionedResource>;
+}
+
+/** A facade method as tools call it: every one is async, since the resource may first have to be provisioned. */
+type FacadeMethod = (...args: unknown[]) => Promise<unknown>;
+
+/**
+ * The facade a tool sees at `ctx.capabilities.<name>`: one method per declared member, which provisions the
+ * resource on first use (and wakes it before each call), then calls through to the resource's facade, bound to
+ * the scope's signal. Reading `ctx.capabilities.x` starts nothing, nor does reading a member; any other name is
+ * `undefined` (the object is frozen and has no prototype), so calling a misspelled member is a TypeError and
+ * provisions nothing.
+ */
+export function createCapabilityFacade(
+  options: CapabilityFacadeOptions,
+): Readonly<Record<string, FacadeMethod>> {
+  const { members, awake } = options;
+  const bound = createBoundFacade(options);
+  const facade: Record<string, FacadeMethod> = Object.create(null);
+  for (const member of members) {
+    facade[member] = async (...args: unknown[]) => {
+      const target = bound(await awake());
+      const value = target[member];
+      if (typeof value !== "function") return value;
+      return value.apply(target, args);
+    };
+  }
+  return Object.freeze(facade);
+}
+
+/**
+ * The resource's facade as the scope's run sees it (`resource.bind`), made once per resource and again when the
+ * resource's facade changed (it woke or was started again).
+ */
+function createBoundFacade({
+  capability,
+  lifetime,
+  scope,
+}: CapabilityFacadeOptions): (resource: ProvisionedResource) => Record<string, unknown> {
+  let bound: { resource: ProvisionedResource; source: unknown; facade: Record<string, unknown> } | undefined;
+  return (resource) => {
+    const source = resource.facade;
+    if (bound?.resource !== resource || bound.source !== source) {
+      const report = (connection: CapabilityConnectionEvent) =>
+        scope.onStatus?.({
+          capability,
+          lifetime,
+          status: "connection",
+          resourceId: resource.resourceId,
+          connection,
+        });
+      const facade = resource.bind ? resource.bind({ signal: scope.signal, report }) : resource.facade;
+      bound = { resource, source, facade: facade as Record<string, unknown> };
+    }
+    return bound.facade;
+  };
+}
