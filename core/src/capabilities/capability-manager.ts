@@ -180,8 +180,8 @@ export class CapabilityManager {
 
   /**
    * Releases every lease this process owns (and their records), has the bindings remove the resources of leases
-   * it ended without reattaching (no later process would know them), then closes every binding. Leases other
-   * processes hold, or that were handed over, are left alone. With `handOver`, `thread`/`user` leases are let
+   * it ended without reattaching (no later process would know them) and of leases handed over to it that it never
+   * held, then closes every binding. Leases other processes hold, or that it handed over, are left alone. With `handOver`, `thread`/`user` leases are let
    * go instead of released: their resources keep running and their records stay, for the next process.
    */
   async close(options: { handOver?: boolean } = {}): Promise<void> {
@@ -192,6 +192,7 @@ export class CapabilityManager {
     await Promise.allSettled(
       [...this.#bindings.values()].map(async (binding) => {
         try {
+          if (!options.handOver) await this.#reconciler.dropUnheldAtClose(binding);
           await this.#reconciler.reapOrphansAtClose(binding);
         } finally {
           await binding.close();

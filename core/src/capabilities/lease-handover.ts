@@ -140,6 +140,8 @@ export class LeaseHandover {
   /** Gives the lease to the live owner `to` that asked for it; frees it if the store refuses the claim. */
   async #handOver(id: string, lease: Lease, resource: ProvisionedResource, to: string): Promise<void> {
     const self = this.#owners.ownerId;
+    // A pass that began before this process started closing leaves the lease to the close, which frees it.
+    if (this.#leases.closed || this.#leases.get(id) !== lease) return;
     this.#leases.delete(id);
     const handedOver = await this.#store
       .claimLease(lease.capability, lease.lifetime, lease.key, { from: self, to })

@@ -112,6 +112,19 @@ export class LeaseReconciler {
     return reattached;
   }
 
+  /**
+   * At close, after this process released the leases it holds: a record still naming this process is one another
+   * process handed over to it after its run stopped waiting (see `LeaseHandover.takeRecorded`), which no lease
+   * here holds. It is this process's to free: its record is deleted and its resource becomes an orphan.
+   */
+  async dropUnheldAtClose(binding: CapabilityBinding): Promise<void> {
+    for (const record of await this.#store.listLeases({ capability: binding.capability })) {
+      if (record.ownerId !== this.#ownerId) continue;
+      await this.#store.deleteLease(record.capability, record.lifetime, record.key);
+      this.#orphans.add(binding.capability, record.resourceId);
+    }
+  }
+
   /** Removes a binding's pending orphans at close, keeping every resource a lease in the store names (any owner). */
   async reapOrphansAtClose(binding: CapabilityBinding): Promise<void> {
     const orphans = this.#orphans.of(binding.capability);
