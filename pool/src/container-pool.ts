@@ -1,11 +1,19 @@
 import type { Factory, Pool as GenericPool, Options as GenericPoolOptions } from "generic-pool";
 import genericPool from "generic-pool";
 import type { ContainerDriver, ContainerEvent } from "./container-driver.ts";
+import {
+  type ContainerLease,
+  type ContainerLeaseInfo,
+  type ContainerLeaseOperations,
+  createContainerLease,
+  describeLeases,
+} from "./container-lease.ts";
 import { type ContainerPoolOptions, resolveContainerPoolSettings } from "./container-pool-options.ts";
 import type { ResolvedContainerSpec } from "./container-spec.ts";
 import { createCreateBackoff } from "./create-backoff.ts";
 import { poolLabels } from "./labels.ts";
 import { createLatencyWindow } from "./latency-window.ts";
+import type { PoolContainer } from "./pool-container.ts";
 import { PoolError } from "./pool-error.ts";
 import {
   type ContainerPoolEventMap,
@@ -15,69 +23,8 @@ import {
 } from "./pool-events.ts";
 import { createSemaphore } from "./semaphore.ts";
 
+export type { ContainerLease, ContainerLeaseInfo, Lease, LeaseInfo } from "./container-lease.ts";
 export type { ContainerHookContext, ContainerPoolOptions } from "./container-pool-options.ts";
-
-/**
- * A container handed out by the pool. It is never reused: `release()` removes it. A lease starts in use; once
- * marked `idle()` it may be hibernated (stopped, its files kept) and `wake()` starts it again.
- */
-export interface Lease<STATE = undefined> {
-  readonly containerId: string;
-  readonly leaseKey: string;
-  /**
-   * What `setup` returned for this container (`undefined` without `setup`); a wake sets it up again, so read it
-   * after `wake()`. `undefined` while an adopted container is still hibernated.
-   */
-  readonly state: STATE;
-  /** True while the container is stopped (hibernated). */
-  readonly hibernated: boolean;
-  /**
-   * Marks the lease in use (never hibernated until `idle()`) and makes sure its container runs: a hibernated
-   * one waits for room within `max` (hibernating the least recently used idle lease to make it), is started
-   * and set up again (`setup` with `adopted: true`). Resolves `true` when it had to wake it. Files are as they
-   * were; processes started before it hibernated are gone.
-   * @throws PoolError `NOT_FOUND` when the pool removed it while hibernated (`maxHibernated`), `POOL_EXHAUSTED`
-   * when no room came within `acquireTimeoutMs`.
-   */
-  wake(options?: { signal?: AbortSignal }): Promise<boolean>;
-  /** Not in use now: hibernated once idle for `hibernateAfterMs`, or at once when room is needed. */
-  idle(): void;
-  /**
-   * Why the container stopped although the pool did not stop it (its main process killed, `docker kill` or
-   * `docker stop` from outside, an engine restart), or `undefined` while it runs or is hibernated. Known from the
-   * engine's `die` event, or from the health check (the engine is then asked): a healthy container costs no
-   * round trip. A stopped container stays stopped until {@link Lease.restart}.
-   * @throws PoolError `NOT_FOUND` when the container was removed from outside.
-   */
-  stopped(options?: { signal?: AbortSignal }): Promise<string | undefined>;
-  /**
-   * Starts a container that stopped outside the pool's wish again, the way a wake starts a hibernated one (in use,
-   * files as they were, processes gone; `setup` with `adopted: true`): a `restart` event.
-   * @throws PoolError `NOT_FOUND` when it was removed, `POOL_EXHAUSTED` when no room came within
-   * `acquireTimeoutMs`, or what the start or `setup` threw (the container is then left stopped).
-   */
-  restart(options?: { signal?: AbortSignal }): Promise<void>;
-  /** Hibernates now (the lease stays; `wake()` brings it back). A no-op once hibernated. */
-  hibernate(): Promise<void>;
-  /** True for a lease made by `adopt`. */
-  readonly adopted: boolean;
-  readonly acquiredAt: Date;
-  /**
-   * Removes the container (force, with its volumes); the pool refills in the background. Idempotent.
-   * Rejects (after the pool has forgotten the container) when the engine fails to remove it.
-   */
-  release(): Promise<void>;
-  /**
-   * Forgets the container without removing it: it stays for whoever takes it over (a lease handed over to
-   * another process, which `adopt`s it). `teardown` runs, and it no longer counts against `max`. It is left as
-   * it is: running, or stopped when hibernated (a hibernation under way finishes first), and `adopt` then takes
-   * it as a hibernated lease that its first `wake()` starts. This pool never hibernates a detached container
-   * (it is no longer this pool's), and `wake()` on the detached lease rejects with `NOT_FOUND`. Idempotent;
-   * after it (or `release`) the other is a no-op.
-   */
-  detach(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
-}
 
 /** Options of `acquire`. */
 export interface AcquireOptions {
@@ -163,15 +110,6 @@ export interface ContainerPoolMetrics {
   max: number;
 }
 
-/** Description of a live lease, from `leases()`. */
-export interface LeaseInfo {
-  containerId: string;
-  leaseKey: string;
-  adopted: boolean;
-  acquiredAt: Date;
-  hibernated: boolean;
-}
-
 /** A warm pool of started containers of one spec. See {@link createContainerPool}. */
 export interface ContainerPool<STATE = undefined> {
   readonly poolId: string;
@@ -189,14 +127,14 @@ export interface ContainerPool<STATE = undefined> {
   /** `on('create' | 'destroy' | 'acquire' | 'error' | 'exit', listener)`. */
   readonly events: PoolEvents<ContainerPoolEventMap>;
   /** Takes a fresh, validated (running) container for `leaseKey`. */
-  acquire(options: AcquireOptions): Promise<Lease<STATE>>;
+  acquire(options: AcquireOptions): Promise<ContainerLease<STATE>>;
   /**
    * Takes over a container this pool id created before a restart (checks the `pai.managed`, `pai.pool` and
    * `pai.spec` labels). Its files are untouched. A running one is set up now and in use; a stopped one (a
    * hibernated lease) becomes a hibernated, idle lease that `wake()` starts.
    * @throws PoolError `NOT_FOUND` (no such container) or `CONTAINER_FAILED` (labels, setup failed).
    */
-  adopt(containerId: string, options?: AdoptOptions): Promise<Lease<STATE>>;
+  adopt(containerId: string, options?: AdoptOptions): Promise<ContainerLease<STATE>>;
   /**
    * Removes the engine's stray managed containers, except those in `keep` and those this pool object holds:
    * containers of this pool id that carry no owner or this pool's owner, and containers of any pool id whose
@@ -207,7 +145,7 @@ export interface ContainerPool<STATE = undefined> {
   /** Resolves when `min` containers are ready (or as many as `max` leaves room for). */
   warm(options?: WarmOptions): Promise<void>;
   metrics(): ContainerPoolMetrics;
-  leases(): LeaseInfo[];
+  leases(): ContainerLeaseInfo[];
   /**
    * Stops creating, fails waiting `acquire`s with `POOL_CLOSED` and removes every container it created (leased
    * ones too, unless `keepLeased`). The first call's options win; later calls return the same promise.
@@ -216,45 +154,12 @@ export interface ContainerPool<STATE = undefined> {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-interface Entry<STATE> {
-  kind: "container";
-  id: string;
-  state: STATE;
-  phase: "idle" | "leased" | "removing";
-  /**
-   * The engine reported its death outside the pool's wish: an idle container is removed by the evictor; a leased one
-   * is looked at on its next use (see `Lease.stopped`).
-   */
-  dead: boolean;
-  /** Why a leased container stopped outside the pool's wish, once known; cleared when it is started again. */
-  stopReason?: string;
-  /** Handed to a lease: generic-pool's `destroy` of it must not remove the container. */
-  detached: boolean;
-  /** `teardown` already ran (the pool closed with `keepLeased`, or it hibernated); a later release only removes. */
-  tornDown?: boolean;
-  /** Holds one of `capacity`'s permits (false while hibernated). */
-  permit: boolean;
-  /** Stopped while its lease was idle. */
-  hibernated: boolean;
-  /** A hibernate or wake in progress. */
-  transition?: Promise<unknown>;
-  hibernatedAt?: number;
-  /** In use (not `idle()`): never hibernated. */
-  busy: boolean;
-  lastUsedAt: number;
-  destroyReason?: DestroyReason;
-  lease?: { leaseKey: string; adopted: boolean; acquiredAt: Date; lease: Lease<STATE> };
-  removal?: Promise<{ ok: boolean; error?: unknown }>;
-  /** What `containerEnv` gave it, when this pool created it. */
-  createEnv?: Readonly<Record<string, string>>;
-}
-
 /** What a create resolves to once the pool is closing: no container. */
 interface Tombstone {
   kind: "tombstone";
 }
 
-type Resource<STATE> = Entry<STATE> | Tombstone;
+type Resource<STATE> = PoolContainer<STATE> | Tombstone;
 
 interface PooledResourceView {
   obj: Resource<unknown>;
@@ -320,7 +225,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /**
  * A warm pool of started containers over generic-pool. `min` containers are kept started and validated;
- * `acquire` hands one out as a {@link Lease} (refilling at once), and `release()` removes it — a container is
+ * `acquire` hands one out as a {@link ContainerLease} (refilling at once), and `release()` removes it — a container is
  * never returned to the pool or shared between lease keys. Creates are capped (`maxConcurrentCreates`), paced
  * by an exponential backoff while they fail, and `acquire` always has a deadline.
  *
@@ -367,7 +272,7 @@ export function createContainerPool<STATE = undefined>(
   const closeController = new AbortController();
 
   /** Every container this pool holds, by id. */
-  const containers = new Map<string, Entry<STATE>>();
+  const containers = new Map<string, PoolContainer<STATE>>();
   /** Ids created by this pool and not yet removed (including ones whose removal failed). */
   const knownIds = new Set<string>();
   /** Containers this pool let go of running (detached, or kept leased at close): no longer its own creations. */
@@ -394,7 +299,7 @@ export function createContainerPool<STATE = undefined>(
     new PoolError("POOL_CLOSED", `Container pool ${poolId} is closed`, { details: { poolId } });
 
   function removeEntry(
-    entry: Entry<STATE>,
+    entry: PoolContainer<STATE>,
     reason: DestroyReason,
   ): Promise<{ ok: boolean; error?: unknown }> {
     if (entry.removal) return entry.removal;
@@ -427,8 +332,8 @@ export function createContainerPool<STATE = undefined>(
     return removal;
   }
 
-  /** Lets go of a leased container without removing it (see `Lease.detach`). */
-  function forgetEntry(entry: Entry<STATE>): Promise<{ ok: boolean; error?: unknown }> {
+  /** Lets go of a leased container without removing it (see `ContainerLease.detach`). */
+  function forgetEntry(entry: PoolContainer<STATE>): Promise<{ ok: boolean; error?: unknown }> {
     if (entry.removal) return entry.removal;
     entry.phase = "removing";
     const forgetting = (async () => {
@@ -526,7 +431,7 @@ export function createContainerPool<STATE = undefined>(
             return tombstone;
           }
           backoff.succeeded();
-          const entry: Entry<STATE> = {
+          const entry: PoolContainer<STATE> = {
             kind: "container",
             id,
             state: state as STATE,
@@ -688,49 +593,20 @@ export function createContainerPool<STATE = undefined>(
     return startPromise;
   }
 
-  function makeLease(entry: Entry<STATE>, leaseKey: string, adopted: boolean): Lease<STATE> {
-    const acquiredAt = new Date();
-    let ending: Promise<void> | undefined;
-    const end = (how: () => Promise<{ ok: boolean; error?: unknown }>) => {
-      ending ??= how().then((result) => {
-        if (!result.ok) throw result.error;
-      });
-      return ending;
-    };
-    const release = () => end(() => removeEntry(entry, closed ? "close" : "release"));
-    const lease: Lease<STATE> = {
-      containerId: entry.id,
-      leaseKey,
-      get state() {
-        return entry.state;
-      },
-      get hibernated() {
-        return entry.hibernated;
-      },
-      adopted,
-      acquiredAt,
-      release,
-      detach: () => end(() => forgetEntry(entry)),
-      wake: (wakeOptions = {}) => wakeEntry(entry, wakeOptions.signal),
-      idle() {
-        if (!entry.busy) return;
-        entry.busy = false;
-        entry.lastUsedAt = Date.now();
-        makeRoom();
-      },
-      hibernate: () => hibernateEntry(entry, "asked"),
-      stopped: (stoppedOptions = {}) => stoppedReason(entry, stoppedOptions.signal),
-      restart: (restartOptions = {}) => restartEntry(entry, restartOptions.signal),
-      [Symbol.asyncDispose]: release,
-    };
-    entry.phase = "leased";
-    entry.detached = true;
-    entry.lease = { leaseKey, adopted, acquiredAt, lease };
-    return lease;
-  }
+  const leaseOperations: ContainerLeaseOperations<STATE> = {
+    remove: (entry) => removeEntry(entry, closed ? "close" : "release"),
+    forget: (entry) => forgetEntry(entry),
+    wake: (entry, signal) => wakeEntry(entry, signal),
+    hibernate: (entry) => hibernateEntry(entry, "asked"),
+    makeRoom: () => makeRoom(),
+    stopped: (entry, signal) => stoppedReason(entry, signal),
+    restart: (entry, signal) => restartEntry(entry, signal),
+  };
+  const makeLease = (entry: PoolContainer<STATE>, leaseKey: string, adopted: boolean) =>
+    createContainerLease(entry, { leaseKey, adopted }, leaseOperations);
 
   /** Stops an idle lease's container (after its teardown) and frees its permit. */
-  function hibernateEntry(entry: Entry<STATE>, reason: "idle" | "room" | "asked"): Promise<void> {
+  function hibernateEntry(entry: PoolContainer<STATE>, reason: "idle" | "room" | "asked"): Promise<void> {
     if (entry.hibernated || entry.phase !== "leased" || closed) return Promise.resolve();
     if (entry.transition) return entry.transition.then(() => hibernateEntry(entry, reason));
     const leaseKey = entry.lease?.leaseKey ?? entry.id;
@@ -759,7 +635,7 @@ export function createContainerPool<STATE = undefined>(
    * Counts a lease's container as stopped — hibernated, holding no room — once what `setup` made for it is torn
    * down (and, with `stop`, the container stopped).
    */
-  async function settleStopped(entry: Entry<STATE>, options: { stop: boolean }): Promise<void> {
+  async function settleStopped(entry: PoolContainer<STATE>, options: { stop: boolean }): Promise<void> {
     await runTeardown(entry.id, entry.state);
     entry.tornDown = true;
     entry.state = undefined as STATE;
@@ -773,14 +649,14 @@ export function createContainerPool<STATE = undefined>(
   }
 
   /** The error for a lease whose container is gone (removed by the pool while hibernated, or from outside). */
-  function goneError(entry: Entry<STATE>, how = "was removed while hibernated"): PoolError {
+  function goneError(entry: PoolContainer<STATE>, how = "was removed while hibernated"): PoolError {
     return new PoolError("NOT_FOUND", `The lease's container ${entry.id} ${how}`, {
       details: { containerId: entry.id, poolId },
     });
   }
 
   /** What the engine says of a container that stopped: its exit, told for a person (and a model). */
-  async function inspectStop(entry: Entry<STATE>, signal?: AbortSignal): Promise<string | undefined> {
+  async function inspectStop(entry: PoolContainer<STATE>, signal?: AbortSignal): Promise<string | undefined> {
     const inspection = await driver.inspect(entry.id, signal ? { signal } : {});
     if (inspection.running) return undefined;
     if (inspection.oomKilled) return "its container ran out of memory";
@@ -791,7 +667,7 @@ export function createContainerPool<STATE = undefined>(
   }
 
   async function stoppedReason(
-    entry: Entry<STATE>,
+    entry: PoolContainer<STATE>,
     signal: AbortSignal | undefined,
   ): Promise<string | undefined> {
     while (entry.transition) await entry.transition.catch(() => undefined);
@@ -817,7 +693,7 @@ export function createContainerPool<STATE = undefined>(
   }
 
   /** Starts a lease's container that stopped outside the pool's wish again, through the wake path. */
-  async function restartEntry(entry: Entry<STATE>, signal: AbortSignal | undefined): Promise<void> {
+  async function restartEntry(entry: PoolContainer<STATE>, signal: AbortSignal | undefined): Promise<void> {
     while (entry.transition) await entry.transition.catch(() => undefined);
     if (closed) throw closedError();
     if (entry.phase !== "leased") throw goneError(entry, "was let go of");
@@ -838,7 +714,7 @@ export function createContainerPool<STATE = undefined>(
 
   /** Starts a hibernated lease's container (a wake, or with `restartReason` a restart); false when it runs. */
   async function wakeEntry(
-    entry: Entry<STATE>,
+    entry: PoolContainer<STATE>,
     signal: AbortSignal | undefined,
     restartReason?: string,
   ): Promise<boolean> {
@@ -1008,7 +884,7 @@ export function createContainerPool<STATE = undefined>(
   }
 
   /** A container arrived for an acquire that was already given up: never exposed, so it may stay warm. */
-  function abandon(entry: Entry<STATE>) {
+  function abandon(entry: PoolContainer<STATE>) {
     if (!closed && (generic.pending > 0 || generic.available < min)) {
       void generic.release(entry).catch(() => {});
       return;
@@ -1017,7 +893,7 @@ export function createContainerPool<STATE = undefined>(
     void generic.destroy(entry).catch(() => {});
   }
 
-  async function acquire(acquireOptions: AcquireOptions): Promise<Lease<STATE>> {
+  async function acquire(acquireOptions: AcquireOptions): Promise<ContainerLease<STATE>> {
     const { leaseKey, signal } = acquireOptions;
     if (typeof leaseKey !== "string" || leaseKey === "") {
       throw new TypeError("acquire: leaseKey must be a non-empty string");
@@ -1029,7 +905,7 @@ export function createContainerPool<STATE = undefined>(
     if (closed) throw closedError();
     signal?.throwIfAborted();
 
-    return new Promise<Lease<STATE>>((resolve, reject) => {
+    return new Promise<ContainerLease<STATE>>((resolve, reject) => {
       let settled = false;
       const waiter = { reject: (error: unknown) => settle(() => reject(error)) };
       const onAbort = () => settle(() => reject(signal?.reason));
@@ -1092,7 +968,7 @@ export function createContainerPool<STATE = undefined>(
     });
   }
 
-  async function adopt(containerId: string, adoptOptions: AdoptOptions = {}): Promise<Lease<STATE>> {
+  async function adopt(containerId: string, adoptOptions: AdoptOptions = {}): Promise<ContainerLease<STATE>> {
     const { signal } = adoptOptions;
     const leaseKey = adoptOptions.leaseKey ?? containerId;
     if (closed) throw closedError();
@@ -1124,7 +1000,7 @@ export function createContainerPool<STATE = undefined>(
     if (closed) throw closedError();
     const hibernated = !inspection.running;
     if (!hibernated) capacity.forceAcquire();
-    const entry: Entry<STATE> = {
+    const entry: PoolContainer<STATE> = {
       kind: "container",
       id: containerId,
       state: undefined as STATE,
@@ -1207,16 +1083,7 @@ export function createContainerPool<STATE = undefined>(
     };
   }
 
-  function leases(): LeaseInfo[] {
-    const result: LeaseInfo[] = [];
-    for (const entry of containers.values()) {
-      if (entry.phase === "leased" && entry.lease) {
-        const { leaseKey, adopted, acquiredAt } = entry.lease;
-        result.push({ containerId: entry.id, leaseKey, adopted, acquiredAt, hibernated: entry.hibernated });
-      }
-    }
-    return result;
-  }
+  const leases = () => describeLeases(containers.values());
 
   function close(closeOptions: CloseOptions = {}): Promise<void> {
     closePromise ??= (async () => {
