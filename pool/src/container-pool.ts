@@ -1,5 +1,6 @@
 import type { Factory, Pool as GenericPool, Options as GenericPoolOptions } from "generic-pool";
 import genericPool from "generic-pool";
+import { createContainerCreation } from "./container-creation.ts";
 import type { ContainerDriver, ContainerEvent } from "./container-driver.ts";
 import {
   type ContainerLease,
@@ -8,20 +9,17 @@ import {
   createContainerLease,
   describeLeases,
 } from "./container-lease.ts";
-import { type ContainerPoolOptions, resolveContainerPoolSettings } from "./container-pool-options.ts";
+import { containerGoneError, poolClosedError, poolExhaustedError } from "./container-pool-errors.ts";
+import type { ContainerPoolOptions } from "./container-pool-options.ts";
+import { createContainerRemoval } from "./container-removal.ts";
 import type { ResolvedContainerSpec } from "./container-spec.ts";
-import { createCreateBackoff } from "./create-backoff.ts";
 import { poolLabels } from "./labels.ts";
 import { createLatencyWindow } from "./latency-window.ts";
 import type { PoolContainer } from "./pool-container.ts";
+import { createPoolCore } from "./pool-core.ts";
 import { PoolError } from "./pool-error.ts";
-import {
-  type ContainerPoolEventMap,
-  createPoolEvents,
-  type DestroyReason,
-  type PoolEvents,
-} from "./pool-events.ts";
-import { createSemaphore } from "./semaphore.ts";
+import type { ContainerPoolEventMap, PoolEvents } from "./pool-events.ts";
+import { sleep } from "./sleep.ts";
 
 export type { ContainerLease, ContainerLeaseInfo, Lease, LeaseInfo } from "./container-lease.ts";
 export type { ContainerHookContext, ContainerPoolOptions } from "./container-pool-options.ts";
@@ -208,21 +206,6 @@ const genericPoolInternals = genericPool as unknown as {
 
 const tombstone: Tombstone = { kind: "tombstone" };
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 /**
  * A warm pool of started containers over generic-pool. `min` containers are kept started and validated;
  * `acquire` hands one out as a {@link ContainerLease} (refilling at once), and `release()` removes it — a container is
@@ -249,237 +232,34 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function createContainerPool<STATE = undefined>(
   options: ContainerPoolOptions<STATE>,
 ): ContainerPool<STATE> {
-  const { driver, healthCheck } = options;
-  const settings = resolveContainerPoolSettings(options);
+  const core = createPoolCore(options);
+  const { settings, driver, events, capacity, containers, knownIds, letGo } = core;
+  const { healthCheck } = options;
   const { spec, specHash: hash, poolId, instanceId, min, max, acquireTimeoutMs } = settings;
   const { softIdleTimeoutMs, evictionIntervalMs, hibernateAfterMs, maxHibernated } = settings;
-  let { ownerId } = options;
-
-  const labels: Record<string, string> = {
-    [poolLabels.managed]: "true",
-    [poolLabels.pool]: poolId,
-    [poolLabels.spec]: hash,
-    [poolLabels.instance]: instanceId,
-    ...(ownerId !== undefined ? { [poolLabels.owner]: ownerId } : {}),
-  };
-
-  const events = createPoolEvents<ContainerPoolEventMap>();
-  const backoff = createCreateBackoff(options.createBackoff);
-  /** One permit per container held (creating, idle, leased, removing): enforces `max` in total. */
-  const capacity = createSemaphore(max);
-  const createLimiter = createSemaphore(settings.maxConcurrentCreates);
+  const removal = createContainerRemoval(core);
+  const creation = createContainerCreation(core, removal);
   const latency = createLatencyWindow();
-  const closeController = new AbortController();
 
-  /** Every container this pool holds, by id. */
-  const containers = new Map<string, PoolContainer<STATE>>();
-  /** Ids created by this pool and not yet removed (including ones whose removal failed). */
-  const knownIds = new Set<string>();
-  /** Containers this pool let go of running (detached, or kept leased at close): no longer its own creations. */
-  const letGo = new Set<string>();
-  const removals = new Set<Promise<unknown>>();
   const waiters = new Set<{ reject: (error: unknown) => void }>();
-  let creating = 0;
-  /** Creates holding a capacity permit: containers on their way to a waiting `acquire`. */
-  let permittedCreates = 0;
   /** `acquire` calls waiting for a container, and wakes waiting for room. */
   let pendingAcquires = 0;
   let pendingWakes = 0;
   /** Hibernations under way to make room: each frees a permit when done. */
   let roomHibernations = 0;
   let sweepTimer: ReturnType<typeof setInterval> | undefined;
-  let createFailures = 0;
-  let destroyFailures = 0;
-  let lastCreateError: unknown;
-  let closed = false;
   let closePromise: Promise<void> | undefined;
   let unsubscribeEvents: (() => void) | undefined;
 
-  const closedError = () =>
-    new PoolError("POOL_CLOSED", `Container pool ${poolId} is closed`, { details: { poolId } });
-
-  function removeEntry(
-    entry: PoolContainer<STATE>,
-    reason: DestroyReason,
-  ): Promise<{ ok: boolean; error?: unknown }> {
-    if (entry.removal) return entry.removal;
-    entry.phase = "removing";
-    const leaseKey = entry.lease?.leaseKey;
-    const removal = (async () => {
-      try {
-        if (!entry.tornDown) await runTeardown(entry.id, entry.state);
-        await driver.remove(entry.id);
-        knownIds.delete(entry.id);
-        return { ok: true };
-      } catch (error) {
-        destroyFailures++;
-        events.emit("error", { operation: "destroy", error, containerId: entry.id });
-        return { ok: false, error };
-      } finally {
-        containers.delete(entry.id);
-        if (entry.permit) capacity.release();
-        entry.permit = false;
-        events.emit("destroy", {
-          containerId: entry.id,
-          reason,
-          ...(leaseKey !== undefined ? { leaseKey } : {}),
-        });
-      }
-    })();
-    entry.removal = removal;
-    removals.add(removal);
-    void removal.finally(() => removals.delete(removal));
-    return removal;
-  }
-
-  /** Lets go of a leased container without removing it (see `ContainerLease.detach`). */
-  function forgetEntry(entry: PoolContainer<STATE>): Promise<{ ok: boolean; error?: unknown }> {
-    if (entry.removal) return entry.removal;
-    entry.phase = "removing";
-    const forgetting = (async () => {
-      try {
-        // A hibernation under way finishes first: the container is let go of stopped, as a hibernated lease.
-        await entry.transition?.catch(() => undefined);
-        if (!entry.tornDown) await runTeardown(entry.id, entry.state);
-        return { ok: true };
-      } finally {
-        containers.delete(entry.id);
-        knownIds.delete(entry.id);
-        letGo.add(entry.id);
-        if (entry.permit) capacity.release();
-        entry.permit = false;
-      }
-    })();
-    entry.removal = forgetting;
-    removals.add(forgetting);
-    void forgetting.finally(() => removals.delete(forgetting));
-    return forgetting;
-  }
-
-  /** Runs the `teardown` hook; its failure is reported, never thrown. */
-  async function runTeardown(containerId: string, state: STATE): Promise<void> {
-    if (!options.teardown) return;
-    try {
-      await options.teardown({ containerId, driver, state });
-    } catch (error) {
-      events.emit("error", { operation: "destroy", error, containerId });
-    }
-  }
-
-  /** Removes a container that never became an entry (start or setup failed, or the pool closed meanwhile). */
-  async function removeUnowned(id: string): Promise<void> {
-    try {
-      await driver.remove(id);
-      knownIds.delete(id);
-    } catch (error) {
-      destroyFailures++;
-      events.emit("error", { operation: "destroy", error, containerId: id });
-    }
-  }
-
-  async function createResource(): Promise<Resource<STATE>> {
-    const signal = closeController.signal;
-    try {
-      await capacity.acquire(signal);
-    } catch {
-      return tombstone;
-    }
-    let holdsPermit = true;
-    permittedCreates++;
-    try {
-      for (;;) {
-        if (closed) return tombstone;
-        try {
-          await backoff.turn(signal);
-          await createLimiter.acquire(signal);
-        } catch {
-          return tombstone;
-        }
-        creating++;
-        const startedAt = performance.now();
-        let id: string | undefined;
-        let state: STATE | undefined;
-        let setupDone = false;
-        // The cap is on the engine's heavy work (create + start); `setup` mostly waits, so it runs outside it.
-        let holdsCreateSlot = true;
-        const releaseCreateSlot = () => {
-          if (!holdsCreateSlot) return;
-          holdsCreateSlot = false;
-          createLimiter.release();
-        };
-        try {
-          const createEnv = options.containerEnv?.create();
-          const created = createEnv ? { ...spec, env: { ...spec.env, ...createEnv } } : spec;
-          ({ id } = await driver.create(created, labels, { signal }));
-          knownIds.add(id);
-          if (options.beforeStart) await options.beforeStart({ containerId: id, driver, signal });
-          await driver.start(id, { signal });
-          releaseCreateSlot();
-          state = options.setup
-            ? await options.setup({
-                containerId: id,
-                driver,
-                signal,
-                adopted: false,
-                ...(createEnv ? { createEnv } : {}),
-              })
-            : (undefined as STATE);
-          setupDone = true;
-          if (closed) {
-            await runTeardown(id, state as STATE);
-            await removeUnowned(id);
-            return tombstone;
-          }
-          backoff.succeeded();
-          const entry: PoolContainer<STATE> = {
-            kind: "container",
-            id,
-            state: state as STATE,
-            phase: "idle",
-            dead: false,
-            detached: false,
-            permit: true,
-            hibernated: false,
-            busy: true,
-            lastUsedAt: Date.now(),
-            ...(createEnv ? { createEnv } : {}),
-          };
-          containers.set(id, entry);
-          holdsPermit = false;
-          events.emit("create", { containerId: id, durationMs: Math.round(performance.now() - startedAt) });
-          return entry;
-        } catch (error) {
-          if (id !== undefined) {
-            if (setupDone) await runTeardown(id, state as STATE);
-            await removeUnowned(id);
-          }
-          if (closed) return tombstone;
-          createFailures++;
-          lastCreateError = error;
-          backoff.failed();
-          events.emit("error", {
-            operation: "create",
-            error,
-            ...(id !== undefined ? { containerId: id } : {}),
-          });
-        } finally {
-          creating--;
-          releaseCreateSlot();
-        }
-      }
-    } finally {
-      permittedCreates--;
-      if (holdsPermit) capacity.release();
-    }
-  }
+  const closedError = () => poolClosedError(poolId);
 
   const factory: Factory<Resource<STATE>> = {
     // Never rejects: failures are retried inside with backoff (a rejecting factory makes generic-pool retry
     // at once, in a loop), and a closing pool gets tombstones.
-    create: createResource,
+    create: async () => (await creation.create()) ?? tombstone,
     async destroy(resource) {
       if (resource.kind !== "container" || resource.detached) return;
-      await removeEntry(resource, resource.destroyReason ?? (closed ? "close" : "invalid"));
+      await removal.remove(resource, resource.destroyReason ?? (core.closed ? "close" : "invalid"));
     },
     async validate(resource) {
       if (resource.kind !== "container") return true;
@@ -491,7 +271,7 @@ export function createContainerPool<STATE = undefined>(
         if (healthCheck) {
           if (await healthCheck({ containerId: resource.id, state: resource.state })) return true;
         } else {
-          const inspection = await driver.inspect(resource.id, { signal: closeController.signal });
+          const inspection = await driver.inspect(resource.id, { signal: core.closeSignal });
           if (inspection.running) return true;
         }
       } catch (error) {
@@ -543,7 +323,7 @@ export function createContainerPool<STATE = undefined>(
     const isKept = (id: string) => keep.some((k) => k === id || (k.length >= 12 && id.startsWith(k)));
     const isStray = (labels: Readonly<Record<string, string>>) => {
       const owner = labels[poolLabels.owner];
-      if (owner === undefined || owner === ownerId) return labels[poolLabels.pool] === poolId;
+      if (owner === undefined || owner === core.ownerId) return labels[poolLabels.pool] === poolId;
       return deadOwners.has(owner);
     };
     const rows = await driver.list(
@@ -584,7 +364,7 @@ export function createContainerPool<STATE = undefined>(
           events.emit("error", { operation: "reap", error });
         }
       }
-      if (closed) return;
+      if (core.closed) return;
       unsubscribeEvents = driver.events({ labels: { [poolLabels.pool]: poolId } }, onContainerEvent);
       sweepTimer = setInterval(sweepHibernation, evictionIntervalMs);
       sweepTimer.unref();
@@ -594,8 +374,8 @@ export function createContainerPool<STATE = undefined>(
   }
 
   const leaseOperations: ContainerLeaseOperations<STATE> = {
-    remove: (entry) => removeEntry(entry, closed ? "close" : "release"),
-    forget: (entry) => forgetEntry(entry),
+    remove: (entry) => removal.remove(entry, core.closed ? "close" : "release"),
+    forget: (entry) => removal.forget(entry),
     wake: (entry, signal) => wakeEntry(entry, signal),
     hibernate: (entry) => hibernateEntry(entry, "asked"),
     makeRoom: () => makeRoom(),
@@ -607,7 +387,7 @@ export function createContainerPool<STATE = undefined>(
 
   /** Stops an idle lease's container (after its teardown) and frees its permit. */
   function hibernateEntry(entry: PoolContainer<STATE>, reason: "idle" | "room" | "asked"): Promise<void> {
-    if (entry.hibernated || entry.phase !== "leased" || closed) return Promise.resolve();
+    if (entry.hibernated || entry.phase !== "leased" || core.closed) return Promise.resolve();
     if (entry.transition) return entry.transition.then(() => hibernateEntry(entry, reason));
     const leaseKey = entry.lease?.leaseKey ?? entry.id;
     const transition = (async () => {
@@ -636,10 +416,10 @@ export function createContainerPool<STATE = undefined>(
    * down (and, with `stop`, the container stopped).
    */
   async function settleStopped(entry: PoolContainer<STATE>, options: { stop: boolean }): Promise<void> {
-    await runTeardown(entry.id, entry.state);
+    await removal.teardown(entry.id, entry.state);
     entry.tornDown = true;
     entry.state = undefined as STATE;
-    if (options.stop) await driver.stop(entry.id, { signal: closeController.signal });
+    if (options.stop) await driver.stop(entry.id, { signal: core.closeSignal });
     entry.hibernated = true;
     entry.hibernatedAt = Date.now();
     if (entry.permit) {
@@ -649,11 +429,7 @@ export function createContainerPool<STATE = undefined>(
   }
 
   /** The error for a lease whose container is gone (removed by the pool while hibernated, or from outside). */
-  function goneError(entry: PoolContainer<STATE>, how = "was removed while hibernated"): PoolError {
-    return new PoolError("NOT_FOUND", `The lease's container ${entry.id} ${how}`, {
-      details: { containerId: entry.id, poolId },
-    });
-  }
+  const goneError = (entry: PoolContainer<STATE>, how?: string) => containerGoneError(entry.id, poolId, how);
 
   /** What the engine says of a container that stopped: its exit, told for a person (and a model). */
   async function inspectStop(entry: PoolContainer<STATE>, signal?: AbortSignal): Promise<string | undefined> {
@@ -695,7 +471,7 @@ export function createContainerPool<STATE = undefined>(
   /** Starts a lease's container that stopped outside the pool's wish again, through the wake path. */
   async function restartEntry(entry: PoolContainer<STATE>, signal: AbortSignal | undefined): Promise<void> {
     while (entry.transition) await entry.transition.catch(() => undefined);
-    if (closed) throw closedError();
+    if (core.closed) throw closedError();
     if (entry.phase !== "leased") throw goneError(entry, "was let go of");
     const reason = entry.stopReason ?? (await stoppedReason(entry, signal));
     if (reason === undefined) return;
@@ -722,7 +498,7 @@ export function createContainerPool<STATE = undefined>(
     entry.lastUsedAt = Date.now();
     while (entry.transition) await entry.transition.catch(() => undefined);
     const gone = () => goneError(entry);
-    if (closed) throw closedError();
+    if (core.closed) throw closedError();
     if (entry.phase !== "leased") throw gone();
     if (!entry.hibernated) return false;
     const startedAt = performance.now();
@@ -735,7 +511,7 @@ export function createContainerPool<STATE = undefined>(
         }
         entry.permit = true;
       }
-      const wakeSignal = signal ? AbortSignal.any([signal, closeController.signal]) : closeController.signal;
+      const wakeSignal = signal ? AbortSignal.any([signal, core.closeSignal]) : core.closeSignal;
       try {
         const { createEnv } = entry;
         if (createEnv) options.containerEnv?.renew?.(createEnv);
@@ -782,14 +558,14 @@ export function createContainerPool<STATE = undefined>(
   /** Waits for a permit for a wake (ahead of refills), making room; `POOL_EXHAUSTED` past `acquireTimeoutMs`. */
   async function waitForRoom(signal: AbortSignal | undefined): Promise<void> {
     const deadline = AbortSignal.timeout(acquireTimeoutMs);
-    const waitSignal = AbortSignal.any([deadline, closeController.signal, ...(signal ? [signal] : [])]);
+    const waitSignal = AbortSignal.any([deadline, core.closeSignal, ...(signal ? [signal] : [])]);
     pendingWakes++;
     try {
       const granted = capacity.acquire(waitSignal, { first: true });
       makeRoom();
       await granted;
     } catch (error) {
-      if (closed) throw closedError();
+      if (core.closed) throw closedError();
       signal?.throwIfAborted();
       if (deadline.aborted) throw exhaustedError();
       throw error;
@@ -804,8 +580,8 @@ export function createContainerPool<STATE = undefined>(
    * container (the pool refills it later).
    */
   function makeRoom(): void {
-    if (closed) return;
-    const unservedAcquires = Math.max(0, pendingAcquires - generic.available - permittedCreates);
+    if (core.closed) return;
+    const unservedAcquires = Math.max(0, pendingAcquires - generic.available - creation.permitted);
     let needed = unservedAcquires + pendingWakes - roomHibernations;
     if (needed <= 0 || capacity.inUse < max) return;
     const candidates = [...containers.values()]
@@ -832,7 +608,7 @@ export function createContainerPool<STATE = undefined>(
 
   /** Hibernation by idle time, and the `maxHibernated` budget. */
   function sweepHibernation(): void {
-    if (closed) return;
+    if (core.closed) return;
     const now = Date.now();
     for (const entry of containers.values()) {
       if (
@@ -850,46 +626,30 @@ export function createContainerPool<STATE = undefined>(
   }
 
   function enforceHibernatedBudget(): void {
-    if (closed) return;
+    if (core.closed) return;
     const hibernated = [...containers.values()]
       .filter((e) => e.phase === "leased" && e.hibernated && !e.transition)
       .sort((a, b) => (a.hibernatedAt ?? 0) - (b.hibernatedAt ?? 0));
     for (const entry of hibernated.slice(0, Math.max(0, hibernated.length - maxHibernated))) {
-      void removeEntry(entry, "hibernated-budget");
+      void removal.remove(entry, "hibernated-budget");
     }
   }
 
   function exhaustedError(): PoolError {
-    const details = {
-      poolId,
-      min,
-      max,
-      acquireTimeoutMs,
+    return poolExhaustedError(settings, {
       borrowed: [...containers.values()].filter((e) => e.phase === "leased" && e.permit).length,
-    };
-    if (backoff.consecutiveFailures > 0 && lastCreateError !== undefined) {
-      const unavailable = PoolError.hasCode(lastCreateError, "DOCKER_UNAVAILABLE");
-      const reason = lastCreateError instanceof Error ? lastCreateError.message : String(lastCreateError);
-      return new PoolError(
-        unavailable ? "DOCKER_UNAVAILABLE" : "POOL_EXHAUSTED",
-        `No container within ${acquireTimeoutMs} ms: creating containers keeps failing (${reason})`,
-        { cause: lastCreateError, details: { ...details, createFailures } },
-      );
-    }
-    return new PoolError(
-      "POOL_EXHAUSTED",
-      `No container within ${acquireTimeoutMs} ms (${details.borrowed} leased, max ${max})`,
-      { details },
-    );
+      createFailures: creation.failures,
+      failing: creation.failing,
+    });
   }
 
   /** A container arrived for an acquire that was already given up: never exposed, so it may stay warm. */
   function abandon(entry: PoolContainer<STATE>) {
-    if (!closed && (generic.pending > 0 || generic.available < min)) {
+    if (!core.closed && (generic.pending > 0 || generic.available < min)) {
       void generic.release(entry).catch(() => {});
       return;
     }
-    entry.destroyReason = closed ? "close" : "abandoned";
+    entry.destroyReason = core.closed ? "close" : "abandoned";
     void generic.destroy(entry).catch(() => {});
   }
 
@@ -898,11 +658,11 @@ export function createContainerPool<STATE = undefined>(
     if (typeof leaseKey !== "string" || leaseKey === "") {
       throw new TypeError("acquire: leaseKey must be a non-empty string");
     }
-    if (closed) throw closedError();
+    if (core.closed) throw closedError();
     signal?.throwIfAborted();
     const startedAt = performance.now();
     await start();
-    if (closed) throw closedError();
+    if (core.closed) throw closedError();
     signal?.throwIfAborted();
 
     return new Promise<ContainerLease<STATE>>((resolve, reject) => {
@@ -933,7 +693,7 @@ export function createContainerPool<STATE = undefined>(
             settle(() => reject(closedError()));
             return;
           }
-          if (settled || closed) {
+          if (settled || core.closed) {
             abandon(resource);
             settle(() => reject(closedError()));
             return;
@@ -956,7 +716,7 @@ export function createContainerPool<STATE = undefined>(
           const timedOut = (error as { name?: unknown })?.name === "TimeoutError";
           settle(() =>
             reject(
-              closed
+              core.closed
                 ? closedError()
                 : timedOut
                   ? exhaustedError()
@@ -971,7 +731,7 @@ export function createContainerPool<STATE = undefined>(
   async function adopt(containerId: string, adoptOptions: AdoptOptions = {}): Promise<ContainerLease<STATE>> {
     const { signal } = adoptOptions;
     const leaseKey = adoptOptions.leaseKey ?? containerId;
-    if (closed) throw closedError();
+    if (core.closed) throw closedError();
     signal?.throwIfAborted();
     await start();
     if (containers.has(containerId)) {
@@ -997,7 +757,7 @@ export function createContainerPool<STATE = undefined>(
         { details },
       );
     }
-    if (closed) throw closedError();
+    if (core.closed) throw closedError();
     const hibernated = !inspection.running;
     if (!hibernated) capacity.forceAcquire();
     const entry: PoolContainer<STATE> = {
@@ -1019,9 +779,7 @@ export function createContainerPool<STATE = undefined>(
     letGo.delete(containerId);
     try {
       if (options.setup && !hibernated) {
-        const setupSignal = signal
-          ? AbortSignal.any([signal, closeController.signal])
-          : closeController.signal;
+        const setupSignal = signal ? AbortSignal.any([signal, core.closeSignal]) : core.closeSignal;
         entry.state = await options.setup({ containerId, driver, signal: setupSignal, adopted: true });
       }
     } catch (error) {
@@ -1036,8 +794,8 @@ export function createContainerPool<STATE = undefined>(
           });
     }
     const lease = makeLease(entry, leaseKey, true);
-    if (closed) {
-      await removeEntry(entry, "close");
+    if (core.closed) {
+      await removal.remove(entry, "close");
       throw closedError();
     }
     events.emit("acquire", { containerId, leaseKey, latencyMs: 0, adopted: true });
@@ -1045,11 +803,11 @@ export function createContainerPool<STATE = undefined>(
   }
 
   async function warm(warmOptions: WarmOptions = {}): Promise<void> {
-    if (closed) throw closedError();
+    if (core.closed) throw closedError();
     await start();
     const deadline = Date.now() + (warmOptions.timeoutMs ?? 60_000);
     for (;;) {
-      if (closed) throw closedError();
+      if (core.closed) throw closedError();
       warmOptions.signal?.throwIfAborted();
       const leased = [...containers.values()].filter((e) => e.phase === "leased" && e.permit).length;
       if (generic.available >= Math.min(min, max - leased)) return;
@@ -1070,13 +828,13 @@ export function createContainerPool<STATE = undefined>(
     const { p50, p95 } = latency.summary();
     return {
       size: capacity.inUse,
-      available: closed ? 0 : generic.available,
+      available: core.closed ? 0 : generic.available,
       borrowed: leased.length,
       hibernated: leased.filter((e) => e.hibernated).length,
       pending: waiters.size,
-      creating,
-      createFailures,
-      destroyFailures,
+      creating: creation.creating,
+      createFailures: creation.failures,
+      destroyFailures: removal.destroyFailures,
       acquireLatencyMs: { p50, p95 },
       min,
       max,
@@ -1087,10 +845,9 @@ export function createContainerPool<STATE = undefined>(
 
   function close(closeOptions: CloseOptions = {}): Promise<void> {
     closePromise ??= (async () => {
-      closed = true;
       if (sweepTimer) clearInterval(sweepTimer);
       const drained = generic.drain(); // stops min maintenance at once
-      closeController.abort(closedError());
+      core.close();
       unsubscribeEvents?.();
       for (const waiter of [...waiters]) waiter.reject(closedError());
       await drained.catch(() => {});
@@ -1102,13 +859,13 @@ export function createContainerPool<STATE = undefined>(
           letGo.add(entry.id);
           containers.delete(entry.id);
           knownIds.delete(entry.id);
-          if (!entry.tornDown) teardowns.push(runTeardown(entry.id, entry.state));
+          if (!entry.tornDown) teardowns.push(removal.teardown(entry.id, entry.state));
           entry.tornDown = true;
           continue;
         }
-        void removeEntry(entry, "close");
+        void removal.remove(entry, "close");
       }
-      await Promise.all([...teardowns, ...removals]);
+      await Promise.all([...teardowns, ...removal.inFlight()]);
       // Anything left: removals that failed, and containers whose create response never arrived.
       const leftovers = new Set(knownIds);
       try {
@@ -1117,40 +874,19 @@ export function createContainerPool<STATE = undefined>(
       } catch (error) {
         events.emit("error", { operation: "destroy", error });
       }
-      await Promise.all(
-        [...leftovers].map(async (id) => {
-          try {
-            await driver.remove(id);
-            knownIds.delete(id);
-          } catch (error) {
-            destroyFailures++;
-            events.emit("error", { operation: "destroy", error, containerId: id });
-          }
-        }),
-      );
+      await Promise.all([...leftovers].map((id) => removal.removeUnowned(id)));
     })();
     return closePromise;
   }
 
   void start();
 
-  function claimOwner(claimed: string): void {
-    if (typeof claimed !== "string" || claimed === "") {
-      throw new TypeError("claimOwner: ownerId must be a non-empty string");
-    }
-    if (ownerId !== undefined && ownerId !== claimed) {
-      throw new Error(`Container pool ${poolId} already belongs to owner ${ownerId}, not ${claimed}`);
-    }
-    ownerId = claimed;
-    labels[poolLabels.owner] = claimed;
-  }
-
   return {
     poolId,
     get ownerId() {
-      return ownerId;
+      return core.ownerId;
     },
-    claimOwner,
+    claimOwner: core.claimOwner,
     spec,
     specHash: hash,
     driver,
