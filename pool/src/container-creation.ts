@@ -111,12 +111,10 @@ export function createContainerCreation<STATE>(
       }
       backoff.succeeded();
       const container: PoolContainer<STATE> = {
-        kind: "container",
         id,
         state: state as STATE,
         phase: "idle",
         dead: false,
-        detached: false,
         permit: true,
         hibernated: false,
         busy: true,

@@ -135,7 +135,6 @@ export function createContainerLease<STATE>(
     [Symbol.asyncDispose]: release,
   };
   container.phase = "leased";
-  container.detached = true;
   container.lease = { leaseKey, adopted, acquiredAt };
   return lease;
 }

@@ -1,5 +1,3 @@
-import type { Factory, Pool as GenericPool, Options as GenericPoolOptions } from "generic-pool";
-import genericPool from "generic-pool";
 import { createContainerCreation } from "./container-creation.ts";
 import type { ContainerDriver, ContainerEvent } from "./container-driver.ts";
 import {
@@ -20,6 +18,7 @@ import { createPoolCore } from "./pool-core.ts";
 import { PoolError } from "./pool-error.ts";
 import type { ContainerPoolEventMap, PoolEvents } from "./pool-events.ts";
 import { sleep } from "./sleep.ts";
+import { createWarmQueue } from "./warm-queue.ts";
 
 export type { ContainerLease, ContainerLeaseInfo, Lease, LeaseInfo } from "./container-lease.ts";
 export type { ContainerHookContext, ContainerPoolOptions } from "./container-pool-options.ts";
@@ -152,60 +151,6 @@ export interface ContainerPool<STATE = undefined> {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** What a create resolves to once the pool is closing: no container. */
-interface Tombstone {
-  kind: "tombstone";
-}
-
-type Resource<STATE> = PoolContainer<STATE> | Tombstone;
-
-interface PooledResourceView {
-  obj: Resource<unknown>;
-  lastIdleTime: number;
-}
-
-/** generic-pool's evictor contract, extended to remove containers the engine reported dead. */
-class ContainerEvictor {
-  evict(
-    config: { softIdleTimeoutMillis: number; min: number },
-    pooled: PooledResourceView,
-    availableCount: number,
-  ): boolean {
-    const resource = pooled.obj;
-    if (resource.kind !== "container") return false;
-    if (resource.dead) {
-      resource.destroyReason = "died";
-      return true;
-    }
-    const idleMs = Date.now() - pooled.lastIdleTime;
-    if (
-      config.softIdleTimeoutMillis > 0 &&
-      idleMs > config.softIdleTimeoutMillis &&
-      config.min < availableCount
-    ) {
-      resource.destroyReason = "idle";
-      return true;
-    }
-    return false;
-  }
-}
-
-// generic-pool exports its Pool class (with pluggable evictor) but its typings only declare `createPool`.
-type GenericPoolClass = new <T>(
-  evictor: new () => ContainerEvictor,
-  deque: unknown,
-  priorityQueue: unknown,
-  factory: Factory<T>,
-  options: GenericPoolOptions,
-) => GenericPool<T>;
-const genericPoolInternals = genericPool as unknown as {
-  Pool: GenericPoolClass;
-  Deque: unknown;
-  PriorityQueue: unknown;
-};
-
-const tombstone: Tombstone = { kind: "tombstone" };
-
 /**
  * A warm pool of started containers over generic-pool. `min` containers are kept started and validated;
  * `acquire` hands one out as a {@link ContainerLease} (refilling at once), and `release()` removes it — a container is
@@ -236,14 +181,13 @@ export function createContainerPool<STATE = undefined>(
   const { settings, driver, events, capacity, containers, knownIds, letGo } = core;
   const { healthCheck } = options;
   const { spec, specHash: hash, poolId, instanceId, min, max, acquireTimeoutMs } = settings;
-  const { softIdleTimeoutMs, evictionIntervalMs, hibernateAfterMs, maxHibernated } = settings;
+  const { evictionIntervalMs, hibernateAfterMs, maxHibernated } = settings;
   const removal = createContainerRemoval(core);
   const creation = createContainerCreation(core, removal);
   const latency = createLatencyWindow();
 
   const waiters = new Set<{ reject: (error: unknown) => void }>();
-  /** `acquire` calls waiting for a container, and wakes waiting for room. */
-  let pendingAcquires = 0;
+  /** Wakes waiting for room. */
   let pendingWakes = 0;
   /** Hibernations under way to make room: each frees a permit when done. */
   let roomHibernations = 0;
@@ -253,53 +197,7 @@ export function createContainerPool<STATE = undefined>(
 
   const closedError = () => poolClosedError(poolId);
 
-  const factory: Factory<Resource<STATE>> = {
-    // Never rejects: failures are retried inside with backoff (a rejecting factory makes generic-pool retry
-    // at once, in a loop), and a closing pool gets tombstones.
-    create: async () => (await creation.create()) ?? tombstone,
-    async destroy(resource) {
-      if (resource.kind !== "container" || resource.detached) return;
-      await removal.remove(resource, resource.destroyReason ?? (core.closed ? "close" : "invalid"));
-    },
-    async validate(resource) {
-      if (resource.kind !== "container") return true;
-      if (resource.dead) {
-        resource.destroyReason = "died";
-        return false;
-      }
-      try {
-        if (healthCheck) {
-          if (await healthCheck({ containerId: resource.id, state: resource.state })) return true;
-        } else {
-          const inspection = await driver.inspect(resource.id, { signal: core.closeSignal });
-          if (inspection.running) return true;
-        }
-      } catch (error) {
-        events.emit("error", { operation: "validate", error, containerId: resource.id });
-      }
-      resource.destroyReason = "invalid";
-      return false;
-    },
-  };
-
-  const generic = new genericPoolInternals.Pool<Resource<STATE>>(
-    ContainerEvictor,
-    genericPoolInternals.Deque,
-    genericPoolInternals.PriorityQueue,
-    factory,
-    {
-      min,
-      max,
-      acquireTimeoutMillis: acquireTimeoutMs,
-      testOnBorrow: true,
-      autostart: false,
-      fifo: true,
-      evictionRunIntervalMillis: evictionIntervalMs,
-      numTestsPerEvictionRun: max,
-      softIdleTimeoutMillis: softIdleTimeoutMs > 0 ? softIdleTimeoutMs : -1,
-      idleTimeoutMillis: Number.POSITIVE_INFINITY,
-    },
-  );
+  const queue = createWarmQueue(core, creation, removal);
 
   function onContainerEvent(event: ContainerEvent) {
     const entry = containers.get(event.containerId);
@@ -368,7 +266,7 @@ export function createContainerPool<STATE = undefined>(
       unsubscribeEvents = driver.events({ labels: { [poolLabels.pool]: poolId } }, onContainerEvent);
       sweepTimer = setInterval(sweepHibernation, evictionIntervalMs);
       sweepTimer.unref();
-      generic.start();
+      queue.start();
     })();
     return startPromise;
   }
@@ -581,7 +479,7 @@ export function createContainerPool<STATE = undefined>(
    */
   function makeRoom(): void {
     if (core.closed) return;
-    const unservedAcquires = Math.max(0, pendingAcquires - generic.available - creation.permitted);
+    const unservedAcquires = Math.max(0, queue.waiting - queue.available - creation.permitted);
     let needed = unservedAcquires + pendingWakes - roomHibernations;
     if (needed <= 0 || capacity.inUse < max) return;
     const candidates = [...containers.values()]
@@ -593,20 +491,13 @@ export function createContainerPool<STATE = undefined>(
       roomHibernations++;
       void hibernateEntry(entry, "room").finally(() => roomHibernations--);
     }
-    if (pendingWakes > 0 && needed > 0 && generic.available > pendingAcquires) {
+    if (pendingWakes > 0 && needed > 0 && queue.available > queue.waiting) {
       // A warm container gives its permit to the wake (first in the queue).
-      void generic.acquire().then(
-        (resource) => {
-          if (resource.kind !== "container") return generic.destroy(resource);
-          resource.destroyReason = "idle";
-          return generic.destroy(resource);
-        },
-        () => undefined,
-      );
+      queue.giveUpOne();
     }
   }
 
-  /** Hibernation by idle time, and the `maxHibernated` budget. */
+  /** Every `evictionIntervalMs`: dead warm containers, hibernation by idle time, and the `maxHibernated` budget. */
   function sweepHibernation(): void {
     if (core.closed) return;
     const now = Date.now();
@@ -623,6 +514,7 @@ export function createContainerPool<STATE = undefined>(
     }
     enforceHibernatedBudget();
     makeRoom();
+    queue.flushDead();
   }
 
   function enforceHibernatedBudget(): void {
@@ -641,16 +533,6 @@ export function createContainerPool<STATE = undefined>(
       createFailures: creation.failures,
       failing: creation.failing,
     });
-  }
-
-  /** A container arrived for an acquire that was already given up: never exposed, so it may stay warm. */
-  function abandon(entry: PoolContainer<STATE>) {
-    if (!core.closed && (generic.pending > 0 || generic.available < min)) {
-      void generic.release(entry).catch(() => {});
-      return;
-    }
-    entry.destroyReason = core.closed ? "close" : "abandoned";
-    void generic.destroy(entry).catch(() => {});
   }
 
   async function acquire(acquireOptions: AcquireOptions): Promise<ContainerLease<STATE>> {
@@ -679,33 +561,24 @@ export function createContainerPool<STATE = undefined>(
       waiters.add(waiter);
       signal?.addEventListener("abort", onAbort, { once: true });
 
-      pendingAcquires++;
-      const served = generic.acquire();
-      void served.then(
-        () => pendingAcquires--,
-        () => pendingAcquires--,
-      );
+      const served = queue.borrow();
       makeRoom();
       served.then(
-        (resource) => {
-          if (resource.kind === "tombstone") {
-            void generic.destroy(resource).catch(() => {});
+        (slot) => {
+          const { container } = slot;
+          if (container === undefined || settled || core.closed) {
+            // Never exposed: it may stay warm (see `AcquireOptions.signal`).
+            queue.abandon(slot);
             settle(() => reject(closedError()));
             return;
           }
-          if (settled || core.closed) {
-            abandon(resource);
-            settle(() => reject(closedError()));
-            return;
-          }
-          const lease = makeLease(resource, leaseKey, false);
-          // Take it out of generic-pool (the factory's destroy skips detached entries): generic-pool refills to
-          // `min` idle containers right away, and the lease alone decides when the container goes.
-          void generic.destroy(resource).catch(() => {});
+          const lease = makeLease(container, leaseKey, false);
+          // generic-pool refills to `min` idle containers right away; the lease alone decides when this one goes.
+          queue.takeOut(slot);
           const latencyMs = performance.now() - startedAt;
           latency.add(latencyMs);
           events.emit("acquire", {
-            containerId: resource.id,
+            containerId: container.id,
             leaseKey,
             latencyMs: Math.round(latencyMs * 100) / 100,
             adopted: false,
@@ -761,12 +634,10 @@ export function createContainerPool<STATE = undefined>(
     const hibernated = !inspection.running;
     if (!hibernated) capacity.forceAcquire();
     const entry: PoolContainer<STATE> = {
-      kind: "container",
       id: containerId,
       state: undefined as STATE,
       phase: "leased",
       dead: false,
-      detached: true,
       permit: !hibernated,
       hibernated,
       tornDown: hibernated,
@@ -810,12 +681,12 @@ export function createContainerPool<STATE = undefined>(
       if (core.closed) throw closedError();
       warmOptions.signal?.throwIfAborted();
       const leased = [...containers.values()].filter((e) => e.phase === "leased" && e.permit).length;
-      if (generic.available >= Math.min(min, max - leased)) return;
+      if (queue.available >= Math.min(min, max - leased)) return;
       if (Date.now() >= deadline) {
         const error = exhaustedError();
         throw new PoolError(
           error.code,
-          `Pool ${poolId} did not warm ${min} containers in time (${generic.available} ready)`,
+          `Pool ${poolId} did not warm ${min} containers in time (${queue.available} ready)`,
           { cause: error.cause ?? error, details: error.details ?? {} },
         );
       }
@@ -828,7 +699,7 @@ export function createContainerPool<STATE = undefined>(
     const { p50, p95 } = latency.summary();
     return {
       size: capacity.inUse,
-      available: core.closed ? 0 : generic.available,
+      available: core.closed ? 0 : queue.available,
       borrowed: leased.length,
       hibernated: leased.filter((e) => e.hibernated).length,
       pending: waiters.size,
@@ -846,12 +717,12 @@ export function createContainerPool<STATE = undefined>(
   function close(closeOptions: CloseOptions = {}): Promise<void> {
     closePromise ??= (async () => {
       if (sweepTimer) clearInterval(sweepTimer);
-      const drained = generic.drain(); // stops min maintenance at once
+      const drained = queue.drain(); // stops min maintenance at once
       core.close();
       unsubscribeEvents?.();
       for (const waiter of [...waiters]) waiter.reject(closedError());
       await drained.catch(() => {});
-      await generic.clear().catch(() => {});
+      await queue.clear().catch(() => {});
       const teardowns: Promise<void>[] = [];
       for (const entry of [...containers.values()]) {
         if (closeOptions.keepLeased && entry.phase === "leased") {

@@ -1,5 +1,3 @@
-import type { DestroyReason } from "./pool-events.ts";
-
 /** How a removal (or a detach) of a container ended: `error` is what the engine said when it failed. */
 export interface RemovalResult {
   ok: boolean;
@@ -11,19 +9,16 @@ export interface RemovalResult {
  * of it. Internal: a lease shows its owner a {@link ContainerLease} over it.
  */
 export interface PoolContainer<STATE> {
-  kind: "container";
   id: string;
   state: STATE;
   phase: "idle" | "leased" | "removing";
   /**
-   * The engine reported its death outside the pool's wish: an idle container is removed by the evictor; a leased one
+   * The engine reported its death outside the pool's wish: an idle container is flushed out of the warm queue; a leased one
    * is looked at on its next use (see `ContainerLease.stopped`).
    */
   dead: boolean;
   /** Why a leased container stopped outside the pool's wish, once known; cleared when it is started again. */
   stopReason?: string;
-  /** Handed to a lease: generic-pool's `destroy` of it must not remove the container. */
-  detached: boolean;
   /** `teardown` already ran (the pool closed with `keepLeased`, or it hibernated); a later release only removes. */
   tornDown?: boolean;
   /** Holds one of `capacity`'s permits (false while hibernated). */
@@ -36,7 +31,6 @@ export interface PoolContainer<STATE> {
   /** In use (not `idle()`): never hibernated. */
   busy: boolean;
   lastUsedAt: number;
-  destroyReason?: DestroyReason;
   /** Set once the container is leased. */
   lease?: { leaseKey: string; adopted: boolean; acquiredAt: Date };
   removal?: Promise<RemovalResult>;
