@@ -238,7 +238,11 @@ describe("createContainerPool", () => {
     await pool.warm();
     const [first, middle, last] = [...driver.containers.keys()];
     driver.kill(middle!);
-    await waitFor(() => !driver.containers.has(middle!) && pool.metrics().available === 3, 2_000, "replacement");
+    await waitFor(
+      () => !driver.containers.has(middle!) && pool.metrics().available === 3,
+      2_000,
+      "replacement",
+    );
     expect(destroyed).toEqual([expect.objectContaining({ containerId: middle, reason: "died" })]);
     expect(driver.containers.has(first!) && driver.containers.has(last!)).toBe(true);
     expect(running(driver)).toHaveLength(3);

@@ -7,17 +7,20 @@ import {
   createContainerLease,
   describeLeases,
 } from "./container-lease.ts";
-import { containerGoneError, poolClosedError, poolExhaustedError } from "./container-pool-errors.ts";
+import { poolClosedError, poolExhaustedError } from "./container-pool-errors.ts";
 import type { ContainerPoolOptions } from "./container-pool-options.ts";
 import { createContainerRemoval } from "./container-removal.ts";
 import type { ResolvedContainerSpec } from "./container-spec.ts";
+import { createHibernation, type Hibernation } from "./hibernation.ts";
 import { poolLabels } from "./labels.ts";
 import { createLatencyWindow } from "./latency-window.ts";
 import type { PoolContainer } from "./pool-container.ts";
 import { createPoolCore } from "./pool-core.ts";
 import { PoolError } from "./pool-error.ts";
 import type { ContainerPoolEventMap, PoolEvents } from "./pool-events.ts";
+import { createPoolRoom, type PoolRoom } from "./pool-room.ts";
 import { sleep } from "./sleep.ts";
+import { createStoppedContainers } from "./stopped-containers.ts";
 import { createWarmQueue } from "./warm-queue.ts";
 
 export type { ContainerLease, ContainerLeaseInfo, Lease, LeaseInfo } from "./container-lease.ts";
@@ -179,18 +182,12 @@ export function createContainerPool<STATE = undefined>(
 ): ContainerPool<STATE> {
   const core = createPoolCore(options);
   const { settings, driver, events, capacity, containers, knownIds, letGo } = core;
-  const { healthCheck } = options;
-  const { spec, specHash: hash, poolId, instanceId, min, max, acquireTimeoutMs } = settings;
-  const { evictionIntervalMs, hibernateAfterMs, maxHibernated } = settings;
+  const { spec, specHash: hash, poolId, instanceId, min, max, evictionIntervalMs } = settings;
   const removal = createContainerRemoval(core);
   const creation = createContainerCreation(core, removal);
   const latency = createLatencyWindow();
 
   const waiters = new Set<{ reject: (error: unknown) => void }>();
-  /** Wakes waiting for room. */
-  let pendingWakes = 0;
-  /** Hibernations under way to make room: each frees a permit when done. */
-  let roomHibernations = 0;
   let sweepTimer: ReturnType<typeof setInterval> | undefined;
   let closePromise: Promise<void> | undefined;
   let unsubscribeEvents: (() => void) | undefined;
@@ -198,6 +195,20 @@ export function createContainerPool<STATE = undefined>(
   const closedError = () => poolClosedError(poolId);
 
   const queue = createWarmQueue(core, creation, removal);
+  // Waking needs room, and making room hibernates: each of the two reaches the other through a function.
+  const hibernation: Hibernation<STATE> = createHibernation({
+    core,
+    removal,
+    waitForRoom: (signal) => room.waitForRoom(signal),
+  });
+  const room: PoolRoom = createPoolRoom({
+    core,
+    queue,
+    creation,
+    hibernate: (container) => hibernation.hibernate(container, "room"),
+    exhaustedError,
+  });
+  const stopped = createStoppedContainers(core, hibernation);
 
   function onContainerEvent(event: ContainerEvent) {
     const entry = containers.get(event.containerId);
@@ -264,7 +275,7 @@ export function createContainerPool<STATE = undefined>(
       }
       if (core.closed) return;
       unsubscribeEvents = driver.events({ labels: { [poolLabels.pool]: poolId } }, onContainerEvent);
-      sweepTimer = setInterval(sweepHibernation, evictionIntervalMs);
+      sweepTimer = setInterval(sweep, evictionIntervalMs);
       sweepTimer.unref();
       queue.start();
     })();
@@ -274,257 +285,22 @@ export function createContainerPool<STATE = undefined>(
   const leaseOperations: ContainerLeaseOperations<STATE> = {
     remove: (entry) => removal.remove(entry, core.closed ? "close" : "release"),
     forget: (entry) => removal.forget(entry),
-    wake: (entry, signal) => wakeEntry(entry, signal),
-    hibernate: (entry) => hibernateEntry(entry, "asked"),
-    makeRoom: () => makeRoom(),
-    stopped: (entry, signal) => stoppedReason(entry, signal),
-    restart: (entry, signal) => restartEntry(entry, signal),
+    wake: (entry, signal) => hibernation.wake(entry, signal),
+    hibernate: (entry) => hibernation.hibernate(entry, "asked"),
+    makeRoom: () => room.makeRoom(),
+    stopped: (entry, signal) => stopped.reason(entry, signal),
+    restart: (entry, signal) => stopped.restart(entry, signal),
   };
   const makeLease = (entry: PoolContainer<STATE>, leaseKey: string, adopted: boolean) =>
     createContainerLease(entry, { leaseKey, adopted }, leaseOperations);
 
-  /** Stops an idle lease's container (after its teardown) and frees its permit. */
-  function hibernateEntry(entry: PoolContainer<STATE>, reason: "idle" | "room" | "asked"): Promise<void> {
-    if (entry.hibernated || entry.phase !== "leased" || core.closed) return Promise.resolve();
-    if (entry.transition) return entry.transition.then(() => hibernateEntry(entry, reason));
-    const leaseKey = entry.lease?.leaseKey ?? entry.id;
-    const transition = (async () => {
-      try {
-        // One that stopped on its own meanwhile is still one to restart, not to wake, whenever it is used again.
-        if (entry.dead) entry.stopReason ??= await inspectStop(entry).catch(() => undefined);
-        await settleStopped(entry, { stop: true });
-        events.emit("hibernate", { containerId: entry.id, leaseKey, reason });
-      } catch (error) {
-        // Its agent is gone either way: the next wake starts and sets it up again (keeping its permit).
-        entry.hibernated = true;
-        entry.hibernatedAt = Date.now();
-        events.emit("error", { operation: "hibernate", error, containerId: entry.id });
-      }
-    })();
-    entry.transition = transition;
-    void transition.finally(() => {
-      if (entry.transition === transition) entry.transition = undefined;
-      enforceHibernatedBudget();
-    });
-    return transition;
-  }
-
-  /**
-   * Counts a lease's container as stopped — hibernated, holding no room — once what `setup` made for it is torn
-   * down (and, with `stop`, the container stopped).
-   */
-  async function settleStopped(entry: PoolContainer<STATE>, options: { stop: boolean }): Promise<void> {
-    await removal.teardown(entry.id, entry.state);
-    entry.tornDown = true;
-    entry.state = undefined as STATE;
-    if (options.stop) await driver.stop(entry.id, { signal: core.closeSignal });
-    entry.hibernated = true;
-    entry.hibernatedAt = Date.now();
-    if (entry.permit) {
-      entry.permit = false;
-      capacity.release();
-    }
-  }
-
-  /** The error for a lease whose container is gone (removed by the pool while hibernated, or from outside). */
-  const goneError = (entry: PoolContainer<STATE>, how?: string) => containerGoneError(entry.id, poolId, how);
-
-  /** What the engine says of a container that stopped: its exit, told for a person (and a model). */
-  async function inspectStop(entry: PoolContainer<STATE>, signal?: AbortSignal): Promise<string | undefined> {
-    const inspection = await driver.inspect(entry.id, signal ? { signal } : {});
-    if (inspection.running) return undefined;
-    if (inspection.oomKilled) return "its container ran out of memory";
-    const code = inspection.exitCode;
-    if (code === 137) return "its container was killed (exit code 137)";
-    if (code === 143) return "its container was stopped (exit code 143)";
-    return code === null ? "its container stopped" : `its container stopped (exit code ${code})`;
-  }
-
-  async function stoppedReason(
-    entry: PoolContainer<STATE>,
-    signal: AbortSignal | undefined,
-  ): Promise<string | undefined> {
-    while (entry.transition) await entry.transition.catch(() => undefined);
-    if (entry.phase !== "leased") return undefined; // released or detached: its calls say so
-    if (entry.stopReason !== undefined || entry.hibernated) return entry.stopReason;
-    if (!entry.dead) {
-      const healthy = healthCheck ? await healthCheck({ containerId: entry.id, state: entry.state }) : true;
-      if (healthy) return undefined;
-    }
-    let reason: string | undefined;
-    try {
-      reason = await inspectStop(entry, signal);
-    } catch (error) {
-      if (PoolError.hasCode(error, "NOT_FOUND")) throw goneError(entry, "was removed");
-      throw error;
-    }
-    if (reason === undefined) {
-      entry.dead = false; // running: what failed the health check recovers on its own (an agent restarting)
-      return undefined;
-    }
-    entry.stopReason = reason;
-    return reason;
-  }
-
-  /** Starts a lease's container that stopped outside the pool's wish again, through the wake path. */
-  async function restartEntry(entry: PoolContainer<STATE>, signal: AbortSignal | undefined): Promise<void> {
-    while (entry.transition) await entry.transition.catch(() => undefined);
-    if (core.closed) throw closedError();
-    if (entry.phase !== "leased") throw goneError(entry, "was let go of");
-    const reason = entry.stopReason ?? (await stoppedReason(entry, signal));
-    if (reason === undefined) return;
-    if (!entry.hibernated) {
-      // Stopped already: it counts as hibernated until the wake path starts it.
-      const transition = settleStopped(entry, { stop: false });
-      entry.transition = transition;
-      try {
-        await transition;
-      } finally {
-        if (entry.transition === transition) entry.transition = undefined;
-      }
-    }
-    await wakeEntry(entry, signal, reason);
-  }
-
-  /** Starts a hibernated lease's container (a wake, or with `restartReason` a restart); false when it runs. */
-  async function wakeEntry(
-    entry: PoolContainer<STATE>,
-    signal: AbortSignal | undefined,
-    restartReason?: string,
-  ): Promise<boolean> {
-    entry.busy = true;
-    entry.lastUsedAt = Date.now();
-    while (entry.transition) await entry.transition.catch(() => undefined);
-    const gone = () => goneError(entry);
-    if (core.closed) throw closedError();
-    if (entry.phase !== "leased") throw gone();
-    if (!entry.hibernated) return false;
-    const startedAt = performance.now();
-    const transition = (async () => {
-      if (!entry.permit) {
-        await waitForRoom(signal);
-        if (entry.phase !== "leased") {
-          capacity.release();
-          throw gone();
-        }
-        entry.permit = true;
-      }
-      const wakeSignal = signal ? AbortSignal.any([signal, core.closeSignal]) : core.closeSignal;
-      try {
-        const { createEnv } = entry;
-        if (createEnv) options.containerEnv?.renew?.(createEnv);
-        await driver.start(entry.id, { signal: wakeSignal });
-        entry.state = options.setup
-          ? await options.setup({
-              containerId: entry.id,
-              driver,
-              signal: wakeSignal,
-              adopted: true,
-              ...(createEnv ? { createEnv } : {}),
-            })
-          : (undefined as STATE);
-      } catch (error) {
-        // Back to sleep: a later wake tries again.
-        await driver.stop(entry.id).catch(() => undefined);
-        entry.permit = false;
-        capacity.release();
-        if (PoolError.hasCode(error, "NOT_FOUND")) throw gone();
-        throw error;
-      }
-      entry.hibernated = false;
-      entry.tornDown = false;
-      entry.hibernatedAt = undefined;
-      entry.dead = false;
-      entry.stopReason = undefined;
-      const woke = {
-        containerId: entry.id,
-        leaseKey: entry.lease?.leaseKey ?? entry.id,
-        durationMs: Math.round(performance.now() - startedAt),
-      };
-      if (restartReason === undefined) events.emit("wake", woke);
-      else events.emit("restart", { ...woke, reason: restartReason });
-    })();
-    entry.transition = transition;
-    try {
-      await transition;
-    } finally {
-      if (entry.transition === transition) entry.transition = undefined;
-    }
-    return true;
-  }
-
-  /** Waits for a permit for a wake (ahead of refills), making room; `POOL_EXHAUSTED` past `acquireTimeoutMs`. */
-  async function waitForRoom(signal: AbortSignal | undefined): Promise<void> {
-    const deadline = AbortSignal.timeout(acquireTimeoutMs);
-    const waitSignal = AbortSignal.any([deadline, core.closeSignal, ...(signal ? [signal] : [])]);
-    pendingWakes++;
-    try {
-      const granted = capacity.acquire(waitSignal, { first: true });
-      makeRoom();
-      await granted;
-    } catch (error) {
-      if (core.closed) throw closedError();
-      signal?.throwIfAborted();
-      if (deadline.aborted) throw exhaustedError();
-      throw error;
-    } finally {
-      pendingWakes--;
-    }
-  }
-
-  /**
-   * Frees permits for whoever waits: an `acquire` that no idle or coming container serves, and every waiting
-   * wake. Hibernates the least recently used idle leases; for a wake with none left, removes an idle warm
-   * container (the pool refills it later).
-   */
-  function makeRoom(): void {
+  /** Every `evictionIntervalMs`: hibernation by idle time, the `maxHibernated` budget, dead warm containers. */
+  function sweep(): void {
     if (core.closed) return;
-    const unservedAcquires = Math.max(0, queue.waiting - queue.available - creation.permitted);
-    let needed = unservedAcquires + pendingWakes - roomHibernations;
-    if (needed <= 0 || capacity.inUse < max) return;
-    const candidates = [...containers.values()]
-      .filter((e) => e.phase === "leased" && !e.busy && !e.hibernated && !e.transition && e.permit)
-      .sort((a, b) => a.lastUsedAt - b.lastUsedAt);
-    for (const entry of candidates) {
-      if (needed <= 0) return;
-      needed--;
-      roomHibernations++;
-      void hibernateEntry(entry, "room").finally(() => roomHibernations--);
-    }
-    if (pendingWakes > 0 && needed > 0 && queue.available > queue.waiting) {
-      // A warm container gives its permit to the wake (first in the queue).
-      queue.giveUpOne();
-    }
-  }
-
-  /** Every `evictionIntervalMs`: dead warm containers, hibernation by idle time, and the `maxHibernated` budget. */
-  function sweepHibernation(): void {
-    if (core.closed) return;
-    const now = Date.now();
-    for (const entry of containers.values()) {
-      if (
-        entry.phase === "leased" &&
-        !entry.busy &&
-        !entry.hibernated &&
-        !entry.transition &&
-        now - entry.lastUsedAt >= hibernateAfterMs
-      ) {
-        void hibernateEntry(entry, "idle");
-      }
-    }
-    enforceHibernatedBudget();
-    makeRoom();
+    hibernation.hibernateIdle();
+    hibernation.enforceBudget();
+    room.makeRoom();
     queue.flushDead();
-  }
-
-  function enforceHibernatedBudget(): void {
-    if (core.closed) return;
-    const hibernated = [...containers.values()]
-      .filter((e) => e.phase === "leased" && e.hibernated && !e.transition)
-      .sort((a, b) => (a.hibernatedAt ?? 0) - (b.hibernatedAt ?? 0));
-    for (const entry of hibernated.slice(0, Math.max(0, hibernated.length - maxHibernated))) {
-      void removal.remove(entry, "hibernated-budget");
-    }
   }
 
   function exhaustedError(): PoolError {
@@ -562,7 +338,7 @@ export function createContainerPool<STATE = undefined>(
       signal?.addEventListener("abort", onAbort, { once: true });
 
       const served = queue.borrow();
-      makeRoom();
+      room.makeRoom();
       served.then(
         (slot) => {
           const { container } = slot;

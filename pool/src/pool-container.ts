@@ -37,3 +37,25 @@ export interface PoolContainer<STATE> {
   /** What `containerEnv` gave it, when this pool created it. */
   createEnv?: Readonly<Record<string, string>>;
 }
+
+/** Waits until no hibernate, wake or restart of the container is under way (whatever their outcome). */
+export async function settleTransitions(container: PoolContainer<unknown>): Promise<void> {
+  while (container.transition) await container.transition.catch(() => undefined);
+}
+
+/**
+ * Runs `work` as the container's transition (a hibernate, wake or restart): others wait for it with
+ * {@link settleTransitions} before they look at the container.
+ */
+export async function runTransition<T>(
+  container: PoolContainer<unknown>,
+  work: () => Promise<T>,
+): Promise<T> {
+  const transition = work();
+  container.transition = transition;
+  try {
+    return await transition;
+  } finally {
+    if (container.transition === transition) container.transition = undefined;
+  }
+}
