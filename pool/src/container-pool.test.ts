@@ -230,6 +230,25 @@ describe("createContainerPool", () => {
     expect(exits).toContainEqual(expect.objectContaining({ containerId: idle, reason: "oom" }));
   });
 
+  it("removes a dead warm container wherever it sits in the queue and keeps the live ones warm", async () => {
+    const driver = createFakeDriver();
+    const pool = makePool(driver, { min: 3 });
+    const destroyed: Array<{ containerId: string; reason: string }> = [];
+    pool.events.on("destroy", (event) => destroyed.push(event));
+    await pool.warm();
+    const [first, middle, last] = [...driver.containers.keys()];
+    driver.kill(middle!);
+    await waitFor(
+      () => !driver.containers.has(middle!) && pool.metrics().available === 3,
+      2_000,
+      "replacement",
+    );
+    expect(destroyed).toEqual([expect.objectContaining({ containerId: middle, reason: "died" })]);
+    expect(driver.containers.has(first!) && driver.containers.has(last!)).toBe(true);
+    expect(running(driver)).toHaveLength(3);
+    expect(driver.calls.create).toBe(4);
+  });
+
   it("validates on borrow: a container that stopped silently is never handed out", async () => {
     const driver = createFakeDriver();
     const pool = makePool(driver, { min: 1, evictionIntervalMs: 60_000 });

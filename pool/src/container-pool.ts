@@ -1,250 +1,37 @@
-import { randomBytes } from "node:crypto";
-import type { Factory, Pool as GenericPool, Options as GenericPoolOptions } from "generic-pool";
-import genericPool from "generic-pool";
-import type { ContainerDriver, ContainerEvent } from "./container-driver.ts";
-import { type ContainerSpec, type ResolvedContainerSpec, resolveContainerSpec } from "./container-spec.ts";
-import { type CreateBackoffOptions, createCreateBackoff } from "./create-backoff.ts";
-import { poolLabels } from "./labels.ts";
-import { createLatencyWindow } from "./latency-window.ts";
-import { PoolError } from "./pool-error.ts";
+import { type AdoptOptions, adoptContainer } from "./adopt-container.ts";
+import { type CloseOptions, closeContainerPool } from "./close-container-pool.ts";
+import { type AcquireOptions, createContainerAcquirer } from "./container-acquirer.ts";
+import { createContainerCreation } from "./container-creation.ts";
+import type { ContainerDriver } from "./container-driver.ts";
 import {
-  type ContainerPoolEventMap,
-  createPoolEvents,
-  type DestroyReason,
-  type PoolEvents,
-} from "./pool-events.ts";
-import { createSemaphore } from "./semaphore.ts";
-import { specHash } from "./spec-hash.ts";
+  type ContainerLease,
+  type ContainerLeaseInfo,
+  type ContainerLeaseOperations,
+  createContainerLease,
+  describeLeases,
+} from "./container-lease.ts";
+import { poolClosedError, poolExhaustedError } from "./container-pool-errors.ts";
+import type { ContainerPoolOptions } from "./container-pool-options.ts";
+import { createContainerRemoval } from "./container-removal.ts";
+import type { ResolvedContainerSpec } from "./container-spec.ts";
+import { createHibernation, type Hibernation } from "./hibernation.ts";
+import type { PoolContainer } from "./pool-container.ts";
+import { createPoolCore } from "./pool-core.ts";
+import { PoolError } from "./pool-error.ts";
+import type { ContainerPoolEventMap, PoolEvents } from "./pool-events.ts";
+import { createPoolRoom, type PoolRoom } from "./pool-room.ts";
+import { type ReapStraysOptions, reapStrays } from "./reap-strays.ts";
+import { sleep } from "./sleep.ts";
+import { createStoppedContainers } from "./stopped-containers.ts";
+import { createWarmQueue } from "./warm-queue.ts";
+import { watchContainerExits } from "./watch-container-exits.ts";
 
-/** What the pool's hooks receive. */
-export interface ContainerHookContext {
-  containerId: string;
-  driver: ContainerDriver;
-  /** Aborts when the pool closes. */
-  signal: AbortSignal;
-}
-
-/** Options of {@link createContainerPool}. */
-export interface ContainerPoolOptions<STATE = undefined> {
-  /** The engine: `createDockerDriver()`, or `createFakeDriver()` from `@pai/pool/testing` in unit tests. */
-  driver: ContainerDriver;
-  /** What every container of the pool runs; its `specHash` labels the containers. */
-  spec: ContainerSpec;
-  /**
-   * Started containers kept ready for `acquire` (idle ones; leased containers do not count), as long as the
-   * total stays within `max`.
-   * @default 1
-   */
-  min?: number;
-  /**
-   * Containers in total: idle, leased and being created.
-   * @default 10
-   */
-  max?: number;
-  /**
-   * Deadline of `acquire` (generic-pool's `acquireTimeoutMillis`, always set): past it `acquire` rejects with
-   * `POOL_EXHAUSTED`, or `DOCKER_UNAVAILABLE` when creates are failing because the engine is unreachable.
-   * @default 30000
-   */
-  acquireTimeoutMs?: number;
-  /**
-   * The `pai.pool` label. Use a stable id per deployment and spec when you `adopt` or `reapStrays` across
-   * restarts; the default is random, so two processes never reap each other's containers.
-   * @default `pool-<8 random hex digits>`
-   */
-  poolId?: string;
-  /**
-   * The `pai.owner` label: the runtime process these containers belong to (its heartbeat in a shared store tells
-   * other processes whether it is alive). Other owners' `reapStrays({ deadOwners })` remove them once it is
-   * known dead. Without it containers carry no owner label and only this pool id's `reapStrays` removes them.
-   */
-  ownerId?: string;
-  /**
-   * Creates running at once (each costs ~265 ms of engine CPU here).
-   * @default 2
-   */
-  maxConcurrentCreates?: number;
-  /** Backoff between failing creates; see {@link CreateBackoffOptions}. */
-  createBackoff?: CreateBackoffOptions;
-  /**
-   * Idle containers above `min` are removed after this long (generic-pool's `softIdleTimeoutMillis`; a finite
-   * `idleTimeoutMillis` is never used, as it would evict below `min` and churn). `0` disables trimming.
-   * @default 60000
-   */
-  softIdleTimeoutMs?: number;
-  /**
-   * How often idle containers are checked for trimming and for engine `die`/`oom` events.
-   * @default 1000
-   */
-  evictionIntervalMs?: number;
-  /**
-   * A lease marked idle (`lease.idle()`) this long is hibernated: its container is stopped (files and volumes
-   * kept, processes gone) and no longer counts toward `max`; `lease.wake()` starts it again. When an `acquire`
-   * or a wake waits for room, the least recently used idle lease is hibernated at once. `Infinity` only
-   * hibernates to make room.
-   * @default 120000
-   */
-  hibernateAfterMs?: number;
-  /**
-   * Hibernated leases kept; beyond it the longest hibernated are removed (their `wake` then rejects with
-   * `NOT_FOUND`).
-   * @default 100
-   */
-  maxHibernated?: number;
-  /**
-   * Calls `reapStrays()` (keeping nothing) before the first container is created. Leave it off when you
-   * `adopt` containers after a restart: call `reapStrays({ keep })` yourself instead.
-   * @default false
-   */
-  reapOnStart?: boolean;
-  /**
-   * Environment for one container only, made at each create (`create`) and never part of the spec (nor of its
-   * hash): e.g. a secret that container's agent presents. `setup` gets it back as `createEnv` after the create,
-   * and after each wake of a container this pool created, right before which `renew` runs (e.g. to admit that
-   * secret once more: nothing runs in a stopped container).
-   */
-  containerEnv?: {
-    create(): Readonly<Record<string, string>>;
-    renew?(env: Readonly<Record<string, string>>): void;
-  };
-  /** Runs after create, before start: e.g. copy an agent binary in with `driver.putArchive`. */
-  beforeStart?: (context: ContainerHookContext) => Promise<void>;
-  /**
-   * Runs after start (and on `adopt`), before the container counts as warm; its result is the lease's `state`
-   * (e.g. a connection to an in-container agent). A throw fails the create, which is retried with backoff.
-   * `createEnv` is what `containerEnv` gave the container, when this pool created it (a create or a wake).
-   */
-  setup?: (
-    context: ContainerHookContext & { adopted: boolean; createEnv?: Readonly<Record<string, string>> },
-  ) => Promise<STATE> | STATE;
-  /**
-   * Checks a warm container on borrow without a Docker round trip (e.g. "its in-container agent is still
-   * connected"). Without it the pool asks the engine (`inspect`). Containers that die or hit OOM are
-   * evicted from Docker's events either way.
-   */
-  healthCheck?: (context: { containerId: string; state: STATE | undefined }) => boolean | Promise<boolean>;
-  /** Runs before a container is removed, with the state `setup` returned. Errors are reported, not thrown. */
-  teardown?: (context: {
-    containerId: string;
-    driver: ContainerDriver;
-    state: STATE;
-  }) => Promise<void> | void;
-}
-
-/**
- * A container handed out by the pool. It is never reused: `release()` removes it. A lease starts in use; once
- * marked `idle()` it may be hibernated (stopped, its files kept) and `wake()` starts it again.
- */
-export interface Lease<STATE = undefined> {
-  readonly containerId: string;
-  readonly leaseKey: string;
-  /**
-   * What `setup` returned for this container (`undefined` without `setup`); a wake sets it up again, so read it
-   * after `wake()`. `undefined` while an adopted container is still hibernated.
-   */
-  readonly state: STATE;
-  /** True while the container is stopped (hibernated). */
-  readonly hibernated: boolean;
-  /**
-   * Marks the lease in use (never hibernated until `idle()`) and makes sure its container runs: a hibernated
-   * one waits for room within `max` (hibernating the least recently used idle lease to make it), is started
-   * and set up again (`setup` with `adopted: true`). Resolves `true` when it had to wake it. Files are as they
-   * were; processes started before it hibernated are gone.
-   * @throws PoolError `NOT_FOUND` when the pool removed it while hibernated (`maxHibernated`), `POOL_EXHAUSTED`
-   * when no room came within `acquireTimeoutMs`.
-   */
-  wake(options?: { signal?: AbortSignal }): Promise<boolean>;
-  /** Not in use now: hibernated once idle for `hibernateAfterMs`, or at once when room is needed. */
-  idle(): void;
-  /**
-   * Why the container stopped although the pool did not stop it (its main process killed, `docker kill` or
-   * `docker stop` from outside, an engine restart), or `undefined` while it runs or is hibernated. Known from the
-   * engine's `die` event, or from the health check (the engine is then asked): a healthy container costs no
-   * round trip. A stopped container stays stopped until {@link Lease.restart}.
-   * @throws PoolError `NOT_FOUND` when the container was removed from outside.
-   */
-  stopped(options?: { signal?: AbortSignal }): Promise<string | undefined>;
-  /**
-   * Starts a container that stopped outside the pool's wish again, the way a wake starts a hibernated one (in use,
-   * files as they were, processes gone; `setup` with `adopted: true`): a `restart` event.
-   * @throws PoolError `NOT_FOUND` when it was removed, `POOL_EXHAUSTED` when no room came within
-   * `acquireTimeoutMs`, or what the start or `setup` threw (the container is then left stopped).
-   */
-  restart(options?: { signal?: AbortSignal }): Promise<void>;
-  /** Hibernates now (the lease stays; `wake()` brings it back). A no-op once hibernated. */
-  hibernate(): Promise<void>;
-  /** True for a lease made by `adopt`. */
-  readonly adopted: boolean;
-  readonly acquiredAt: Date;
-  /**
-   * Removes the container (force, with its volumes); the pool refills in the background. Idempotent.
-   * Rejects (after the pool has forgotten the container) when the engine fails to remove it.
-   */
-  release(): Promise<void>;
-  /**
-   * Forgets the container without removing it: it stays for whoever takes it over (a lease handed over to
-   * another process, which `adopt`s it). `teardown` runs, and it no longer counts against `max`. It is left as
-   * it is: running, or stopped when hibernated (a hibernation under way finishes first), and `adopt` then takes
-   * it as a hibernated lease that its first `wake()` starts. This pool never hibernates a detached container
-   * (it is no longer this pool's), and `wake()` on the detached lease rejects with `NOT_FOUND`. Idempotent;
-   * after it (or `release`) the other is a no-op.
-   */
-  detach(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
-}
-
-/** Options of `acquire`. */
-export interface AcquireOptions {
-  /** Who the container is for (e.g. `sandbox:thread:<id>`); recorded by the pool and on the lease. */
-  leaseKey: string;
-  /**
-   * Gives up waiting. Rejects with the signal's reason; a container that arrives for the abandoned call is
-   * handed to the next waiter or kept warm if the pool is short of `min`, and removed otherwise — it never
-   * leaks and was never exposed.
-   */
-  signal?: AbortSignal;
-}
-
-/** Options of `adopt`. */
-export interface AdoptOptions {
-  /** @default the container id */
-  leaseKey?: string;
-  signal?: AbortSignal;
-  /**
-   * Adopt a container whose `pai.spec` label differs from this pool's spec hash (created by an older spec).
-   * @default false
-   */
-  allowSpecMismatch?: boolean;
-}
-
-/** Options of `reapStrays`. */
-export interface ReapStraysOptions {
-  /** Container ids (full, or prefixes of at least 12 characters) that stay. */
-  keep?: Iterable<string>;
-  /**
-   * Owners known to be dead (a store saw their heartbeats stop). Every managed container of the engine whose
-   * `pai.owner` is one of them is removed, whatever its pool id. Containers of any other owner are never touched:
-   * an owner unknown to the caller may be a live process of another app or store on the same engine.
-   */
-  deadOwners?: Iterable<string>;
-  /**
-   * Full ids of managed containers removed whatever their owner label, unless this pool holds them or `keep`
-   * names them: the containers of leases the caller ended without taking them over (one handed over between
-   * processes keeps its creator's label, and the creator may be gone). Ids not on this engine are ignored.
-   */
-  orphans?: Iterable<string>;
-  signal?: AbortSignal;
-}
-
-/** Options of `close`. */
-export interface CloseOptions {
-  /**
-   * Leaves leased (not yet released) containers running and forgets them: whoever recorded them (a lease in a
-   * store) takes them over or frees them later. Idle and half-created containers are removed either way.
-   * @default false
-   */
-  keepLeased?: boolean;
-}
+export type { AdoptOptions } from "./adopt-container.ts";
+export type { CloseOptions } from "./close-container-pool.ts";
+export type { AcquireOptions } from "./container-acquirer.ts";
+export type { ContainerLease, ContainerLeaseInfo, Lease, LeaseInfo } from "./container-lease.ts";
+export type { ContainerHookContext, ContainerPoolOptions } from "./container-pool-options.ts";
+export type { ReapStraysOptions } from "./reap-strays.ts";
 
 /** Options of `warm`. */
 export interface WarmOptions {
@@ -277,15 +64,6 @@ export interface ContainerPoolMetrics {
   max: number;
 }
 
-/** Description of a live lease, from `leases()`. */
-export interface LeaseInfo {
-  containerId: string;
-  leaseKey: string;
-  adopted: boolean;
-  acquiredAt: Date;
-  hibernated: boolean;
-}
-
 /** A warm pool of started containers of one spec. See {@link createContainerPool}. */
 export interface ContainerPool<STATE = undefined> {
   readonly poolId: string;
@@ -303,14 +81,14 @@ export interface ContainerPool<STATE = undefined> {
   /** `on('create' | 'destroy' | 'acquire' | 'error' | 'exit', listener)`. */
   readonly events: PoolEvents<ContainerPoolEventMap>;
   /** Takes a fresh, validated (running) container for `leaseKey`. */
-  acquire(options: AcquireOptions): Promise<Lease<STATE>>;
+  acquire(options: AcquireOptions): Promise<ContainerLease<STATE>>;
   /**
    * Takes over a container this pool id created before a restart (checks the `pai.managed`, `pai.pool` and
    * `pai.spec` labels). Its files are untouched. A running one is set up now and in use; a stopped one (a
    * hibernated lease) becomes a hibernated, idle lease that `wake()` starts.
    * @throws PoolError `NOT_FOUND` (no such container) or `CONTAINER_FAILED` (labels, setup failed).
    */
-  adopt(containerId: string, options?: AdoptOptions): Promise<Lease<STATE>>;
+  adopt(containerId: string, options?: AdoptOptions): Promise<ContainerLease<STATE>>;
   /**
    * Removes the engine's stray managed containers, except those in `keep` and those this pool object holds:
    * containers of this pool id that carry no owner or this pool's owner, and containers of any pool id whose
@@ -321,7 +99,7 @@ export interface ContainerPool<STATE = undefined> {
   /** Resolves when `min` containers are ready (or as many as `max` leaves room for). */
   warm(options?: WarmOptions): Promise<void>;
   metrics(): ContainerPoolMetrics;
-  leases(): LeaseInfo[];
+  leases(): ContainerLeaseInfo[];
   /**
    * Stops creating, fails waiting `acquire`s with `POOL_CLOSED` and removes every container it created (leased
    * ones too, unless `keepLeased`). The first call's options win; later calls return the same promise.
@@ -330,118 +108,9 @@ export interface ContainerPool<STATE = undefined> {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-interface Entry<STATE> {
-  kind: "container";
-  id: string;
-  state: STATE;
-  phase: "idle" | "leased" | "removing";
-  /**
-   * The engine reported its death outside the pool's wish: an idle container is removed by the evictor; a leased one
-   * is looked at on its next use (see `Lease.stopped`).
-   */
-  dead: boolean;
-  /** Why a leased container stopped outside the pool's wish, once known; cleared when it is started again. */
-  stopReason?: string;
-  /** Handed to a lease: generic-pool's `destroy` of it must not remove the container. */
-  detached: boolean;
-  /** `teardown` already ran (the pool closed with `keepLeased`, or it hibernated); a later release only removes. */
-  tornDown?: boolean;
-  /** Holds one of `capacity`'s permits (false while hibernated). */
-  permit: boolean;
-  /** Stopped while its lease was idle. */
-  hibernated: boolean;
-  /** A hibernate or wake in progress. */
-  transition?: Promise<unknown>;
-  hibernatedAt?: number;
-  /** In use (not `idle()`): never hibernated. */
-  busy: boolean;
-  lastUsedAt: number;
-  destroyReason?: DestroyReason;
-  lease?: { leaseKey: string; adopted: boolean; acquiredAt: Date; lease: Lease<STATE> };
-  removal?: Promise<{ ok: boolean; error?: unknown }>;
-  /** What `containerEnv` gave it, when this pool created it. */
-  createEnv?: Readonly<Record<string, string>>;
-}
-
-/** What a create resolves to once the pool is closing: no container. */
-interface Tombstone {
-  kind: "tombstone";
-}
-
-type Resource<STATE> = Entry<STATE> | Tombstone;
-
-interface PooledResourceView {
-  obj: Resource<unknown>;
-  lastIdleTime: number;
-}
-
-/** generic-pool's evictor contract, extended to remove containers the engine reported dead. */
-class ContainerEvictor {
-  evict(
-    config: { softIdleTimeoutMillis: number; min: number },
-    pooled: PooledResourceView,
-    availableCount: number,
-  ): boolean {
-    const resource = pooled.obj;
-    if (resource.kind !== "container") return false;
-    if (resource.dead) {
-      resource.destroyReason = "died";
-      return true;
-    }
-    const idleMs = Date.now() - pooled.lastIdleTime;
-    if (
-      config.softIdleTimeoutMillis > 0 &&
-      idleMs > config.softIdleTimeoutMillis &&
-      config.min < availableCount
-    ) {
-      resource.destroyReason = "idle";
-      return true;
-    }
-    return false;
-  }
-}
-
-// generic-pool exports its Pool class (with pluggable evictor) but its typings only declare `createPool`.
-type GenericPoolClass = new <T>(
-  evictor: new () => ContainerEvictor,
-  deque: unknown,
-  priorityQueue: unknown,
-  factory: Factory<T>,
-  options: GenericPoolOptions,
-) => GenericPool<T>;
-const genericPoolInternals = genericPool as unknown as {
-  Pool: GenericPoolClass;
-  Deque: unknown;
-  PriorityQueue: unknown;
-};
-
-const tombstone: Tombstone = { kind: "tombstone" };
-
-function nonNegativeInteger(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(`createContainerPool: ${name} must be a non-negative integer, got ${value}`);
-  }
-  return value;
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 /**
  * A warm pool of started containers over generic-pool. `min` containers are kept started and validated;
- * `acquire` hands one out as a {@link Lease} (refilling at once), and `release()` removes it — a container is
+ * `acquire` hands one out as a {@link ContainerLease} (refilling at once), and `release()` removes it — a container is
  * never returned to the pool or shared between lease keys. Creates are capped (`maxConcurrentCreates`), paced
  * by an exponential backoff while they fail, and `acquire` always has a deadline.
  *
@@ -465,866 +134,99 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function createContainerPool<STATE = undefined>(
   options: ContainerPoolOptions<STATE>,
 ): ContainerPool<STATE> {
-  const { driver, healthCheck } = options;
-  const spec = resolveContainerSpec(options.spec);
-  const hash = specHash(spec);
-  const poolId = options.poolId ?? `pool-${randomBytes(4).toString("hex")}`;
-  let { ownerId } = options;
-  if (ownerId !== undefined && (typeof ownerId !== "string" || ownerId === "")) {
-    throw new TypeError("createContainerPool: ownerId must be a non-empty string");
-  }
-  const instanceId = randomBytes(8).toString("hex");
-  const max = nonNegativeInteger("max", options.max ?? 10);
-  if (max < 1) throw new RangeError("createContainerPool: max must be at least 1");
-  const min = nonNegativeInteger("min", options.min ?? 1);
-  if (min > max) throw new RangeError(`createContainerPool: min (${min}) must not exceed max (${max})`);
-  const acquireTimeoutMs = options.acquireTimeoutMs ?? 30_000;
-  if (!(acquireTimeoutMs > 0) || !Number.isFinite(acquireTimeoutMs)) {
-    throw new RangeError("createContainerPool: acquireTimeoutMs must be a positive, finite number");
-  }
-  const maxConcurrentCreates = nonNegativeInteger("maxConcurrentCreates", options.maxConcurrentCreates ?? 2);
-  if (maxConcurrentCreates < 1)
-    throw new RangeError("createContainerPool: maxConcurrentCreates must be at least 1");
-  const softIdleTimeoutMs = options.softIdleTimeoutMs ?? 60_000;
-  const evictionIntervalMs = Math.max(10, options.evictionIntervalMs ?? 1000);
-  const hibernateAfterMs = options.hibernateAfterMs ?? 120_000;
-  if (!(hibernateAfterMs >= 0)) {
-    throw new RangeError("createContainerPool: hibernateAfterMs must be a non-negative number or Infinity");
-  }
-  const maxHibernated = nonNegativeInteger("maxHibernated", options.maxHibernated ?? 100);
-
-  const labels: Record<string, string> = {
-    [poolLabels.managed]: "true",
-    [poolLabels.pool]: poolId,
-    [poolLabels.spec]: hash,
-    [poolLabels.instance]: instanceId,
-    ...(ownerId !== undefined ? { [poolLabels.owner]: ownerId } : {}),
+  const core = createPoolCore(options);
+  const { settings, driver, events, capacity, containers } = core;
+  const { poolId, min, max } = settings;
+  const removal = createContainerRemoval(core);
+  const creation = createContainerCreation(core, removal);
+  const queue = createWarmQueue(core, creation, removal);
+  // Waking needs room, and making room hibernates: each of the two reaches the other through a function.
+  const hibernation: Hibernation<STATE> = createHibernation({
+    core,
+    removal,
+    waitForRoom: (signal) => room.waitForRoom(signal),
+  });
+  const room: PoolRoom = createPoolRoom({
+    core,
+    queue,
+    creation,
+    hibernate: (container) => hibernation.hibernate(container, "room"),
+    exhaustedError,
+  });
+  const stopped = createStoppedContainers(core, hibernation);
+  const leaseOperations: ContainerLeaseOperations<STATE> = {
+    remove: (container) => removal.remove(container, core.closed ? "close" : "release"),
+    forget: (container) => removal.forget(container),
+    wake: (container, signal) => hibernation.wake(container, signal),
+    hibernate: (container) => hibernation.hibernate(container, "asked"),
+    makeRoom: () => room.makeRoom(),
+    stopped: (container, signal) => stopped.reason(container, signal),
+    restart: (container, signal) => stopped.restart(container, signal),
   };
-
-  const events = createPoolEvents<ContainerPoolEventMap>();
-  const backoff = createCreateBackoff(options.createBackoff);
-  /** One permit per container held (creating, idle, leased, removing): enforces `max` in total. */
-  const capacity = createSemaphore(max);
-  const createLimiter = createSemaphore(maxConcurrentCreates);
-  const latency = createLatencyWindow();
-  const closeController = new AbortController();
-
-  /** Every container this pool holds, by id. */
-  const containers = new Map<string, Entry<STATE>>();
-  /** Ids created by this pool and not yet removed (including ones whose removal failed). */
-  const knownIds = new Set<string>();
-  /** Containers this pool let go of running (detached, or kept leased at close): no longer its own creations. */
-  const letGo = new Set<string>();
-  const removals = new Set<Promise<unknown>>();
-  const waiters = new Set<{ reject: (error: unknown) => void }>();
-  let creating = 0;
-  /** Creates holding a capacity permit: containers on their way to a waiting `acquire`. */
-  let permittedCreates = 0;
-  /** `acquire` calls waiting for a container, and wakes waiting for room. */
-  let pendingAcquires = 0;
-  let pendingWakes = 0;
-  /** Hibernations under way to make room: each frees a permit when done. */
-  let roomHibernations = 0;
-  let sweepTimer: ReturnType<typeof setInterval> | undefined;
-  let createFailures = 0;
-  let destroyFailures = 0;
-  let lastCreateError: unknown;
-  let closed = false;
-  let closePromise: Promise<void> | undefined;
-  let unsubscribeEvents: (() => void) | undefined;
-
-  const closedError = () =>
-    new PoolError("POOL_CLOSED", `Container pool ${poolId} is closed`, { details: { poolId } });
-
-  function removeEntry(
-    entry: Entry<STATE>,
-    reason: DestroyReason,
-  ): Promise<{ ok: boolean; error?: unknown }> {
-    if (entry.removal) return entry.removal;
-    entry.phase = "removing";
-    const leaseKey = entry.lease?.leaseKey;
-    const removal = (async () => {
-      try {
-        if (!entry.tornDown) await runTeardown(entry.id, entry.state);
-        await driver.remove(entry.id);
-        knownIds.delete(entry.id);
-        return { ok: true };
-      } catch (error) {
-        destroyFailures++;
-        events.emit("error", { operation: "destroy", error, containerId: entry.id });
-        return { ok: false, error };
-      } finally {
-        containers.delete(entry.id);
-        if (entry.permit) capacity.release();
-        entry.permit = false;
-        events.emit("destroy", {
-          containerId: entry.id,
-          reason,
-          ...(leaseKey !== undefined ? { leaseKey } : {}),
-        });
-      }
-    })();
-    entry.removal = removal;
-    removals.add(removal);
-    void removal.finally(() => removals.delete(removal));
-    return removal;
-  }
-
-  /** Lets go of a leased container without removing it (see `Lease.detach`). */
-  function forgetEntry(entry: Entry<STATE>): Promise<{ ok: boolean; error?: unknown }> {
-    if (entry.removal) return entry.removal;
-    entry.phase = "removing";
-    const forgetting = (async () => {
-      try {
-        // A hibernation under way finishes first: the container is let go of stopped, as a hibernated lease.
-        await entry.transition?.catch(() => undefined);
-        if (!entry.tornDown) await runTeardown(entry.id, entry.state);
-        return { ok: true };
-      } finally {
-        containers.delete(entry.id);
-        knownIds.delete(entry.id);
-        letGo.add(entry.id);
-        if (entry.permit) capacity.release();
-        entry.permit = false;
-      }
-    })();
-    entry.removal = forgetting;
-    removals.add(forgetting);
-    void forgetting.finally(() => removals.delete(forgetting));
-    return forgetting;
-  }
-
-  /** Runs the `teardown` hook; its failure is reported, never thrown. */
-  async function runTeardown(containerId: string, state: STATE): Promise<void> {
-    if (!options.teardown) return;
-    try {
-      await options.teardown({ containerId, driver, state });
-    } catch (error) {
-      events.emit("error", { operation: "destroy", error, containerId });
-    }
-  }
-
-  /** Removes a container that never became an entry (start or setup failed, or the pool closed meanwhile). */
-  async function removeUnowned(id: string): Promise<void> {
-    try {
-      await driver.remove(id);
-      knownIds.delete(id);
-    } catch (error) {
-      destroyFailures++;
-      events.emit("error", { operation: "destroy", error, containerId: id });
-    }
-  }
-
-  async function createResource(): Promise<Resource<STATE>> {
-    const signal = closeController.signal;
-    try {
-      await capacity.acquire(signal);
-    } catch {
-      return tombstone;
-    }
-    let holdsPermit = true;
-    permittedCreates++;
-    try {
-      for (;;) {
-        if (closed) return tombstone;
-        try {
-          await backoff.turn(signal);
-          await createLimiter.acquire(signal);
-        } catch {
-          return tombstone;
-        }
-        creating++;
-        const startedAt = performance.now();
-        let id: string | undefined;
-        let state: STATE | undefined;
-        let setupDone = false;
-        // The cap is on the engine's heavy work (create + start); `setup` mostly waits, so it runs outside it.
-        let holdsCreateSlot = true;
-        const releaseCreateSlot = () => {
-          if (!holdsCreateSlot) return;
-          holdsCreateSlot = false;
-          createLimiter.release();
-        };
-        try {
-          const createEnv = options.containerEnv?.create();
-          const created = createEnv ? { ...spec, env: { ...spec.env, ...createEnv } } : spec;
-          ({ id } = await driver.create(created, labels, { signal }));
-          knownIds.add(id);
-          if (options.beforeStart) await options.beforeStart({ containerId: id, driver, signal });
-          await driver.start(id, { signal });
-          releaseCreateSlot();
-          state = options.setup
-            ? await options.setup({
-                containerId: id,
-                driver,
-                signal,
-                adopted: false,
-                ...(createEnv ? { createEnv } : {}),
-              })
-            : (undefined as STATE);
-          setupDone = true;
-          if (closed) {
-            await runTeardown(id, state as STATE);
-            await removeUnowned(id);
-            return tombstone;
-          }
-          backoff.succeeded();
-          const entry: Entry<STATE> = {
-            kind: "container",
-            id,
-            state: state as STATE,
-            phase: "idle",
-            dead: false,
-            detached: false,
-            permit: true,
-            hibernated: false,
-            busy: true,
-            lastUsedAt: Date.now(),
-            ...(createEnv ? { createEnv } : {}),
-          };
-          containers.set(id, entry);
-          holdsPermit = false;
-          events.emit("create", { containerId: id, durationMs: Math.round(performance.now() - startedAt) });
-          return entry;
-        } catch (error) {
-          if (id !== undefined) {
-            if (setupDone) await runTeardown(id, state as STATE);
-            await removeUnowned(id);
-          }
-          if (closed) return tombstone;
-          createFailures++;
-          lastCreateError = error;
-          backoff.failed();
-          events.emit("error", {
-            operation: "create",
-            error,
-            ...(id !== undefined ? { containerId: id } : {}),
-          });
-        } finally {
-          creating--;
-          releaseCreateSlot();
-        }
-      }
-    } finally {
-      permittedCreates--;
-      if (holdsPermit) capacity.release();
-    }
-  }
-
-  const factory: Factory<Resource<STATE>> = {
-    // Never rejects: failures are retried inside with backoff (a rejecting factory makes generic-pool retry
-    // at once, in a loop), and a closing pool gets tombstones.
-    create: createResource,
-    async destroy(resource) {
-      if (resource.kind !== "container" || resource.detached) return;
-      await removeEntry(resource, resource.destroyReason ?? (closed ? "close" : "invalid"));
-    },
-    async validate(resource) {
-      if (resource.kind !== "container") return true;
-      if (resource.dead) {
-        resource.destroyReason = "died";
-        return false;
-      }
-      try {
-        if (healthCheck) {
-          if (await healthCheck({ containerId: resource.id, state: resource.state })) return true;
-        } else {
-          const inspection = await driver.inspect(resource.id, { signal: closeController.signal });
-          if (inspection.running) return true;
-        }
-      } catch (error) {
-        events.emit("error", { operation: "validate", error, containerId: resource.id });
-      }
-      resource.destroyReason = "invalid";
-      return false;
-    },
-  };
-
-  const generic = new genericPoolInternals.Pool<Resource<STATE>>(
-    ContainerEvictor,
-    genericPoolInternals.Deque,
-    genericPoolInternals.PriorityQueue,
-    factory,
-    {
-      min,
-      max,
-      acquireTimeoutMillis: acquireTimeoutMs,
-      testOnBorrow: true,
-      autostart: false,
-      fifo: true,
-      evictionRunIntervalMillis: evictionIntervalMs,
-      numTestsPerEvictionRun: max,
-      softIdleTimeoutMillis: softIdleTimeoutMs > 0 ? softIdleTimeoutMs : -1,
-      idleTimeoutMillis: Number.POSITIVE_INFINITY,
-    },
-  );
-
-  function onContainerEvent(event: ContainerEvent) {
-    const entry = containers.get(event.containerId);
-    if (!entry || entry.phase === "removing" || entry.hibernated || entry.transition) return;
-    // An `oom` event tells of a process of the container killed; only `die` tells the container ended.
-    if (event.type === "die") entry.dead = true;
-    const leaseKey = entry.lease?.leaseKey;
-    events.emit("exit", {
-      containerId: entry.id,
-      reason: event.type,
-      exitCode: event.exitCode,
-      ...(leaseKey !== undefined ? { leaseKey } : {}),
-    });
-  }
-
-  async function reapStrays(
-    reapOptions: ReapStraysOptions = {},
-  ): Promise<{ removed: string[]; failed: string[] }> {
-    const keep = [...(reapOptions.keep ?? [])];
-    const deadOwners = new Set(reapOptions.deadOwners ?? []);
-    const isKept = (id: string) => keep.some((k) => k === id || (k.length >= 12 && id.startsWith(k)));
-    const isStray = (labels: Readonly<Record<string, string>>) => {
-      const owner = labels[poolLabels.owner];
-      if (owner === undefined || owner === ownerId) return labels[poolLabels.pool] === poolId;
-      return deadOwners.has(owner);
-    };
-    const rows = await driver.list(
-      { labels: { [poolLabels.managed]: "true" } },
-      reapOptions.signal ? { signal: reapOptions.signal } : {},
-    );
-    const orphans = new Set(reapOptions.orphans ?? []);
-    const strays = rows.filter(
-      (row) =>
-        !isKept(row.id) &&
-        !containers.has(row.id) &&
-        !knownIds.has(row.id) &&
-        (orphans.has(row.id) ||
-          (isStray(row.labels) && (row.labels[poolLabels.instance] !== instanceId || letGo.has(row.id)))),
-    );
-    const removed: string[] = [];
-    const failed: string[] = [];
-    for (const row of strays) {
-      reapOptions.signal?.throwIfAborted();
-      try {
-        await driver.remove(row.id);
-        removed.push(row.id);
-      } catch (error) {
-        failed.push(row.id);
-        events.emit("error", { operation: "reap", error, containerId: row.id });
-      }
-    }
-    return { removed, failed };
-  }
+  const lease = (container: PoolContainer<STATE>, leaseKey: string, adopted: boolean) =>
+    createContainerLease(container, { leaseKey, adopted }, leaseOperations);
+  const acquirer = createContainerAcquirer({ core, queue, room, start, lease, exhaustedError });
 
   let startPromise: Promise<void> | undefined;
+  let stopBackground: (() => void) | undefined;
+  let closePromise: Promise<void> | undefined;
+
+  /** Reaps strays when asked to, then follows the engine's events, sweeps, and warms `min` containers. Once. */
   function start(): Promise<void> {
     startPromise ??= (async () => {
       if (options.reapOnStart) {
         try {
-          await reapStrays();
+          await reapStrays(core);
         } catch (error) {
           events.emit("error", { operation: "reap", error });
         }
       }
-      if (closed) return;
-      unsubscribeEvents = driver.events({ labels: { [poolLabels.pool]: poolId } }, onContainerEvent);
-      sweepTimer = setInterval(sweepHibernation, evictionIntervalMs);
+      if (core.closed) return;
+      const unsubscribe = watchContainerExits(core);
+      const sweepTimer = setInterval(sweep, settings.evictionIntervalMs);
       sweepTimer.unref();
-      generic.start();
+      stopBackground = () => {
+        clearInterval(sweepTimer);
+        unsubscribe();
+      };
+      queue.start();
     })();
     return startPromise;
   }
 
-  function makeLease(entry: Entry<STATE>, leaseKey: string, adopted: boolean): Lease<STATE> {
-    const acquiredAt = new Date();
-    let ending: Promise<void> | undefined;
-    const end = (how: () => Promise<{ ok: boolean; error?: unknown }>) => {
-      ending ??= how().then((result) => {
-        if (!result.ok) throw result.error;
-      });
-      return ending;
-    };
-    const release = () => end(() => removeEntry(entry, closed ? "close" : "release"));
-    const lease: Lease<STATE> = {
-      containerId: entry.id,
-      leaseKey,
-      get state() {
-        return entry.state;
-      },
-      get hibernated() {
-        return entry.hibernated;
-      },
-      adopted,
-      acquiredAt,
-      release,
-      detach: () => end(() => forgetEntry(entry)),
-      wake: (wakeOptions = {}) => wakeEntry(entry, wakeOptions.signal),
-      idle() {
-        if (!entry.busy) return;
-        entry.busy = false;
-        entry.lastUsedAt = Date.now();
-        makeRoom();
-      },
-      hibernate: () => hibernateEntry(entry, "asked"),
-      stopped: (stoppedOptions = {}) => stoppedReason(entry, stoppedOptions.signal),
-      restart: (restartOptions = {}) => restartEntry(entry, restartOptions.signal),
-      [Symbol.asyncDispose]: release,
-    };
-    entry.phase = "leased";
-    entry.detached = true;
-    entry.lease = { leaseKey, adopted, acquiredAt, lease };
-    return lease;
+  /** Every `evictionIntervalMs`: hibernation by idle time, the `maxHibernated` budget, dead warm containers. */
+  function sweep(): void {
+    if (core.closed) return;
+    hibernation.hibernateIdle();
+    hibernation.enforceBudget();
+    room.makeRoom();
+    queue.flushDead();
   }
 
-  /** Stops an idle lease's container (after its teardown) and frees its permit. */
-  function hibernateEntry(entry: Entry<STATE>, reason: "idle" | "room" | "asked"): Promise<void> {
-    if (entry.hibernated || entry.phase !== "leased" || closed) return Promise.resolve();
-    if (entry.transition) return entry.transition.then(() => hibernateEntry(entry, reason));
-    const leaseKey = entry.lease?.leaseKey ?? entry.id;
-    const transition = (async () => {
-      try {
-        // One that stopped on its own meanwhile is still one to restart, not to wake, whenever it is used again.
-        if (entry.dead) entry.stopReason ??= await inspectStop(entry).catch(() => undefined);
-        await settleStopped(entry, { stop: true });
-        events.emit("hibernate", { containerId: entry.id, leaseKey, reason });
-      } catch (error) {
-        // Its agent is gone either way: the next wake starts and sets it up again (keeping its permit).
-        entry.hibernated = true;
-        entry.hibernatedAt = Date.now();
-        events.emit("error", { operation: "hibernate", error, containerId: entry.id });
-      }
-    })();
-    entry.transition = transition;
-    void transition.finally(() => {
-      if (entry.transition === transition) entry.transition = undefined;
-      enforceHibernatedBudget();
-    });
-    return transition;
-  }
-
-  /**
-   * Counts a lease's container as stopped — hibernated, holding no room — once what `setup` made for it is torn
-   * down (and, with `stop`, the container stopped).
-   */
-  async function settleStopped(entry: Entry<STATE>, options: { stop: boolean }): Promise<void> {
-    await runTeardown(entry.id, entry.state);
-    entry.tornDown = true;
-    entry.state = undefined as STATE;
-    if (options.stop) await driver.stop(entry.id, { signal: closeController.signal });
-    entry.hibernated = true;
-    entry.hibernatedAt = Date.now();
-    if (entry.permit) {
-      entry.permit = false;
-      capacity.release();
-    }
-  }
-
-  /** The error for a lease whose container is gone (removed by the pool while hibernated, or from outside). */
-  function goneError(entry: Entry<STATE>, how = "was removed while hibernated"): PoolError {
-    return new PoolError("NOT_FOUND", `The lease's container ${entry.id} ${how}`, {
-      details: { containerId: entry.id, poolId },
-    });
-  }
-
-  /** What the engine says of a container that stopped: its exit, told for a person (and a model). */
-  async function inspectStop(entry: Entry<STATE>, signal?: AbortSignal): Promise<string | undefined> {
-    const inspection = await driver.inspect(entry.id, signal ? { signal } : {});
-    if (inspection.running) return undefined;
-    if (inspection.oomKilled) return "its container ran out of memory";
-    const code = inspection.exitCode;
-    if (code === 137) return "its container was killed (exit code 137)";
-    if (code === 143) return "its container was stopped (exit code 143)";
-    return code === null ? "its container stopped" : `its container stopped (exit code ${code})`;
-  }
-
-  async function stoppedReason(
-    entry: Entry<STATE>,
-    signal: AbortSignal | undefined,
-  ): Promise<string | undefined> {
-    while (entry.transition) await entry.transition.catch(() => undefined);
-    if (entry.phase !== "leased") return undefined; // released or detached: its calls say so
-    if (entry.stopReason !== undefined || entry.hibernated) return entry.stopReason;
-    if (!entry.dead) {
-      const healthy = healthCheck ? await healthCheck({ containerId: entry.id, state: entry.state }) : true;
-      if (healthy) return undefined;
-    }
-    let reason: string | undefined;
-    try {
-      reason = await inspectStop(entry, signal);
-    } catch (error) {
-      if (PoolError.hasCode(error, "NOT_FOUND")) throw goneError(entry, "was removed");
-      throw error;
-    }
-    if (reason === undefined) {
-      entry.dead = false; // running: what failed the health check recovers on its own (an agent restarting)
-      return undefined;
-    }
-    entry.stopReason = reason;
-    return reason;
-  }
-
-  /** Starts a lease's container that stopped outside the pool's wish again, through the wake path. */
-  async function restartEntry(entry: Entry<STATE>, signal: AbortSignal | undefined): Promise<void> {
-    while (entry.transition) await entry.transition.catch(() => undefined);
-    if (closed) throw closedError();
-    if (entry.phase !== "leased") throw goneError(entry, "was let go of");
-    const reason = entry.stopReason ?? (await stoppedReason(entry, signal));
-    if (reason === undefined) return;
-    if (!entry.hibernated) {
-      // Stopped already: it counts as hibernated until the wake path starts it.
-      const transition = settleStopped(entry, { stop: false });
-      entry.transition = transition;
-      try {
-        await transition;
-      } finally {
-        if (entry.transition === transition) entry.transition = undefined;
-      }
-    }
-    await wakeEntry(entry, signal, reason);
-  }
-
-  /** Starts a hibernated lease's container (a wake, or with `restartReason` a restart); false when it runs. */
-  async function wakeEntry(
-    entry: Entry<STATE>,
-    signal: AbortSignal | undefined,
-    restartReason?: string,
-  ): Promise<boolean> {
-    entry.busy = true;
-    entry.lastUsedAt = Date.now();
-    while (entry.transition) await entry.transition.catch(() => undefined);
-    const gone = () => goneError(entry);
-    if (closed) throw closedError();
-    if (entry.phase !== "leased") throw gone();
-    if (!entry.hibernated) return false;
-    const startedAt = performance.now();
-    const transition = (async () => {
-      if (!entry.permit) {
-        await waitForRoom(signal);
-        if (entry.phase !== "leased") {
-          capacity.release();
-          throw gone();
-        }
-        entry.permit = true;
-      }
-      const wakeSignal = signal ? AbortSignal.any([signal, closeController.signal]) : closeController.signal;
-      try {
-        const { createEnv } = entry;
-        if (createEnv) options.containerEnv?.renew?.(createEnv);
-        await driver.start(entry.id, { signal: wakeSignal });
-        entry.state = options.setup
-          ? await options.setup({
-              containerId: entry.id,
-              driver,
-              signal: wakeSignal,
-              adopted: true,
-              ...(createEnv ? { createEnv } : {}),
-            })
-          : (undefined as STATE);
-      } catch (error) {
-        // Back to sleep: a later wake tries again.
-        await driver.stop(entry.id).catch(() => undefined);
-        entry.permit = false;
-        capacity.release();
-        if (PoolError.hasCode(error, "NOT_FOUND")) throw gone();
-        throw error;
-      }
-      entry.hibernated = false;
-      entry.tornDown = false;
-      entry.hibernatedAt = undefined;
-      entry.dead = false;
-      entry.stopReason = undefined;
-      const woke = {
-        containerId: entry.id,
-        leaseKey: entry.lease?.leaseKey ?? entry.id,
-        durationMs: Math.round(performance.now() - startedAt),
-      };
-      if (restartReason === undefined) events.emit("wake", woke);
-      else events.emit("restart", { ...woke, reason: restartReason });
-    })();
-    entry.transition = transition;
-    try {
-      await transition;
-    } finally {
-      if (entry.transition === transition) entry.transition = undefined;
-    }
-    return true;
-  }
-
-  /** Waits for a permit for a wake (ahead of refills), making room; `POOL_EXHAUSTED` past `acquireTimeoutMs`. */
-  async function waitForRoom(signal: AbortSignal | undefined): Promise<void> {
-    const deadline = AbortSignal.timeout(acquireTimeoutMs);
-    const waitSignal = AbortSignal.any([deadline, closeController.signal, ...(signal ? [signal] : [])]);
-    pendingWakes++;
-    try {
-      const granted = capacity.acquire(waitSignal, { first: true });
-      makeRoom();
-      await granted;
-    } catch (error) {
-      if (closed) throw closedError();
-      signal?.throwIfAborted();
-      if (deadline.aborted) throw exhaustedError();
-      throw error;
-    } finally {
-      pendingWakes--;
-    }
-  }
-
-  /**
-   * Frees permits for whoever waits: an `acquire` that no idle or coming container serves, and every waiting
-   * wake. Hibernates the least recently used idle leases; for a wake with none left, removes an idle warm
-   * container (the pool refills it later).
-   */
-  function makeRoom(): void {
-    if (closed) return;
-    const unservedAcquires = Math.max(0, pendingAcquires - generic.available - permittedCreates);
-    let needed = unservedAcquires + pendingWakes - roomHibernations;
-    if (needed <= 0 || capacity.inUse < max) return;
-    const candidates = [...containers.values()]
-      .filter((e) => e.phase === "leased" && !e.busy && !e.hibernated && !e.transition && e.permit)
-      .sort((a, b) => a.lastUsedAt - b.lastUsedAt);
-    for (const entry of candidates) {
-      if (needed <= 0) return;
-      needed--;
-      roomHibernations++;
-      void hibernateEntry(entry, "room").finally(() => roomHibernations--);
-    }
-    if (pendingWakes > 0 && needed > 0 && generic.available > pendingAcquires) {
-      // A warm container gives its permit to the wake (first in the queue).
-      void generic.acquire().then(
-        (resource) => {
-          if (resource.kind !== "container") return generic.destroy(resource);
-          resource.destroyReason = "idle";
-          return generic.destroy(resource);
-        },
-        () => undefined,
-      );
-    }
-  }
-
-  /** Hibernation by idle time, and the `maxHibernated` budget. */
-  function sweepHibernation(): void {
-    if (closed) return;
-    const now = Date.now();
-    for (const entry of containers.values()) {
-      if (
-        entry.phase === "leased" &&
-        !entry.busy &&
-        !entry.hibernated &&
-        !entry.transition &&
-        now - entry.lastUsedAt >= hibernateAfterMs
-      ) {
-        void hibernateEntry(entry, "idle");
-      }
-    }
-    enforceHibernatedBudget();
-    makeRoom();
-  }
-
-  function enforceHibernatedBudget(): void {
-    if (closed) return;
-    const hibernated = [...containers.values()]
-      .filter((e) => e.phase === "leased" && e.hibernated && !e.transition)
-      .sort((a, b) => (a.hibernatedAt ?? 0) - (b.hibernatedAt ?? 0));
-    for (const entry of hibernated.slice(0, Math.max(0, hibernated.length - maxHibernated))) {
-      void removeEntry(entry, "hibernated-budget");
-    }
-  }
+  /** Leased containers holding room within `max`. */
+  const runningLeases = () => [...containers.values()].filter((c) => c.phase === "leased" && c.permit).length;
 
   function exhaustedError(): PoolError {
-    const details = {
-      poolId,
-      min,
-      max,
-      acquireTimeoutMs,
-      borrowed: [...containers.values()].filter((e) => e.phase === "leased" && e.permit).length,
-    };
-    if (backoff.consecutiveFailures > 0 && lastCreateError !== undefined) {
-      const unavailable = PoolError.hasCode(lastCreateError, "DOCKER_UNAVAILABLE");
-      const reason = lastCreateError instanceof Error ? lastCreateError.message : String(lastCreateError);
-      return new PoolError(
-        unavailable ? "DOCKER_UNAVAILABLE" : "POOL_EXHAUSTED",
-        `No container within ${acquireTimeoutMs} ms: creating containers keeps failing (${reason})`,
-        { cause: lastCreateError, details: { ...details, createFailures } },
-      );
-    }
-    return new PoolError(
-      "POOL_EXHAUSTED",
-      `No container within ${acquireTimeoutMs} ms (${details.borrowed} leased, max ${max})`,
-      { details },
-    );
-  }
-
-  /** A container arrived for an acquire that was already given up: never exposed, so it may stay warm. */
-  function abandon(entry: Entry<STATE>) {
-    if (!closed && (generic.pending > 0 || generic.available < min)) {
-      void generic.release(entry).catch(() => {});
-      return;
-    }
-    entry.destroyReason = closed ? "close" : "abandoned";
-    void generic.destroy(entry).catch(() => {});
-  }
-
-  async function acquire(acquireOptions: AcquireOptions): Promise<Lease<STATE>> {
-    const { leaseKey, signal } = acquireOptions;
-    if (typeof leaseKey !== "string" || leaseKey === "") {
-      throw new TypeError("acquire: leaseKey must be a non-empty string");
-    }
-    if (closed) throw closedError();
-    signal?.throwIfAborted();
-    const startedAt = performance.now();
-    await start();
-    if (closed) throw closedError();
-    signal?.throwIfAborted();
-
-    return new Promise<Lease<STATE>>((resolve, reject) => {
-      let settled = false;
-      const waiter = { reject: (error: unknown) => settle(() => reject(error)) };
-      const onAbort = () => settle(() => reject(signal?.reason));
-      function settle(action: () => void) {
-        if (settled) return;
-        settled = true;
-        waiters.delete(waiter);
-        signal?.removeEventListener("abort", onAbort);
-        action();
-      }
-      waiters.add(waiter);
-      signal?.addEventListener("abort", onAbort, { once: true });
-
-      pendingAcquires++;
-      const served = generic.acquire();
-      void served.then(
-        () => pendingAcquires--,
-        () => pendingAcquires--,
-      );
-      makeRoom();
-      served.then(
-        (resource) => {
-          if (resource.kind === "tombstone") {
-            void generic.destroy(resource).catch(() => {});
-            settle(() => reject(closedError()));
-            return;
-          }
-          if (settled || closed) {
-            abandon(resource);
-            settle(() => reject(closedError()));
-            return;
-          }
-          const lease = makeLease(resource, leaseKey, false);
-          // Take it out of generic-pool (the factory's destroy skips detached entries): generic-pool refills to
-          // `min` idle containers right away, and the lease alone decides when the container goes.
-          void generic.destroy(resource).catch(() => {});
-          const latencyMs = performance.now() - startedAt;
-          latency.add(latencyMs);
-          events.emit("acquire", {
-            containerId: resource.id,
-            leaseKey,
-            latencyMs: Math.round(latencyMs * 100) / 100,
-            adopted: false,
-          });
-          settle(() => resolve(lease));
-        },
-        (error: unknown) => {
-          const timedOut = (error as { name?: unknown })?.name === "TimeoutError";
-          settle(() =>
-            reject(
-              closed
-                ? closedError()
-                : timedOut
-                  ? exhaustedError()
-                  : new PoolError("CONTAINER_FAILED", `acquire failed: ${String(error)}`, { cause: error }),
-            ),
-          );
-        },
-      );
+    return poolExhaustedError(settings, {
+      borrowed: runningLeases(),
+      createFailures: creation.failures,
+      failing: creation.failing,
     });
-  }
-
-  async function adopt(containerId: string, adoptOptions: AdoptOptions = {}): Promise<Lease<STATE>> {
-    const { signal } = adoptOptions;
-    const leaseKey = adoptOptions.leaseKey ?? containerId;
-    if (closed) throw closedError();
-    signal?.throwIfAborted();
-    await start();
-    if (containers.has(containerId)) {
-      throw new PoolError("CONTAINER_FAILED", `Container ${containerId} already belongs to pool ${poolId}`, {
-        details: { containerId, poolId },
-      });
-    }
-    const inspection = await driver.inspect(containerId, signal ? { signal } : {});
-    const details = { containerId, poolId, labels: inspection.labels };
-    if (inspection.labels[poolLabels.managed] !== "true" || inspection.labels[poolLabels.pool] !== poolId) {
-      throw new PoolError(
-        "CONTAINER_FAILED",
-        `Container ${containerId} is not a container of pool ${poolId}`,
-        {
-          details,
-        },
-      );
-    }
-    if (!adoptOptions.allowSpecMismatch && inspection.labels[poolLabels.spec] !== hash) {
-      throw new PoolError(
-        "CONTAINER_FAILED",
-        `Container ${containerId} was made from spec ${inspection.labels[poolLabels.spec]}, not ${hash}`,
-        { details },
-      );
-    }
-    if (closed) throw closedError();
-    const hibernated = !inspection.running;
-    if (!hibernated) capacity.forceAcquire();
-    const entry: Entry<STATE> = {
-      kind: "container",
-      id: containerId,
-      state: undefined as STATE,
-      phase: "leased",
-      dead: false,
-      detached: true,
-      permit: !hibernated,
-      hibernated,
-      tornDown: hibernated,
-      ...(hibernated ? { hibernatedAt: Date.now() } : {}),
-      busy: !hibernated,
-      lastUsedAt: Date.now(),
-    };
-    containers.set(containerId, entry);
-    knownIds.add(containerId);
-    letGo.delete(containerId);
-    try {
-      if (options.setup && !hibernated) {
-        const setupSignal = signal
-          ? AbortSignal.any([signal, closeController.signal])
-          : closeController.signal;
-        entry.state = await options.setup({ containerId, driver, signal: setupSignal, adopted: true });
-      }
-    } catch (error) {
-      containers.delete(containerId);
-      knownIds.delete(containerId);
-      if (entry.permit) capacity.release();
-      throw PoolError.isInstance(error)
-        ? error
-        : new PoolError("CONTAINER_FAILED", `Setting up adopted container ${containerId} failed`, {
-            cause: error,
-            details,
-          });
-    }
-    const lease = makeLease(entry, leaseKey, true);
-    if (closed) {
-      await removeEntry(entry, "close");
-      throw closedError();
-    }
-    events.emit("acquire", { containerId, leaseKey, latencyMs: 0, adopted: true });
-    return lease;
   }
 
   async function warm(warmOptions: WarmOptions = {}): Promise<void> {
-    if (closed) throw closedError();
+    if (core.closed) throw poolClosedError(poolId);
     await start();
     const deadline = Date.now() + (warmOptions.timeoutMs ?? 60_000);
     for (;;) {
-      if (closed) throw closedError();
+      if (core.closed) throw poolClosedError(poolId);
       warmOptions.signal?.throwIfAborted();
-      const leased = [...containers.values()].filter((e) => e.phase === "leased" && e.permit).length;
-      if (generic.available >= Math.min(min, max - leased)) return;
+      if (queue.available >= Math.min(min, max - runningLeases())) return;
       if (Date.now() >= deadline) {
         const error = exhaustedError();
         throw new PoolError(
           error.code,
-          `Pool ${poolId} did not warm ${min} containers in time (${generic.available} ready)`,
+          `Pool ${poolId} did not warm ${min} containers in time (${queue.available} ready)`,
           { cause: error.cause ?? error, details: error.details ?? {} },
         );
       }
@@ -1333,110 +235,55 @@ export function createContainerPool<STATE = undefined>(
   }
 
   function metrics(): ContainerPoolMetrics {
-    const leased = [...containers.values()].filter((e) => e.phase === "leased");
-    const { p50, p95 } = latency.summary();
+    const leased = [...containers.values()].filter((c) => c.phase === "leased");
     return {
       size: capacity.inUse,
-      available: closed ? 0 : generic.available,
+      available: core.closed ? 0 : queue.available,
       borrowed: leased.length,
-      hibernated: leased.filter((e) => e.hibernated).length,
-      pending: waiters.size,
-      creating,
-      createFailures,
-      destroyFailures,
-      acquireLatencyMs: { p50, p95 },
+      hibernated: leased.filter((c) => c.hibernated).length,
+      pending: acquirer.pending,
+      creating: creation.creating,
+      createFailures: creation.failures,
+      destroyFailures: removal.destroyFailures,
+      acquireLatencyMs: acquirer.latency(),
       min,
       max,
     };
   }
 
-  function leases(): LeaseInfo[] {
-    const result: LeaseInfo[] = [];
-    for (const entry of containers.values()) {
-      if (entry.phase === "leased" && entry.lease) {
-        const { leaseKey, adopted, acquiredAt } = entry.lease;
-        result.push({ containerId: entry.id, leaseKey, adopted, acquiredAt, hibernated: entry.hibernated });
-      }
-    }
-    return result;
-  }
-
   function close(closeOptions: CloseOptions = {}): Promise<void> {
-    closePromise ??= (async () => {
-      closed = true;
-      if (sweepTimer) clearInterval(sweepTimer);
-      const drained = generic.drain(); // stops min maintenance at once
-      closeController.abort(closedError());
-      unsubscribeEvents?.();
-      for (const waiter of [...waiters]) waiter.reject(closedError());
-      await drained.catch(() => {});
-      await generic.clear().catch(() => {});
-      const teardowns: Promise<void>[] = [];
-      for (const entry of [...containers.values()]) {
-        if (closeOptions.keepLeased && entry.phase === "leased") {
-          // Left running for whoever recorded it.
-          letGo.add(entry.id);
-          containers.delete(entry.id);
-          knownIds.delete(entry.id);
-          if (!entry.tornDown) teardowns.push(runTeardown(entry.id, entry.state));
-          entry.tornDown = true;
-          continue;
-        }
-        void removeEntry(entry, "close");
-      }
-      await Promise.all([...teardowns, ...removals]);
-      // Anything left: removals that failed, and containers whose create response never arrived.
-      const leftovers = new Set(knownIds);
-      try {
-        for (const row of await driver.list({ labels: { [poolLabels.instance]: instanceId } }))
-          if (!letGo.has(row.id)) leftovers.add(row.id);
-      } catch (error) {
-        events.emit("error", { operation: "destroy", error });
-      }
-      await Promise.all(
-        [...leftovers].map(async (id) => {
-          try {
-            await driver.remove(id);
-            knownIds.delete(id);
-          } catch (error) {
-            destroyFailures++;
-            events.emit("error", { operation: "destroy", error, containerId: id });
-          }
-        }),
-      );
-    })();
+    closePromise ??= closeContainerPool(
+      {
+        core,
+        queue,
+        removal,
+        stopBackground: () => stopBackground?.(),
+        rejectWaiting: () => acquirer.rejectWaiting(poolClosedError(poolId)),
+      },
+      closeOptions,
+    );
     return closePromise;
   }
 
   void start();
 
-  function claimOwner(claimed: string): void {
-    if (typeof claimed !== "string" || claimed === "") {
-      throw new TypeError("claimOwner: ownerId must be a non-empty string");
-    }
-    if (ownerId !== undefined && ownerId !== claimed) {
-      throw new Error(`Container pool ${poolId} already belongs to owner ${ownerId}, not ${claimed}`);
-    }
-    ownerId = claimed;
-    labels[poolLabels.owner] = claimed;
-  }
-
   return {
     poolId,
     get ownerId() {
-      return ownerId;
+      return core.ownerId;
     },
-    claimOwner,
-    spec,
-    specHash: hash,
+    claimOwner: core.claimOwner,
+    spec: settings.spec,
+    specHash: settings.specHash,
     driver,
     events,
-    acquire,
-    adopt,
-    reapStrays,
+    acquire: acquirer.acquire,
+    adopt: (containerId, adoptOptions) =>
+      adoptContainer({ core, removal, start, lease }, containerId, adoptOptions),
+    reapStrays: (reapOptions) => reapStrays(core, reapOptions),
     warm,
     metrics,
-    leases,
+    leases: () => describeLeases(containers.values()),
     close,
     [Symbol.asyncDispose]: () => close(),
   };

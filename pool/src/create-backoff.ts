@@ -1,3 +1,5 @@
+import { sleep } from "./sleep.ts";
+
 /** Options of the backoff between failing container creates. */
 export interface CreateBackoffOptions {
   /**
@@ -22,21 +24,6 @@ export interface CreateBackoff {
   failed(): void;
   succeeded(): void;
   readonly consecutiveFailures: number;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 /** Creates the exponential backoff the pool applies to failing creates. */

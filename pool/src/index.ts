@@ -18,6 +18,7 @@ export type {
   ExecSession,
   LabelFilter,
 } from "./container-driver.ts";
+export type { ContainerLease, ContainerLeaseInfo, Lease, LeaseInfo } from "./container-lease.ts";
 export type {
   AcquireOptions,
   AdoptOptions,
@@ -26,8 +27,6 @@ export type {
   ContainerPool,
   ContainerPoolMetrics,
   ContainerPoolOptions,
-  Lease,
-  LeaseInfo,
   ReapStraysOptions,
   WarmOptions,
 } from "./container-pool.ts";

@@ -1,6 +1,6 @@
 /**
  * The `pai.*` labels every pool container carries. Docker labels are immutable after create, so the lease key
- * of a leased container is not a label: the pool records it in its own map and in the `Lease`.
+ * of a leased container is not a label: the pool records it in its own map and on the lease.
  */
 export const poolLabels = {
   /** `"true"` on every container PAI created. */

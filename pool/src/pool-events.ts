@@ -24,7 +24,7 @@ export interface ContainerPoolEventMap {
   wake: { containerId: string; leaseKey: string; durationMs: number };
   /**
    * A lease's container that stopped outside the pool's wish (`reason`) was started and set up again
-   * (`Lease.restart`); `durationMs` includes waiting for room.
+   * (`ContainerLease.restart`); `durationMs` includes waiting for room.
    */
   restart: { containerId: string; leaseKey: string; durationMs: number; reason: string };
   /** A failure the pool handled itself (a failed create it will retry, a failed removal). */
