@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { resolveContainerSpec } from "./container-spec.ts";
-import { toCreateBody } from "./docker-driver.ts";
+import { toCreateBody } from "./docker-create-body.ts";
 
 const disk = { diskVolumeDriver: "pai-disk", diskId: "d1" };
 

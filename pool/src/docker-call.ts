@@ -1,4 +1,4 @@
-// How the Docker drivers turn dockerode's errors into PoolErrors.
+// How the Docker drivers call dockerode: its errors turned into PoolErrors, its abort option.
 import { PoolError } from "./pool-error.ts";
 
 const unavailableCodes = new Set([
@@ -71,4 +71,9 @@ export async function dockerCall<T>(
     if (signal?.aborted) throw signal.reason;
     throw toPoolError(error, action, details);
   }
+}
+
+/** dockerode's option that ties a request to `signal`: nothing without one. */
+export function abortOption(signal: AbortSignal | undefined): { abortSignal?: AbortSignal } {
+  return signal ? { abortSignal: signal } : {};
 }

@@ -1,6 +1,7 @@
 import type { Readable } from "node:stream";
 import type Docker from "dockerode";
-import { dockerCall, dockerMessage, isAbortError, toPoolError } from "./docker-call.ts";
+import { abortOption, dockerCall, dockerMessage, isAbortError, toPoolError } from "./docker-call.ts";
+import { dockerInfo } from "./docker-engine-checks.ts";
 import type { ImageDriver, ImageSummary } from "./image-driver.ts";
 import { PoolError } from "./pool-error.ts";
 
@@ -96,7 +97,6 @@ const noisyPullStatus = new Set(["Downloading", "Extracting", "Waiting", "Verify
  * as long as they take (build, pull, import): a client without a request timeout, which their signals bound.
  */
 export function createDockerImageDriver(docker: Docker, streaming: Docker): ImageDriver {
-  const abort = (signal: AbortSignal | undefined) => (signal ? { abortSignal: signal } : {});
   const inspect: ImageDriver["inspect"] = async (ref, options = {}) => {
     const { signal } = options;
     try {
@@ -104,7 +104,7 @@ export function createDockerImageDriver(docker: Docker, streaming: Docker): Imag
       // dockerode's typings omit the abort signal its `inspect` takes.
       const info = (await (image.inspect as unknown as (options: object) => Promise<unknown>).call(
         image,
-        abort(signal),
+        abortOption(signal),
       )) as Docker.ImageInspectInfo;
       return {
         id: info.Id,
@@ -128,7 +128,10 @@ export function createDockerImageDriver(docker: Docker, streaming: Docker): Imag
         "list images",
         { label },
         async (): Promise<ImageSummary[]> => {
-          const rows = await docker.listImages({ filters: { label: [label] }, ...abort(options.signal) });
+          const rows = await docker.listImages({
+            filters: { label: [label] },
+            ...abortOption(options.signal),
+          });
           return rows.map((row) => ({
             id: row.Id,
             tags: realTags(row.RepoTags),
@@ -146,7 +149,7 @@ export function createDockerImageDriver(docker: Docker, streaming: Docker): Imag
         "list containers",
         {},
         async () => {
-          const rows = await docker.listContainers({ all: true, ...abort(options.signal) });
+          const rows = await docker.listContainers({ all: true, ...abortOption(options.signal) });
           return new Set(rows.map((row) => row.ImageID));
         },
         options.signal,
@@ -159,7 +162,7 @@ export function createDockerImageDriver(docker: Docker, streaming: Docker): Imag
       const stream = await dockerCall(
         action,
         { image: ref },
-        async () => (await streaming.pull(ref, abort(signal))) as Readable,
+        async () => (await streaming.pull(ref, abortOption(signal))) as Readable,
         signal,
       ).catch((error: unknown) => {
         // The engine answers 404/500 at once when the registry or the repository cannot be reached.
@@ -202,7 +205,7 @@ export function createDockerImageDriver(docker: Docker, streaming: Docker): Imag
               ...(options.noCache ? { nocache: true } : {}),
               rm: true,
               forcerm: true,
-              ...abort(signal),
+              ...abortOption(signal),
             } as unknown as Docker.ImageBuildOptions,
           )) as Readable,
         signal,
@@ -244,7 +247,7 @@ export function createDockerImageDriver(docker: Docker, streaming: Docker): Imag
             tag,
             ...(options.changes?.length ? { changes: [...options.changes] } : {}),
             ...(options.message !== undefined ? { message: options.message } : {}),
-            ...abort(signal),
+            ...abortOption(signal),
           })) as Readable,
         signal,
       );
@@ -256,7 +259,7 @@ export function createDockerImageDriver(docker: Docker, streaming: Docker): Imag
         "tag image",
         { image: source, tag: target },
         async () => {
-          await docker.getImage(source).tag({ ...splitRef(target), ...abort(options.signal) });
+          await docker.getImage(source).tag({ ...splitRef(target), ...abortOption(options.signal) });
         },
         options.signal,
       );
@@ -265,7 +268,9 @@ export function createDockerImageDriver(docker: Docker, streaming: Docker): Imag
     async remove(ref, options = {}) {
       const { signal } = options;
       try {
-        const answer = (await docker.getImage(ref).remove(abort(signal))) as Array<{ Deleted?: string }>;
+        const answer = (await docker.getImage(ref).remove(abortOption(signal))) as Array<{
+          Deleted?: string;
+        }>;
         return answer.some((entry) => entry.Deleted !== undefined);
       } catch (error) {
         if (signal?.aborted || isAbortError(error)) throw signal?.reason ?? error;
@@ -279,14 +284,7 @@ export function createDockerImageDriver(docker: Docker, streaming: Docker): Imag
       return dockerCall(
         "engine info",
         {},
-        async () => {
-          // dockerode's typings omit the options argument its `info` takes.
-          const info = (await (docker.info as unknown as (options: object) => Promise<unknown>).call(
-            docker,
-            abort(options.signal),
-          )) as { ID?: string };
-          return info.ID ?? "";
-        },
+        async () => (await dockerInfo(docker, options.signal)).ID ?? "",
         options.signal,
       );
     },

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type Docker from "dockerode";
 import tar from "tar-stream";
+import type { ContainerSpec, ResolvedContainerSpec } from "./container-spec.ts";
 
 /** `localhost` for a container whose network the engine does not set up (it then writes no /etc/hosts). */
 export const hostsFileContent = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
@@ -52,4 +53,24 @@ export async function ensureHostsFile(docker: Docker, image: string, signal?: Ab
   }
   const { Mountpoint } = await volume.inspect(abort);
   return `${Mountpoint}/hosts`;
+}
+
+/**
+ * The hosts file of a container whose network the engine does not set up: for network `none` when
+ * `skipNoneNetworkSetup` (see `DockerDriverOptions`), the path {@link ensureHostsFile} gives, made once per engine
+ * (again after a failure); `undefined` for any other container.
+ */
+export function createHostsFileSource(
+  docker: Docker,
+  skipNoneNetworkSetup: boolean,
+): (spec: ContainerSpec | ResolvedContainerSpec, signal?: AbortSignal) => Promise<string | undefined> {
+  let hostsFile: Promise<string> | undefined;
+  return function hostsFileFor(spec, signal) {
+    if (!skipNoneNetworkSetup || (spec.network ?? "none") !== "none") return Promise.resolve(undefined);
+    hostsFile ??= ensureHostsFile(docker, spec.image, signal);
+    hostsFile.catch(() => {
+      hostsFile = undefined;
+    });
+    return hostsFile;
+  };
 }

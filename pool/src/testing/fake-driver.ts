@@ -1,32 +1,23 @@
-import { randomBytes } from "node:crypto";
 import { PassThrough, Readable } from "node:stream";
 import type {
   ContainerDriver,
-  ContainerEvent,
   ContainerInspection,
   EngineCheck,
   EngineInfo,
   ExecOptions,
   ExecResult,
   ExecSession,
-  LabelFilter,
 } from "../container-driver.ts";
-import { type ResolvedContainerSpec, resolveContainerSpec } from "../container-spec.ts";
+import { resolveContainerSpec } from "../container-spec.ts";
 import { PoolError } from "../pool-error.ts";
-
-/** A container of the {@link FakeDriver}. */
-export interface FakeContainer {
-  id: string;
-  spec: ResolvedContainerSpec;
-  labels: Record<string, string>;
-  status: "created" | "running" | "exited";
-  exitCode: number | null;
-  oomKilled: boolean;
-  /** Archives put into the container, by path (stored as given, not extracted). */
-  archives: Map<string, Buffer>;
-  /** What `diskUsage` reports as used; set it to simulate a filling disk. */
-  diskUsedBytes: number;
-}
+import {
+  createFakeEngine,
+  delay,
+  type FakeContainer,
+  type FakeDriverCalls,
+  fakeContainer,
+  matches,
+} from "./fake-engine.ts";
 
 /** Options of {@link createFakeDriver}. */
 export interface FakeDriverOptions {
@@ -54,20 +45,6 @@ export interface FakeDriverOptions {
   onExec?: (container: FakeContainer, options: ExecOptions) => ExecResult | Promise<ExecResult>;
 }
 
-/** Call counters of a {@link FakeDriver}. */
-export interface FakeDriverCalls {
-  create: number;
-  start: number;
-  stop: number;
-  remove: number;
-  inspect: number;
-  list: number;
-  exec: number;
-  ping: number;
-  info: number;
-  checkEngine: number;
-}
-
 /** An in-memory {@link ContainerDriver} for unit tests, with failure injection and counters. */
 export interface FakeDriver extends ContainerDriver {
   /** Containers that exist (created and not removed). */
@@ -89,23 +66,45 @@ export interface FakeDriver extends ContainerDriver {
   setPingDelay(ms: number): void;
 }
 
-function delay(ms: number, signal?: AbortSignal): Promise<void> {
-  if (ms <= 0) return signal?.aborted ? Promise.reject(signal.reason) : Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
+/** An exec session that behaves like `cat`: stdin comes back on stdout; ending stdin ends it with exit code 0. */
+function catSession(): ExecSession {
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let running = true;
+  stdin.pipe(stdout);
+  stdin.on("end", () => {
+    running = false;
+    stderr.end();
   });
+  return {
+    stream: stdin,
+    stdin,
+    stdout,
+    stderr,
+    inspect: async () => ({ running, exitCode: running ? null : 0 }),
+    close: () => {
+      running = false;
+      stdin.destroy();
+      stdout.destroy();
+      stderr.destroy();
+    },
+  };
 }
 
-function matches(labels: Record<string, string>, filter: LabelFilter): boolean {
-  return Object.entries(filter.labels).every(([key, value]) => labels[key] === value);
+/** What the fake engine says about itself: its host as `options.host` gives it, its running containers counted. */
+function fakeEngineInfo(options: FakeDriverOptions, containers: Iterable<FakeContainer>): EngineInfo {
+  return {
+    memoryBytes: options.host?.memoryBytes ?? 8 * 1024 ** 3,
+    cpus: options.host?.cpus ?? 4,
+    containersRunning: [...containers].filter((c) => c.status === "running").length,
+    architecture: options.host?.architecture ?? "x86_64",
+    hostname: "fake-engine",
+    serverVersion: "0.0.0-fake",
+    runtimes: [...new Set(["runc", options.defaultRuntime ?? "runc"])],
+    defaultRuntime: "runc",
+    volumePlugins: ["local"],
+  };
 }
 
 /**
@@ -118,45 +117,12 @@ function matches(labels: Record<string, string>, filter: LabelFilter): boolean {
  * const pool = createContainerPool({ driver, spec: { image: "fake" }, min: 1 });
  */
 export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
-  const containers = new Map<string, FakeContainer>();
-  const subscribers = new Set<{ filter: LabelFilter; onEvent: (event: ContainerEvent) => void }>();
-  const calls: FakeDriverCalls = {
-    create: 0,
-    start: 0,
-    stop: 0,
-    remove: 0,
-    inspect: 0,
-    list: 0,
-    exec: 0,
-    ping: 0,
-    info: 0,
-    checkEngine: 0,
-  };
+  const engine = createFakeEngine();
+  const { containers, calls, checkAvailable, get } = engine;
   let failCreate = options.failCreate;
-  let unavailable = false;
   let pingDelayMs = 0;
   let inFlightCreates = 0;
   let peakInFlightCreates = 0;
-  let peakContainers = 0;
-
-  const checkAvailable = () => {
-    if (unavailable) throw new PoolError("DOCKER_UNAVAILABLE", "fake engine unavailable");
-  };
-  const get = (id: string): FakeContainer => {
-    const container = containers.get(id);
-    if (!container)
-      throw new PoolError("NOT_FOUND", `No such container: ${id}`, { details: { containerId: id } });
-    return container;
-  };
-  const emit = (container: FakeContainer, event: ContainerEvent) => {
-    for (const subscriber of subscribers) {
-      if (matches(container.labels, subscriber.filter)) subscriber.onEvent(event);
-    }
-  };
-  const add = (container: FakeContainer) => {
-    containers.set(container.id, container);
-    peakContainers = Math.max(peakContainers, containers.size);
-  };
 
   const driver: FakeDriver = {
     get containers() {
@@ -170,7 +136,7 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
       return peakInFlightCreates;
     },
     get peakContainers() {
-      return peakContainers;
+      return engine.peakContainers;
     },
 
     async create(spec, labels, callOptions = {}) {
@@ -187,18 +153,13 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
             : new PoolError("CONTAINER_FAILED", `fake create #${calls.create} failed`);
         }
         const resolved = resolveContainerSpec(spec);
-        const id = randomBytes(32).toString("hex");
-        add({
-          id,
-          spec: resolved,
-          labels: { ...resolved.labels, ...labels },
-          status: "created",
-          exitCode: null,
-          oomKilled: false,
-          archives: new Map(),
-          diskUsedBytes: 0,
-        });
-        return { id };
+        const container = fakeContainer(
+          resolved,
+          { ...resolved.labels, ...labels },
+          { status: "created", exitCode: null },
+        );
+        engine.add(container);
+        return { id: container.id };
       } finally {
         inFlightCreates--;
       }
@@ -261,10 +222,7 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
     async exec(id, execOptions) {
       calls.exec++;
       checkAvailable();
-      const container = get(id);
-      if (container.status !== "running") {
-        throw new PoolError("CONTAINER_FAILED", `Container ${id} is not running`);
-      }
+      const container = engine.running(id);
       return options.onExec
         ? options.onExec(container, execOptions)
         : { exitCode: 0, stdout: "", stderr: "", truncated: false };
@@ -272,33 +230,8 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
 
     async execDuplex(id): Promise<ExecSession> {
       checkAvailable();
-      const container = get(id);
-      if (container.status !== "running") {
-        throw new PoolError("CONTAINER_FAILED", `Container ${id} is not running`);
-      }
-      // Behaves like `cat`: stdin comes back on stdout; ending stdin ends the process with exit code 0.
-      const stdin = new PassThrough();
-      const stdout = new PassThrough();
-      const stderr = new PassThrough();
-      let running = true;
-      stdin.pipe(stdout);
-      stdin.on("end", () => {
-        running = false;
-        stderr.end();
-      });
-      return {
-        stream: stdin,
-        stdin,
-        stdout,
-        stderr,
-        inspect: async () => ({ running, exitCode: running ? null : 0 }),
-        close: () => {
-          running = false;
-          stdin.destroy();
-          stdout.destroy();
-          stderr.destroy();
-        },
-      };
+      engine.running(id);
+      return catSession();
     },
 
     async putArchive(id, path, tar) {
@@ -318,13 +251,7 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
       return Readable.from([archive]);
     },
 
-    events(filter, onEvent) {
-      const subscriber = { filter, onEvent };
-      subscribers.add(subscriber);
-      return () => {
-        subscribers.delete(subscriber);
-      };
-    },
+    events: (filter, onEvent) => engine.subscribe(filter, onEvent),
 
     async ping(callOptions = {}) {
       calls.ping++;
@@ -346,17 +273,7 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
     async info(): Promise<EngineInfo> {
       calls.info++;
       checkAvailable();
-      return {
-        memoryBytes: options.host?.memoryBytes ?? 8 * 1024 ** 3,
-        cpus: options.host?.cpus ?? 4,
-        containersRunning: [...containers.values()].filter((c) => c.status === "running").length,
-        architecture: options.host?.architecture ?? "x86_64",
-        hostname: "fake-engine",
-        serverVersion: "0.0.0-fake",
-        runtimes: [...new Set(["runc", options.defaultRuntime ?? "runc"])],
-        defaultRuntime: "runc",
-        volumePlugins: ["local"],
-      };
+      return fakeEngineInfo(options, containers.values());
     },
 
     kill(id, killOptions = {}) {
@@ -365,9 +282,9 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
       container.exitCode = killOptions.exitCode ?? (killOptions.oom ? 137 : 1);
       container.oomKilled = killOptions.oom === true;
       if (killOptions.oom) {
-        emit(container, { type: "oom", containerId: id, exitCode: null, labels: container.labels });
+        engine.emit(container, { type: "oom", containerId: id, exitCode: null, labels: container.labels });
       }
-      emit(container, {
+      engine.emit(container, {
         type: "die",
         containerId: id,
         exitCode: container.exitCode,
@@ -376,18 +293,14 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
     },
 
     addContainer(labels, addOptions = {}) {
-      const id = randomBytes(32).toString("hex");
-      add({
-        id,
-        spec: resolveContainerSpec({ image: addOptions.image ?? "fake" }),
-        labels: { ...labels },
-        status: addOptions.running === false ? "exited" : "running",
-        exitCode: addOptions.running === false ? 0 : null,
-        oomKilled: false,
-        archives: new Map(),
-        diskUsedBytes: 0,
-      });
-      return id;
+      const running = addOptions.running !== false;
+      const container = fakeContainer(
+        resolveContainerSpec({ image: addOptions.image ?? "fake" }),
+        { ...labels },
+        running ? { status: "running", exitCode: null } : { status: "exited", exitCode: 0 },
+      );
+      engine.add(container);
+      return container.id;
     },
 
     setFailCreate(next) {
@@ -395,7 +308,7 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
     },
 
     setUnavailable(next) {
-      unavailable = next;
+      engine.unavailable = next;
     },
 
     setPingDelay(ms) {

@@ -1,2 +1,3 @@
-export type { FakeContainer, FakeDriver, FakeDriverCalls, FakeDriverOptions } from "./fake-driver.ts";
+export type { FakeDriver, FakeDriverOptions } from "./fake-driver.ts";
 export { createFakeDriver } from "./fake-driver.ts";
+export type { FakeContainer, FakeDriverCalls } from "./fake-engine.ts";
