@@ -111,7 +111,9 @@ const engineRuntimes = async () =>
 describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
   beforeAll(async () => {
     // The agent binary `pai doctor` looks for (scripts/setup builds it; a no-op when its sources did not change).
-    await execa("bash", [join(root, "capabilities", "container-agent", "native", "build.sh")], { stdin: "ignore" });
+    await execa("bash", [join(root, "capabilities", "container-agent", "native", "build.sh")], {
+      stdin: "ignore",
+    });
   }, 600_000);
 
   it("doctor passes on this machine's equipped engine, one OK line per check", async () => {
