@@ -14,6 +14,7 @@ export const publishedPackages = [
   "core",
   "pool",
   "capabilities/container-agent",
+  "capabilities/docker-binding",
   "capabilities/sandbox",
   "capabilities/browser",
   "react",

@@ -95,6 +95,15 @@ describe("dependencies point one way", () => {
     ]);
   });
 
+  it("keeps the Docker binding between the pool and the capabilities: core and react never see it, it never sees them", () => {
+    expect(violations("core", [/^@pai\/docker-binding/])).toEqual([]);
+    expect(violations("react", [/^@pai\/docker-binding/])).toEqual([]);
+    expect(
+      violations("capabilities/docker-binding", [/^@pai\/(sandbox|browser|react)/, /^playwright/]),
+    ).toEqual([]);
+    expect(violations("capabilities/container-agent", [/^@pai\/docker-binding/])).toEqual([]);
+  });
+
   it("shares the in-container agent without one capability depending on another", () => {
     expect(violations("capabilities/container-agent", [/^@pai\/(sandbox|browser)/, /^playwright/])).toEqual(
       [],

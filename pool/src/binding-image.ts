@@ -56,8 +56,8 @@ function cannotBuild(engineId: string): PoolError {
 }
 
 /**
- * The image side of a pooled binding (`dockerSandbox`, `dockerBrowser`): `resolve` in `preparePool`, `ensure` as
- * its `ensureImage` (and in `preparePool` before anything there needs the image on an engine).
+ * The image side of a pooled binding (`dockerSandbox`, `dockerBrowser`): `resolve` once when it starts, `ensure` as
+ * the pool's `ensureImage` (and at the start, before anything there needs the image on an engine).
  */
 export function createBindingImage(options: BindingImageOptions): BindingImage {
   const onProgress = options.onProgress ?? writeImageProgress;

@@ -50,8 +50,6 @@ export { dockerPoolEngines } from "./docker-pool-engines.ts";
 export type { DockerStreamDemuxer, DockerStreamType } from "./docker-stream-demuxer.ts";
 export { createDockerStreamDemuxer } from "./docker-stream-demuxer.ts";
 export type { FreeCapacity } from "./engine-capacity.ts";
-export type { LostWatch } from "./guard-lost-facade.ts";
-export { guardLostFacade } from "./guard-lost-facade.ts";
 export type { ImageRecipe } from "./image-context.ts";
 export type { ImageBuildOptions, ImageDriver, ImageImportOptions, ImageSummary } from "./image-driver.ts";
 export type { ImageProgress } from "./image-progress.ts";
@@ -79,20 +77,12 @@ export {
 } from "./plan-image.ts";
 export type { PoolErrorCode } from "./pool-error.ts";
 export { PoolError } from "./pool-error.ts";
-export type { ContainerPoolEventMap, DestroyReason, PoolEvents } from "./pool-events.ts";
 export {
-  asCapabilityBinding,
-  type BindingStartContext,
-  createPooledBinding,
-  type PooledBinding,
-  type PooledBindingOptions,
-  type PooledBindingPoolOptions,
-  type PooledBindingTuning,
-  type PooledHibernation,
-  type PooledResource,
-  type PooledRestart,
-  type ReapContext,
-  type RecordedLease,
-} from "./pooled-binding.ts";
+  type ContainerPoolEventMap,
+  createPoolEvents,
+  type DestroyReason,
+  type PoolEventEmitter,
+  type PoolEvents,
+} from "./pool-events.ts";
 export { type ProvidedImage, type ProvideImageOptions, provideImage } from "./provide-image.ts";
 export { specHash } from "./spec-hash.ts";

@@ -369,45 +369,6 @@ describe("createMultiEnginePool with an engine that stops answering", () => {
     });
   });
 
-  it("rejects a call in flight at the moment its lease is lost (no hang)", async () => {
-    const a = createFakeDriver();
-    const pool = makePool({ a });
-    const [lease] = await acquireMany(pool, 1);
-    if (!lease) throw new Error("no lease");
-    const { guardLostFacade } = await import("./guard-lost-facade.ts");
-    const facade = guardLostFacade({ hang: () => new Promise<never>(() => {}) }, lease);
-    const call = facade.hang();
-    a.setUnavailable(true); // the periodic health check finds it
-    await expect(call).rejects.toMatchObject({ code: "CONTAINER_LOST" });
-    // And later calls fail before starting.
-    await expect(facade.hang()).rejects.toThrow(/stopped answering/);
-  });
-
-  it("answers a call that failed because its engine went away with CONTAINER_LOST, and lets other failures through unchecked", async () => {
-    const a = createFakeDriver();
-    const pool = makePool({ a }, { engineChecks: { ...quickChecks, intervalMs: 60_000 } });
-    const [lease] = await acquireMany(pool, 1);
-    if (!lease) throw new Error("no lease");
-    const { guardLostFacade } = await import("./guard-lost-facade.ts");
-    const facade = guardLostFacade(
-      {
-        read: () => Promise.reject(new Error("no such file")),
-        // A call whose Docker request fails, reported in words of its own (as an executor does).
-        run: () =>
-          lease.driver.inspect(lease.containerId).catch((cause: unknown) => {
-            throw new Error("the sandbox agent is gone", { cause });
-          }),
-      },
-      lease,
-    );
-    const pings = a.calls.ping;
-    await expect(facade.read()).rejects.toThrow("no such file");
-    expect(a.calls.ping).toBe(pings); // an ordinary failure costs no health check
-    a.setUnavailable(true);
-    await expect(facade.run()).rejects.toMatchObject({ code: "CONTAINER_LOST" });
-    await expect(facade.read()).rejects.toMatchObject({ code: "CONTAINER_LOST" });
-  });
-
   it("checks an unreachable engine with backoff and, once it answers, takes leases there and removes the lost containers", async () => {
     const a = createFakeDriver();
     const b = createFakeDriver();

@@ -44,7 +44,7 @@ export interface PoolEvents<EVENTS = ContainerPoolEventMap> {
   off<NAME extends keyof EVENTS>(name: NAME, listener: (event: EVENTS[NAME]) => void): void;
 }
 
-/** Internal: the emitter plus its `emit`. */
+/** The emitter plus its `emit`, for whoever owns the events (a pool; a binding that forwards its pool's). */
 export interface PoolEventEmitter<EVENTS> extends PoolEvents<EVENTS> {
   emit<NAME extends keyof EVENTS>(name: NAME, event: EVENTS[NAME]): void;
 }

@@ -121,6 +121,7 @@ describe.skipIf(dockerOptedOut)("the packages as users install them", { timeout:
       "@pai/browser",
       "@pai/container-agent",
       "@pai/core",
+      "@pai/docker-binding",
       "@pai/errors",
       "@pai/pool",
       "@pai/react",

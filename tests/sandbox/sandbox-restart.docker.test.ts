@@ -7,7 +7,7 @@
 
 import { agentSupervisorSpec } from "@pai/container-agent";
 import { createAgentRuntime, createMemoryThreadStore, toolEndOf } from "@pai/core";
-import { createPooledBinding, type PooledResource } from "@pai/pool";
+import { createPooledBinding, type PooledResource } from "@pai/docker-binding";
 import { dockerSandbox } from "@pai/sandbox";
 import { describe, expect, it } from "vitest";
 import {
@@ -161,14 +161,15 @@ describe.skipIf(dockerOptedOut)("a sandbox whose container stopped outside PAI",
     // A pool whose containers' set-up the test can make fail once: a container that starts but whose programs'
     // supervisor does not come up again (the way an engine's state can leave one).
     let failNextSetup = false;
-    const pooled = createPooledBinding<string, { containerId: string }, { signal: AbortSignal }>({
-      name: "sandbox",
+    const pooled = createPooledBinding<string, { containerId: string }>({
+      capability: "sandbox",
       engines: [{ id: "local", driver: testDriver }],
       poolId,
       pool: { min: 0, max: 2 },
       carryOver: ["/workspace"],
       closedError: () => new Error("closed"),
-      preparePool: async () => ({
+      calls: { containerId: {} },
+      prepare: async () => ({
         image: sandboxImage,
         spec: { image: sandboxImage, ...agentSupervisorSpec },
         setup: ({ containerId }) => {
@@ -178,10 +179,10 @@ describe.skipIf(dockerOptedOut)("a sandbox whose container stopped outside PAI",
           }
           return containerId;
         },
+        facadeOf: (lease) => ({ facade: { containerId: lease.containerId } }),
       }),
-      facadeOf: (lease) => ({ facade: { containerId: lease.containerId } }),
     });
-    let sandbox: PooledResource<{ containerId: string }, { signal: AbortSignal }> | undefined;
+    let sandbox: PooledResource<{ containerId: string }> | undefined;
     const signal = new AbortController().signal;
     try {
       sandbox = await pooled.provision({ leaseKey: "thread:successor", signal });

@@ -1,46 +1,23 @@
 import {
   agentSupervisorSpec,
-  agentVolumeMount,
-  type ConnectionAudience,
-  createConnectionAudience,
-  createEgressProxy,
   EGRESS_PROXY_PORT,
-  type EgressChannel,
   type EgressConnectionEvent,
   type EgressNetworkOptions,
-  type EgressProxy,
   egressEnvironment,
-  parseEgressPolicy,
-  prepareAgentVolume,
-  prepareEgressChannel,
-  serveEgress,
-  wantsEgressChannel,
 } from "@pai/container-agent";
-import type {
-  CapabilityBinding,
-  CapabilityConnectionEvent,
-  CapabilityLifetime,
-  LeaseRecord,
-  ProvisionedResource,
-  ProvisionRequest,
-} from "@pai/core";
+import type { CapabilityLifetime } from "@pai/core";
 import {
-  asCapabilityBinding,
-  type ContainerDriver,
-  type ContainerLimits,
-  type ContainerSpec,
-  createBindingImage,
-  createPooledBinding,
-  type DockerEngine,
-  dockerPoolEngines,
-  type ImageProgress,
-  type MultiEnginePoolEventMap,
-  type MultiEnginePoolMetrics,
-  type PoolEvents,
+  createDockerBinding,
+  type DockerPrepareContext,
+  type PooledBinding,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
-} from "@pai/pool";
-import { bindBrowserFacade } from "./bind-browser-facade.ts";
+  type PooledResource,
+  type PreparedContainers,
+  parseBindingNetwork,
+} from "@pai/docker-binding";
+import type { ContainerDriver, ContainerLimits, ContainerSpec, DockerEngine, ImageProgress } from "@pai/pool";
+import { browserCalls } from "./browser-calls.ts";
 import { BrowserError } from "./browser-error.ts";
 import type { BrowserFacade } from "./browser-facade.ts";
 import { browserImage, browserImageError } from "./browser-image.ts";
@@ -148,35 +125,19 @@ export interface BrowserConnectionEvent extends EgressConnectionEvent {
  * A provisioned browser; `bind({ signal, report })` is the facade with every operation also aborted by `signal`,
  * the connections made while one of its operations runs told to `report`.
  */
-export interface ProvisionedBrowser extends ProvisionedResource<BrowserFacade> {
-  bind(scope: { signal: AbortSignal; report?: (event: CapabilityConnectionEvent) => void }): BrowserFacade;
-}
+export interface ProvisionedBrowser extends PooledResource<BrowserFacade> {}
 
-/** What the pool keeps per browser container. */
-interface BrowserState {
-  connection: ChromiumConnection;
-  proxy: EgressProxy | undefined;
-  audience: ConnectionAudience;
-}
-
-/** The binding `dockerBrowser()` returns, with a view of its pool. */
-export interface DockerBrowserBinding extends CapabilityBinding<BrowserFacade> {
-  /** Warms the pool: resolves once `pool.min` browsers are running and connected. */
-  start(): Promise<void>;
-  provision(request: ProvisionRequest): Promise<ProvisionedBrowser>;
-  reattach(lease: LeaseRecord, signal: AbortSignal): Promise<ProvisionedBrowser | undefined>;
-  /** The pool id, once started. */
-  readonly poolId: string | undefined;
-  /** The image, once started. */
-  readonly image: string | undefined;
-  /** The pool's metrics (summed, and per engine: status, free capacity, lost leases), once started. */
-  metrics(): MultiEnginePoolMetrics | undefined;
-  /** The pool's events: `engine` (an engine became reachable or unreachable), `lost` (a lease was lost), `error`. */
-  readonly events: PoolEvents<MultiEnginePoolEventMap>;
-}
+/**
+ * The binding `dockerBrowser()` returns, with a view of its pool: `start()` warms it (resolves once `pool.min`
+ * browsers are running and connected); `poolId`, `image` and `metrics()` once started, and the pool's `events`
+ * (`engine`: an engine became reachable or unreachable, `lost`: a lease was lost, `error`).
+ */
+export interface DockerBrowserBinding extends PooledBinding<BrowserFacade> {}
 
 const MIN_SHM_BYTES = 256 * 1024 * 1024;
 const DEFAULT_LIMITS = { memoryBytes: 1024 ** 3, nanoCpus: 1_000_000_000, pidsLimit: 512 };
+/** Connections a browser's egress proxy keeps open at once, unless `network.maxConnections` says otherwise. */
+const DEFAULT_MAX_CONNECTIONS = 64;
 
 /**
  * The Docker binding of the `browser` capability: one fresh container per lease (a browser per user by default)
@@ -197,153 +158,96 @@ const DEFAULT_LIMITS = { memoryBytes: 1024 ** 3, nanoCpus: 1_000_000_000, pidsLi
  * });
  */
 export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowserBinding {
-  const engines = dockerPoolEngines({ engines: options.engines, driver: options.driver });
   const timeoutMs = options.timeoutMs ?? 30_000;
-  const network = options.network ?? { allow: ["*:*"] };
-  if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
-    throw new BrowserError(
-      "INVALID_ARGUMENT",
-      'dockerBrowser: network is "none", "unsafe-host" or { allow: [...] }',
-    );
-  }
-  const egress = typeof network === "object" ? network : undefined;
-  const policy = egress ? parseEgressPolicy(egress.allow) : undefined;
-  const fastEgress = egress ? wantsEgressChannel(egress) : false;
+  const given = options.network ?? { allow: ["*:*"] };
+  const network = parseBindingNetwork(
+    typeof given === "object"
+      ? { ...given, maxConnections: given.maxConnections ?? DEFAULT_MAX_CONNECTIONS }
+      : given,
+    () =>
+      new BrowserError(
+        "INVALID_ARGUMENT",
+        'dockerBrowser: network is "none", "unsafe-host" or { allow: [...] }',
+      ),
+  );
+  const { policy } = network;
   const command = chromiumCommand({
     ...(options.windowSize ? { windowSize: options.windowSize } : {}),
     ...(policy ? { proxyServer: `http://127.0.0.1:${EGRESS_PROXY_PORT}` } : {}),
     ...(options.chromiumArgs ? { extraArgs: options.chromiumArgs } : {}),
   });
 
-  const bindingImage = createBindingImage({
-    recipe: browserImage,
-    image: options.image,
-    baseImage: options.baseImage,
-    engines,
-    onProgress: options.onImageProgress,
-  });
-  const ensureImage = (context: { engineId: string; driver: ContainerDriver; signal: AbortSignal }) =>
-    bindingImage.ensure(context).catch((error: unknown) => {
-      throw browserImageError(error);
-    });
-
-  /** Set by `preparePool` when the binding has one engine that shares this machine's filesystem (and `channel` is not `"tunnel"`). */
-  let channel: EgressChannel | undefined;
-
-  async function setup(context: {
-    driver: ContainerDriver;
-    containerId: string;
-    signal: AbortSignal | undefined;
-    adopted: boolean;
-  }): Promise<BrowserState> {
-    const { driver, containerId, signal } = context;
-    const audience = createConnectionAudience();
-    const proxy = policy
-      ? createEgressProxy({
-          policy,
-          maxConnections: egress?.maxConnections ?? 64,
-          maxBytes: egress?.maxBytes,
-          onConnection: (event) => options.onConnection?.({ ...event, containerId }),
-        })
-      : undefined;
-    try {
-      const connection = await connectChromium({
-        driver,
-        containerId,
-        command,
-        adopted: context.adopted,
-        onAgent: proxy
-          ? (client, agentSignal) => serveEgress({ client, proxy, audience, channel, signal: agentSignal })
-          : undefined,
-        ...(signal ? { signal } : {}),
-        timeoutMs: 30_000,
-      });
-      return { connection, proxy, audience };
-    } catch (error) {
-      proxy?.close();
-      throw error;
-    }
+  async function prepare({
+    image,
+    agentVolume,
+    channel,
+  }: DockerPrepareContext): Promise<PreparedContainers<ChromiumConnection, BrowserFacade>> {
+    const spec: ContainerSpec = {
+      image,
+      // The main process only keeps the container up; the agent starts Chromium.
+      cmd: ["sleep", "infinity"],
+      // Root, which Chromium cannot signal: the agent starts Chromium (and everything else) as SANDBOX_USER.
+      ...agentSupervisorSpec,
+      env: {
+        HOME: "/tmp",
+        XDG_CONFIG_HOME: "/tmp/.config",
+        XDG_CACHE_HOME: "/tmp/.cache",
+        ...(policy ? egressEnvironment(policy) : {}),
+      },
+      workingDir: "/tmp",
+      network: network.mode,
+      readOnlyRootfs: true,
+      writablePaths: ["/tmp"],
+      ...(agentVolume ? { sharedVolumes: [agentVolume] } : {}),
+      ...(channel ? { hostDirectories: [channel.mount] } : {}),
+      shmSizeBytes: Math.max(MIN_SHM_BYTES, options.shmSizeBytes ?? MIN_SHM_BYTES),
+      limits: { ...DEFAULT_LIMITS, ...(options.limits ?? {}) },
+    };
+    return {
+      spec,
+      // A container counts as warm once its Chromium runs and Playwright is attached.
+      connect: ({ driver, containerId, signal, adopted, onAgent }) =>
+        connectChromium({
+          driver,
+          containerId,
+          command,
+          adopted,
+          onAgent,
+          ...(signal ? { signal } : {}),
+          timeoutMs: 30_000,
+        }),
+      healthy: (connection) => connection.isConnected(),
+      facade: ({ connection, proxy }) =>
+        createBrowserFacade({
+          connection,
+          image,
+          timeoutMs,
+          ...(options.allowUrl ? { allowUrl: options.allowUrl } : {}),
+          ...(proxy ? { refusalFor: (target: string) => proxy.refusalFor(target) } : {}),
+        }),
+    };
   }
 
-  const pooled = createPooledBinding<BrowserState, BrowserFacade, Parameters<ProvisionedBrowser["bind"]>[0]>({
-    name: "browser",
-    engines,
-    ...(options.pool ? { pool: options.pool } : {}),
-    ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
-    ...(options.poolId ? { poolId: options.poolId } : {}),
-    closedError: () => new BrowserError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
-    async preparePool({ signal }) {
-      const image = await bindingImage.resolve(signal).catch((error: unknown) => {
-        throw browserImageError(error);
-      });
-      // The agent's volume, filled on each engine by prepareEngine (it starts Chromium and relays its pipe).
-      const agentVolume = await agentVolumeMount();
-      // The egress sockets' directory, read-only, so connections bypass the agent's exec stream: only on a single
-      // engine that shares this machine's filesystem (the mount is part of the spec every engine's containers share).
-      const [engine] = engines;
-      const local = engine && engines.length === 1 && !engine.remote ? engine : undefined;
-      // The probe makes a container of the image: it must be there first.
-      if (fastEgress && local) await ensureImage({ engineId: local.id, driver: local.driver, signal });
-      channel = fastEgress && local ? await prepareEgressChannel({ driver: local.driver, image }) : undefined;
-      const spec: ContainerSpec = {
-        image,
-        // The main process only keeps the container up; the agent starts Chromium.
-        cmd: ["sleep", "infinity"],
-        // Root, which Chromium cannot signal: the agent starts Chromium (and everything else) as SANDBOX_USER.
-        ...agentSupervisorSpec,
-        env: {
-          HOME: "/tmp",
-          XDG_CONFIG_HOME: "/tmp/.config",
-          XDG_CACHE_HOME: "/tmp/.cache",
-          ...(policy ? egressEnvironment(policy) : {}),
-        },
-        workingDir: "/tmp",
-        network: network === "unsafe-host" ? "host" : "none",
-        readOnlyRootfs: true,
-        writablePaths: ["/tmp"],
-        sharedVolumes: [agentVolume],
-        ...(channel ? { hostDirectories: [channel.mount] } : {}),
-        shmSizeBytes: Math.max(MIN_SHM_BYTES, options.shmSizeBytes ?? MIN_SHM_BYTES),
-        limits: { ...DEFAULT_LIMITS, ...(options.limits ?? {}) },
-      };
-      return {
-        image,
-        spec,
-        // A container counts as warm once its Chromium runs and Playwright is attached.
-        setup: ({ containerId, driver, signal, adopted }) => setup({ driver, containerId, signal, adopted }),
-        teardown: async ({ state }) => {
-          // The lease ended: its connections close with it.
-          state?.proxy?.close();
-          await state?.connection.close();
-        },
-        healthCheck: ({ state }) => state?.connection.isConnected() === true,
-      };
-    },
-    ensureImage,
-    async prepareEngine({ driver, image, signal }) {
-      await prepareAgentVolume({ driver, image, signal });
-    },
-    facadeOf(lease, pool) {
-      const { connection, proxy, audience } = lease.state;
-      const facade = createBrowserFacade({
-        connection,
-        image: pool.image,
-        timeoutMs,
-        ...(options.allowUrl ? { allowUrl: options.allowUrl } : {}),
-        ...(proxy ? { refusalFor: (target: string) => proxy.refusalFor(target) } : {}),
-      });
-      return {
-        facade,
-        bind: ({ signal, report }) => {
-          const bound = bindBrowserFacade(facade, signal);
-          return report ? audience.during(bound, report) : bound;
-        },
-      };
-    },
-  });
-  return asCapabilityBinding(pooled, {
+  return createDockerBinding<ChromiumConnection, BrowserFacade>({
     capability: "browser",
     lifetime: options.lifetime,
     idleTtlMs: options.idleTtlMs,
-  }) as DockerBrowserBinding;
+    driver: options.driver,
+    engines: options.engines,
+    pool: options.pool,
+    tuning: options.poolTuning,
+    poolId: options.poolId,
+    image: {
+      recipe: browserImage,
+      image: options.image,
+      baseImage: options.baseImage,
+      onProgress: options.onImageProgress,
+      mapError: browserImageError,
+    },
+    network,
+    onConnection: options.onConnection,
+    calls: browserCalls,
+    closedError: () => new BrowserError("CAPABILITY_UNAVAILABLE", "the browser binding is closed"),
+    prepare,
+  });
 }

@@ -1,55 +1,32 @@
 import {
   AGENT_PATH,
-  type AgentClient,
   type AgentDial,
   agentSupervisorSpec,
-  agentVolumeMount,
-  type ConnectionAudience,
-  createConnectionAudience,
-  createEgressProxy,
-  type EgressChannel,
   type EgressConnectionEvent,
   type EgressNetworkOptions,
-  type EgressProxy,
   egressEnvironment,
-  parseEgressPolicy,
   prepareAgentDial,
-  prepareAgentVolume,
-  prepareEgressChannel,
-  serveEgress,
-  wantsEgressChannel,
 } from "@pai/container-agent";
-import type {
-  CapabilityBinding,
-  CapabilityConnectionEvent,
-  CapabilityLifetime,
-  LeaseRecord,
-  ProvisionedResource,
-  ProvisionRequest,
-} from "@pai/core";
+import type { CapabilityLifetime } from "@pai/core";
 import {
-  asCapabilityBinding,
-  type ContainerDriver,
-  type ContainerLimits,
-  type ContainerSpec,
-  createBindingImage,
-  createPooledBinding,
-  type DockerEngine,
-  dockerPoolEngines,
-  type ImageProgress,
-  type MultiEnginePoolEventMap,
-  type MultiEnginePoolMetrics,
-  type PoolEvents,
+  type ContainerConnectContext,
+  createDockerBinding,
+  type DockerPrepareContext,
+  type PooledBinding,
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
-} from "@pai/pool";
+  type PooledResource,
+  type PreparedContainers,
+  parseBindingNetwork,
+} from "@pai/docker-binding";
+import type { ContainerDriver, ContainerLimits, ContainerSpec, DockerEngine, ImageProgress } from "@pai/pool";
 import { createAgentExecutor } from "./agent-executor.ts";
-import { bindSandboxFacade } from "./bind-sandbox-facade.ts";
 import type { CommandExecutor } from "./command-executor.ts";
 import { createSandboxFacade } from "./create-sandbox-facade.ts";
 import { createDockerExecExecutor } from "./docker-exec-executor.ts";
+import { sandboxCalls } from "./sandbox-calls.ts";
 import { SandboxError } from "./sandbox-error.ts";
-import type { SandboxFacade, SandboxProcess } from "./sandbox-facade.ts";
+import type { SandboxFacade } from "./sandbox-facade.ts";
 import { sandboxImage, sandboxImageError } from "./sandbox-image.ts";
 
 /** Options of {@link dockerSandbox}. */
@@ -153,37 +130,51 @@ export interface SandboxConnectionEvent extends EgressConnectionEvent {
 /**
  * A provisioned sandbox. Besides the facade it offers `bind({ signal, report })`: the facade with every command
  * and file operation also aborted by that signal, so a runtime can hand each run a view its Stop reaches; the
- * connections made while one of its operations runs are told to `report`.
+ * connections made while one of its operations runs (a spawned process's, until it ends) are told to `report`.
  */
-export interface ProvisionedSandbox extends ProvisionedResource<SandboxFacade> {
-  bind(scope: { signal: AbortSignal; report?: (event: CapabilityConnectionEvent) => void }): SandboxFacade;
-}
+export interface ProvisionedSandbox extends PooledResource<SandboxFacade> {}
 
-/** What the pool keeps per sandbox container. */
-interface SandboxState {
-  executor: CommandExecutor;
-  /** Present when the binding allows egress. */
-  proxy: EgressProxy | undefined;
-  audience: ConnectionAudience;
-}
-
-/** The binding `dockerSandbox()` returns, with a view of its pool. */
-export interface DockerSandboxBinding extends CapabilityBinding<SandboxFacade> {
-  provision(request: ProvisionRequest): Promise<ProvisionedSandbox>;
-  reattach(lease: LeaseRecord, signal: AbortSignal): Promise<ProvisionedSandbox | undefined>;
-  /** The pool id, once started. */
-  readonly poolId: string | undefined;
-  /** The image, once started. */
-  readonly image: string | undefined;
-  /** The pool's metrics (summed, and per engine: status, free capacity, lost leases), once started. */
-  metrics(): MultiEnginePoolMetrics | undefined;
-  /** The pool's events: `engine` (an engine became reachable or unreachable), `lost` (a lease was lost), `error`. */
-  readonly events: PoolEvents<MultiEnginePoolEventMap>;
-}
+/**
+ * The binding `dockerSandbox()` returns, with a view of its pool: `poolId`, `image` and `metrics()` once started,
+ * and the pool's `events` (`engine`: an engine became reachable or unreachable, `lost`: a lease was lost, `error`).
+ */
+export interface DockerSandboxBinding extends PooledBinding<SandboxFacade> {}
 
 const WORKSPACE = "/workspace";
 /** How long a fresh container's agent may take to dial in before it is started with `docker exec` instead. */
 const DIAL_TIMEOUT_MS = 10_000;
+
+/** How the binding's containers run commands: the agent, or `docker exec` only. */
+interface SandboxCommands {
+  useAgent: boolean;
+  /** Fresh containers' agents dial this process instead of a `docker exec` (set on the first start). */
+  dial: AgentDial | undefined;
+}
+
+/** Connects to a started sandbox container: its agent (dialled in, or started with `docker exec`), or `docker exec`. */
+function connectSandbox(
+  commands: SandboxCommands,
+  context: ContainerConnectContext,
+): Promise<CommandExecutor> {
+  const { driver, containerId, signal, createEnv } = context;
+  if (!commands.useAgent) return Promise.resolve(createDockerExecExecutor({ driver, containerId }));
+  const { dial } = commands;
+  return createAgentExecutor({
+    driver,
+    containerId,
+    agentPath: AGENT_PATH,
+    signal,
+    // A fresh container without its agent is retried by the pool; an adopted one (a thread's files) is kept on
+    // the docker exec fallback while the agent is restarted.
+    requireAgent: !context.adopted,
+    // A container this process made (just now, or woken): its agent is its main process and dials in.
+    dialled:
+      dial && createEnv
+        ? (connectSignal) => dial.connection(createEnv, { timeoutMs: DIAL_TIMEOUT_MS, signal: connectSignal })
+        : undefined,
+    onConnect: context.onAgent,
+  });
+}
 
 /**
  * The Docker binding of the `sandbox` capability: one fresh container per lease from a warm pool, destroyed
@@ -199,183 +190,86 @@ const DIAL_TIMEOUT_MS = 10_000;
  * });
  */
 export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandboxBinding {
-  const engines = dockerPoolEngines({ engines: options.engines, driver: options.driver });
-  const useAgent = (options.executor ?? "agent") === "agent";
-  const network = options.network ?? "none";
-  if (network !== "none" && network !== "unsafe-host" && typeof network !== "object") {
-    throw new SandboxError(
-      "INVALID_ARGUMENT",
-      'dockerSandbox: network is "none", "unsafe-host" or { allow: [...] }',
-    );
-  }
-  const egress = typeof network === "object" ? network : undefined;
-  const policy = egress ? parseEgressPolicy(egress.allow) : undefined;
-  const fastEgress = egress ? wantsEgressChannel(egress) : false;
-  if (policy && !useAgent) {
+  const commands: SandboxCommands = { useAgent: (options.executor ?? "agent") === "agent", dial: undefined };
+  const network = parseBindingNetwork(
+    options.network ?? "none",
+    () =>
+      new SandboxError(
+        "INVALID_ARGUMENT",
+        'dockerSandbox: network is "none", "unsafe-host" or { allow: [...] }',
+      ),
+  );
+  const { egress, policy } = network;
+  if (policy && !commands.useAgent) {
     throw new SandboxError("INVALID_ARGUMENT", "dockerSandbox: network.allow needs the agent executor");
   }
 
-  const bindingImage = createBindingImage({
-    recipe: sandboxImage,
-    image: options.image,
-    baseImage: options.baseImage,
-    engines,
-    onProgress: options.onImageProgress,
-  });
-  const ensureImage = (context: { engineId: string; driver: ContainerDriver; signal: AbortSignal }) =>
-    bindingImage.ensure(context).catch((error: unknown) => {
-      throw sandboxImageError(error);
-    });
-
-  /** Set by `preparePool` when the binding has one engine that shares this machine's filesystem (and `channel` is not `"tunnel"`). */
-  let channel: EgressChannel | undefined;
-  /** Set by `preparePool` likewise: fresh containers' agents dial this process instead of a `docker exec`. */
-  let dial: AgentDial | undefined;
-
-  async function setup(context: {
-    driver: ContainerDriver;
-    containerId: string;
-    signal: AbortSignal | undefined;
-    adopted: boolean;
-    createEnv?: Readonly<Record<string, string>> | undefined;
-  }): Promise<SandboxState> {
-    const { driver, containerId, signal, createEnv } = context;
-    const audience = createConnectionAudience();
-    if (!useAgent) {
-      return { executor: createDockerExecExecutor({ driver, containerId }), proxy: undefined, audience };
-    }
-    const proxy = policy
-      ? createEgressProxy({
-          policy,
-          maxConnections: egress?.maxConnections,
-          maxBytes: egress?.maxBytes,
-          onConnection: (event) => options.onConnection?.({ ...event, containerId }),
-        })
-      : undefined;
-    try {
-      const executor = await createAgentExecutor({
-        driver,
-        containerId,
-        agentPath: AGENT_PATH,
-        signal,
-        // A fresh container without its agent is retried by the pool; an adopted one (a thread's files) is kept
-        // on the docker exec fallback while the agent is restarted.
-        requireAgent: !context.adopted,
-        // A container this process made (just now, or woken): its agent is its main process and dials in.
-        dialled:
-          dial && createEnv
-            ? (connectSignal) =>
-                (dial as AgentDial).connection(createEnv, {
-                  timeoutMs: DIAL_TIMEOUT_MS,
-                  signal: connectSignal,
-                })
-            : undefined,
-        onConnect: proxy
-          ? (client: AgentClient, connectSignal) =>
-              serveEgress({ client, proxy, audience, channel, signal: connectSignal })
-          : undefined,
-      });
-      return { executor, proxy, audience };
-    } catch (error) {
-      proxy?.close();
-      throw error;
-    }
+  async function prepare(
+    context: DockerPrepareContext,
+  ): Promise<PreparedContainers<CommandExecutor, SandboxFacade>> {
+    const { image, agentVolume, channel, local } = context;
+    // `channel: "tunnel"` asks for no host directory in the container at all.
+    commands.dial =
+      commands.useAgent && local && !(egress && !network.fastEgress)
+        ? await prepareAgentDial(local)
+        : undefined;
+    const { dial } = commands;
+    const hostDirectory = channel?.mount ?? dial?.mount;
+    const spec: ContainerSpec = {
+      image,
+      // The main process (the agent, or `sleep` without it) runs as root, which no program can signal: programs
+      // run as SANDBOX_USER (the agent starts each one so, or `docker exec` does), so none can stop the sandbox.
+      ...(commands.useAgent ? agentSupervisorSpec : { user: agentSupervisorSpec.user }),
+      env: { HOME: WORKSPACE, ...(policy ? egressEnvironment(policy) : {}), ...(options.env ?? {}) },
+      workingDir: WORKSPACE,
+      network: network.mode,
+      ...(agentVolume ? { sharedVolumes: [agentVolume] } : {}),
+      ...(dial ? { cmd: dial.cmd } : {}),
+      ...(hostDirectory ? { hostDirectories: [hostDirectory] } : {}),
+      ...(options.limits ? { limits: options.limits } : {}),
+    };
+    return {
+      spec,
+      ...(dial ? { containerEnv: { create: dial.env, renew: dial.renew } } : {}),
+      connect: (container) => connectSandbox(commands, container),
+      // A warm container is healthy while its agent is connected: no Docker round trip on borrow.
+      ...(commands.useAgent ? { healthy: (executor: CommandExecutor) => executor.kind === "agent" } : {}),
+      facade: ({ connection, driver, containerId }) =>
+        createSandboxFacade({
+          executor: connection,
+          driver,
+          containerId,
+          image,
+          workspace: WORKSPACE,
+          ...(options.shell ? { shell: options.shell } : {}),
+          ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
+        }),
+    };
   }
 
-  const pooled = createPooledBinding<SandboxState, SandboxFacade, Parameters<ProvisionedSandbox["bind"]>[0]>({
-    name: "sandbox",
-    engines,
-    ...(options.pool ? { pool: options.pool } : {}),
-    ...(options.poolTuning ? { tuning: options.poolTuning } : {}),
-    ...(options.poolId ? { poolId: options.poolId } : {}),
-    // A conversation's files outlive a spec change: its next container inherits the old one's workspace.
-    carryOver: [WORKSPACE],
-    closedError: () => new SandboxError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
-    async preparePool({ signal }) {
-      const image = await bindingImage.resolve(signal).catch((error: unknown) => {
-        throw sandboxImageError(error);
-      });
-      // The agent lives on a read-only volume shared by every container of an engine (sandboxes and browsers),
-      // filled once per engine (prepareEngine) through the archive API, so nothing is copied into each container.
-      const agentVolume = useAgent ? await agentVolumeMount() : undefined;
-      // The host socket directory, read-only, only on a single engine that shares this machine's filesystem (the
-      // mount is part of the spec every engine's containers share; an engine reached over SSH never does):
-      // egress connections reach this process's relay there without the agent's exec stream, and a fresh
-      // container's agent dials in there without a docker exec.
-      const [engine] = engines;
-      // Drivers of the engine DOCKER_HOST names are one engine: one probe of the directory per process.
-      const engineKey =
-        options.engines === undefined && options.driver === undefined ? engine?.id : undefined;
-      const local =
-        engine && engines.length === 1 && !engine.remote
-          ? { driver: engine.driver, image, engineKey }
-          : undefined;
-      // The probes below make containers of the image: it must be there first.
-      if (engine && local) await ensureImage({ engineId: engine.id, driver: engine.driver, signal });
-      channel = fastEgress && local ? await prepareEgressChannel(local) : undefined;
-      // `channel: "tunnel"` asks for no host directory in the container at all.
-      dial = useAgent && local && !(egress && !fastEgress) ? await prepareAgentDial(local) : undefined;
-      const hostDirectory = channel?.mount ?? dial?.mount;
-      const spec: ContainerSpec = {
-        image,
-        // The main process (the agent, or `sleep` without it) runs as root, which no program can signal: programs
-        // run as SANDBOX_USER (the agent starts each one so, or `docker exec` does), so none can stop the sandbox.
-        ...(useAgent ? agentSupervisorSpec : { user: agentSupervisorSpec.user }),
-        env: { HOME: WORKSPACE, ...(policy ? egressEnvironment(policy) : {}), ...(options.env ?? {}) },
-        workingDir: WORKSPACE,
-        network: network === "unsafe-host" ? "host" : "none",
-        ...(agentVolume ? { sharedVolumes: [agentVolume] } : {}),
-        ...(dial ? { cmd: dial.cmd } : {}),
-        ...(hostDirectory ? { hostDirectories: [hostDirectory] } : {}),
-        ...(options.limits ? { limits: options.limits } : {}),
-      };
-      return {
-        image,
-        spec,
-        setup: ({ containerId, driver, signal, adopted, createEnv }) =>
-          setup({ driver, containerId, signal, adopted, createEnv }),
-        ...(dial ? { containerEnv: { create: dial.env, renew: dial.renew } } : {}),
-        teardown: async ({ state }) => {
-          // The lease ended: its connections close with it.
-          state?.proxy?.close();
-          await state?.executor.close();
-        },
-        // A warm container is healthy while its agent is connected: no Docker round trip on borrow.
-        ...(useAgent ? { healthCheck: ({ state }) => state?.executor.kind === "agent" } : {}),
-      };
-    },
-    ensureImage,
-    async prepareEngine({ driver, image, signal }) {
-      if (useAgent) await prepareAgentVolume({ driver, image, signal });
-    },
-    facadeOf(lease, pool) {
-      const { executor, audience } = lease.state;
-      const facade = createSandboxFacade({
-        executor,
-        driver: lease.driver,
-        containerId: lease.containerId,
-        image: pool.image,
-        workspace: WORKSPACE,
-        ...(options.shell ? { shell: options.shell } : {}),
-        ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
-      });
-      return {
-        facade,
-        bind: ({ signal, report }) => {
-          const bound = bindSandboxFacade(facade, signal);
-          // A spawned process reports its connections until it ends.
-          return report
-            ? audience.during(bound, report, (method, value) =>
-                method === "spawn" ? (value as SandboxProcess).wait() : undefined,
-              )
-            : bound;
-        },
-      };
-    },
-  });
-  return asCapabilityBinding(pooled, {
+  return createDockerBinding<CommandExecutor, SandboxFacade>({
     capability: "sandbox",
     lifetime: options.lifetime,
     idleTtlMs: options.idleTtlMs,
-  }) as DockerSandboxBinding;
+    driver: options.driver,
+    engines: options.engines,
+    pool: options.pool,
+    tuning: options.poolTuning,
+    poolId: options.poolId,
+    // A conversation's files outlive a spec change: its next container inherits the old one's workspace.
+    carryOver: [WORKSPACE],
+    image: {
+      recipe: sandboxImage,
+      image: options.image,
+      baseImage: options.baseImage,
+      onProgress: options.onImageProgress,
+      mapError: sandboxImageError,
+    },
+    network,
+    onConnection: options.onConnection,
+    agent: commands.useAgent,
+    calls: sandboxCalls,
+    closedError: () => new SandboxError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
+    prepare,
+  });
 }

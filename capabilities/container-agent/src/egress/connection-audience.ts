@@ -10,19 +10,13 @@ export type ConnectionReporter = (event: CapabilityConnectionEvent) => void;
  * listener.
  */
 export interface ConnectionAudience {
-  /** Adds `report` until the returned function is called (counted: it may be entered several times at once). */
+  /**
+   * Adds `report` until the returned function is called (counted: it may be entered several times at once). A run's
+   * view of a facade (`bindFacade`, `@pai/docker-binding`) enters its `report` while each call runs.
+   */
   enter(report: ConnectionReporter): () => void;
   /** One reporter for a connection opening now: it tells every run in flight now. */
   snapshot(): ConnectionReporter;
-  /**
-   * `facade` with every method entering `report` while it runs: until its promise settles, or, for the methods
-   * `holdUntil` names, until the promise `holdUntil` picks from the result settles (a spawned process's end).
-   */
-  during<FACADE extends object>(
-    facade: FACADE,
-    report: ConnectionReporter,
-    holdUntil?: (method: string, result: unknown) => Promise<unknown> | undefined,
-  ): FACADE;
 }
 
 /** A fresh {@link ConnectionAudience}, one per container. */
@@ -54,36 +48,6 @@ export function createConnectionAudience(): ConnectionAudience {
           }
         }
       };
-    },
-    during<FACADE extends object>(
-      facade: FACADE,
-      report: ConnectionReporter,
-      holdUntil?: (method: string, result: unknown) => Promise<unknown> | undefined,
-    ): FACADE {
-      const wrapped: Record<string, unknown> = {};
-      for (const [name, member] of Object.entries(facade)) {
-        if (typeof member !== "function") {
-          wrapped[name] = member;
-          continue;
-        }
-        wrapped[name] = (...args: unknown[]) => {
-          const leave = enter(report);
-          let result: unknown;
-          try {
-            result = member.apply(facade, args);
-          } catch (error) {
-            leave();
-            throw error;
-          }
-          Promise.resolve(result).then((value) => {
-            const held = holdUntil?.(name, value);
-            if (held) held.then(leave, leave);
-            else leave();
-          }, leave);
-          return result;
-        };
-      }
-      return wrapped as FACADE;
     },
   };
 }

@@ -1,7 +1,7 @@
+import type { ContainerInspection } from "@pai/pool";
+import { createFakeDriver, type FakeDriver } from "@pai/pool/testing";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { ContainerInspection } from "./container-driver.ts";
-import { createPooledBinding, type PooledBinding, type PooledResource } from "./pooled-binding.ts";
-import { createFakeDriver, type FakeDriver } from "./testing/fake-driver.ts";
+import { createPooledBinding, type PooledBinding } from "./pooled-binding.ts";
 
 const spec = { image: "fake/sandbox:1" };
 
@@ -10,7 +10,7 @@ interface FakeFacade {
   inspect(): Promise<ContainerInspection>;
 }
 
-const bindings: PooledBinding<PooledResource<FakeFacade, { signal: AbortSignal }>>[] = [];
+const bindings: PooledBinding<FakeFacade>[] = [];
 
 function binding(
   engines: Record<string, FakeDriver>,
@@ -20,8 +20,8 @@ function binding(
     hibernateAfterMs,
   }: { prepared?: string[]; made?: number[]; hibernateAfterMs?: number } = {},
 ) {
-  const pooled = createPooledBinding<number, FakeFacade, { signal: AbortSignal }>({
-    name: "sandbox",
+  const pooled = createPooledBinding<number, FakeFacade>({
+    capability: "sandbox",
     engines: Object.entries(engines).map(([id, driver]) => ({ id, driver })),
     poolId: "pai-sandbox-unit",
     pool: {
@@ -32,18 +32,22 @@ function binding(
     },
     tuning: { engineChecks: { intervalMs: 20, timeoutMs: 200, backoff: { initialMs: 20, maxMs: 40 } } },
     closedError: () => new Error("closed"),
+    calls: { inspect: {} },
     // The state counts the container's set-ups: a wake sets it up again.
-    preparePool: async () => {
+    prepare: async () => {
       let setups = 0;
-      return { image: spec.image, spec, setup: () => ++setups };
-    },
-    prepareEngine: async ({ engineId, image }) => {
-      prepared.push(`${engineId}:${image}`);
-    },
-    facadeOf: (lease) => {
-      made.push(lease.state);
-      const facade = { inspect: () => lease.driver.inspect(lease.containerId) };
-      return { facade, bind: () => ({ inspect: () => facade.inspect() }) };
+      return {
+        image: spec.image,
+        spec,
+        setup: () => ++setups,
+        prepareEngine: async ({ engineId }) => {
+          prepared.push(`${engineId}:${spec.image}`);
+        },
+        facadeOf: (lease) => {
+          made.push(lease.state);
+          return { facade: { inspect: () => lease.driver.inspect(lease.containerId) } };
+        },
+      };
     },
   });
   bindings.push(pooled);
@@ -70,7 +74,7 @@ describe("createPooledBinding on several engines", () => {
     await first.close(); // a restart: the leased containers stay
 
     const second = binding({ a, b });
-    const record = { resourceId: onB.resourceId, lifetime: "thread", key: "2", meta: onB.meta };
+    const record = { resourceId: onB.resourceId, lifetime: "thread" as const, key: "2", meta: onB.meta };
     const again = await second.reattach(record, signal);
     expect(again?.resourceId).toBe(onB.resourceId);
     expect(again?.meta.engine).toBe("b");
@@ -159,14 +163,15 @@ describe("createPooledBinding when a container stops on its own", () => {
   function restartingBinding(driver: FakeDriver, options: { carryOver?: readonly string[] } = {}) {
     /** `failSetups`: how many of the next set-ups fail. */
     const control = { failSetups: 0, healthy: true, made: [] as number[] };
-    const pooled = createPooledBinding<number, FakeFacade, { signal: AbortSignal }>({
-      name: "sandbox",
+    const pooled = createPooledBinding<number, FakeFacade>({
+      capability: "sandbox",
       engines: [{ id: "a", driver }],
       poolId: "pai-sandbox-restarts",
       pool: { min: 0, max: 4, acquireTimeoutMs: 2_000, restartLimit: { restarts: 2, withinMs: 400 } },
       ...(options.carryOver ? { carryOver: options.carryOver } : {}),
       closedError: () => new Error("closed"),
-      preparePool: async () => {
+      calls: { inspect: {} },
+      prepare: async () => {
         let setups = 0;
         return {
           image: spec.image,
@@ -179,11 +184,11 @@ describe("createPooledBinding when a container stops on its own", () => {
             return ++setups;
           },
           healthCheck: () => control.healthy,
+          facadeOf: (lease) => {
+            control.made.push(lease.state);
+            return { facade: { inspect: () => lease.driver.inspect(lease.containerId) } };
+          },
         };
-      },
-      facadeOf: (lease) => {
-        control.made.push(lease.state);
-        return { facade: { inspect: () => lease.driver.inspect(lease.containerId) } };
       },
     });
     bindings.push(pooled);

@@ -1,0 +1,26 @@
+export {
+  type BindFacadeOptions,
+  type BindScope,
+  bindFacade,
+  type FacadeCall,
+  type FacadeCalls,
+  type LostWatch,
+} from "./bind-facade.ts";
+export { type BindingNetwork, parseBindingNetwork } from "./binding-network.ts";
+export {
+  type ContainerConnectContext,
+  type ContainerConnection,
+  type ContainerState,
+  createDockerBinding,
+  type DockerBindingOptions,
+  type DockerPrepareContext,
+  type PreparedContainers,
+} from "./docker-binding.ts";
+export type { PooledBindingPoolOptions, PooledBindingTuning } from "./multi-engine-pool-settings.ts";
+export {
+  createPooledBinding,
+  type PooledBinding,
+  type PooledBindingOptions,
+  type PreparedPool,
+} from "./pooled-binding.ts";
+export type { FacadeOf, PooledResource, PooledResourceMeta } from "./pooled-resource.ts";
