@@ -1,4 +1,5 @@
-import type { AcquireOptions, ContainerPool, Lease } from "./container-pool.ts";
+import type { ContainerLease } from "./container-lease.ts";
+import type { AcquireOptions, ContainerPool } from "./container-pool.ts";
 import type { ResolvedContainerSpec } from "./container-spec.ts";
 import { noEngineError, poolClosedError } from "./engine-errors.ts";
 import type { EngineLease } from "./engine-lease.ts";
@@ -23,7 +24,7 @@ export interface AcquireOnEnginesContext<STATE> {
   /** A health check of the engine (see `EngineHealth.check`). */
   check(record: EngineRecord<STATE>): Promise<void>;
   /** Wraps a lease of the engine's pool (see `createEngineLease`). */
-  engineLease(record: EngineRecord<STATE>, lease: Lease<STATE>): EngineLease<STATE>;
+  engineLease(record: EngineRecord<STATE>, lease: ContainerLease<STATE>): EngineLease<STATE>;
 }
 
 /** Each engine's state in an error's details. */

@@ -1,7 +1,7 @@
 import type { PoolContainer, RemovalResult } from "./pool-container.ts";
 
 /**
- * The single-engine pool's lease: one container of a `ContainerPool`, from `acquire` or `adopt`.
+ * The pool layer's lease (single engine): one container of a `ContainerPool`, from `acquire` or `adopt`.
  *
  * A container handed out by the pool. It is never reused: `release()` removes it. A lease starts in use; once
  * marked `idle()` it may be hibernated (stopped, its files kept) and `wake()` starts it again.
@@ -72,12 +72,6 @@ export interface ContainerLeaseInfo {
   acquiredAt: Date;
   hibernated: boolean;
 }
-
-/** @deprecated The former name of {@link ContainerLease}, the single-engine pool's lease. */
-export type Lease<STATE = undefined> = ContainerLease<STATE>;
-
-/** @deprecated The former name of {@link ContainerLeaseInfo}. */
-export type LeaseInfo = ContainerLeaseInfo;
 
 /** What a lease's methods do to its container, done by the pool's parts. Internal. */
 export interface ContainerLeaseOperations<STATE> {

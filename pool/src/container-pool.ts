@@ -29,7 +29,7 @@ import { watchContainerExits } from "./watch-container-exits.ts";
 export type { AdoptOptions } from "./adopt-container.ts";
 export type { CloseOptions } from "./close-container-pool.ts";
 export type { AcquireOptions } from "./container-acquirer.ts";
-export type { ContainerLease, ContainerLeaseInfo, Lease, LeaseInfo } from "./container-lease.ts";
+export type { ContainerLease, ContainerLeaseInfo } from "./container-lease.ts";
 export type { ContainerHookContext, ContainerPoolOptions } from "./container-pool-options.ts";
 export type { ReapStraysOptions } from "./reap-strays.ts";
 

@@ -1,13 +1,13 @@
 import type { ContainerDriver } from "./container-driver.ts";
-import type { Lease } from "./container-pool.ts";
+import type { ContainerLease } from "./container-lease.ts";
 import { messageOf } from "./engine-errors.ts";
 import type { EngineRecord } from "./engine-record.ts";
 import type { MultiEnginePoolEventMap } from "./multi-engine-pool-events.ts";
 import { PoolError } from "./pool-error.ts";
 import type { PoolEventEmitter } from "./pool-events.ts";
 
-/** Lease layer of the multi-engine pool: an engine pool's `Lease`, plus the engine it is on and its loss. */
-export interface EngineLease<STATE = undefined> extends Lease<STATE> {
+/** The pool layer's lease across engines (multi-engine pool): an engine pool's `ContainerLease`, plus the engine it is on and its loss. */
+export interface EngineLease<STATE = undefined> extends ContainerLease<STATE> {
   /** The engine the container runs on (record it, e.g. on the lease's `meta`, to `adopt` it after a restart). */
   readonly engineId: string;
   /** The engine's driver: container calls fail at once (`DOCKER_UNAVAILABLE`) while it is unreachable. */
@@ -53,7 +53,7 @@ function saysUnavailable(error: unknown): boolean {
  */
 export function createEngineLease<STATE>(
   record: EngineRecord<STATE>,
-  lease: Lease<STATE>,
+  lease: ContainerLease<STATE>,
   context: EngineLeaseContext<STATE>,
 ): EngineLease<STATE> {
   const { containerId, leaseKey } = lease;

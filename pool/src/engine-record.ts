@@ -27,7 +27,10 @@ export function isUnreachable(record: { status: EngineStatus }): boolean {
   return record.status === "unreachable";
 }
 
-/** A live lease as its engine's record keeps it: lost together with the others when the engine stops answering. */
+/**
+ * Inside the multi-engine pool: a live lease as its engine's record keeps it, lost together with the others when the
+ * engine stops answering.
+ */
 export interface LiveLease {
   leaseKey: string;
   lose(reason: PoolError): void;

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { createAcquireOnEngines } from "./acquire-on-engines.ts";
+import type { ContainerLeaseInfo } from "./container-lease.ts";
 import type {
   AcquireOptions,
   AdoptOptions,
   CloseOptions,
   ContainerPoolOptions,
-  LeaseInfo,
   ReapStraysOptions,
   WarmOptions,
 } from "./container-pool.ts";
@@ -120,7 +120,7 @@ export interface MultiEnginePool<STATE = undefined> {
    */
   warm(options?: WarmOptions): Promise<void>;
   metrics(): MultiEnginePoolMetrics;
-  leases(): Array<LeaseInfo & { engineId: string }>;
+  leases(): Array<ContainerLeaseInfo & { engineId: string }>;
   /** Closes every engine's pool (see `ContainerPool.close`) and stops the health checks. */
   close(options?: CloseOptions): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -269,7 +269,7 @@ export function createMultiEnginePool<STATE = undefined>(
     reachableEngineOf,
   });
 
-  function leases(): Array<LeaseInfo & { engineId: string }> {
+  function leases(): Array<ContainerLeaseInfo & { engineId: string }> {
     return records.flatMap((record) =>
       (record.pool?.leases() ?? []).map((lease) => ({ ...lease, engineId: record.id })),
     );

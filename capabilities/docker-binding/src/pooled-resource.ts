@@ -20,7 +20,7 @@ export interface PooledResource<FACADE> extends ProvisionedResource<FACADE> {
   release(): Promise<void>;
   /**
    * Lets go of the container without removing it (a lease handed over to another process, which reattaches it):
-   * left running, or stopped when hibernated (the other process wakes it on first use); see `Lease.detach`.
+   * left running, or stopped when hibernated (the other process wakes it on first use); see `ContainerLease.detach`.
    */
   detach(): Promise<void>;
   /** The facade as one run sees it: see `bindFacade`. */

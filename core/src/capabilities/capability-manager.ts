@@ -7,7 +7,7 @@ import { LeaseHandover } from "./lease-handover.ts";
 import { LeaseProvisioner } from "./lease-provisioner.ts";
 import { LeaseReconciler } from "./lease-reconciler.ts";
 import type { LeaseScope } from "./lease-scope.ts";
-import { type Lease, LeaseTable, outlivesRuns } from "./lease-table.ts";
+import { type HeldLease, LeaseTable, outlivesRuns } from "./lease-table.ts";
 import type { OwnerLiveness } from "./owner-liveness.ts";
 import { endLeases, releaseLease } from "./release-lease.ts";
 import { ResourceWaker } from "./resource-waker.ts";
@@ -202,16 +202,16 @@ export class CapabilityManager {
   }
 
   /** Frees the leases `predicate` picks: their resources and their records (see {@link releaseLease}). */
-  #releaseWhere(predicate: (lease: Lease) => boolean): Promise<void> {
+  #releaseWhere(predicate: (lease: HeldLease) => boolean): Promise<void> {
     return endLeases(this.#leases.takeWhere(predicate), (lease, resource) => this.#release(lease, resource));
   }
 
   /** Lets go of the leases `predicate` picks: their resources stay, their records too. */
-  #detachWhere(predicate: (lease: Lease) => boolean): Promise<void> {
+  #detachWhere(predicate: (lease: HeldLease) => boolean): Promise<void> {
     return endLeases(this.#leases.takeWhere(predicate), async (_lease, resource) => resource.detach?.());
   }
 
-  #release(lease: Lease, resource: ProvisionedResource): Promise<void> {
+  #release(lease: HeldLease, resource: ProvisionedResource): Promise<void> {
     return releaseLease({ store: this.#store, ownerId: this.#owners.ownerId, lease, resource });
   }
 }

@@ -2,7 +2,7 @@ import { PaiError } from "../errors/pai-error.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
 import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
 import type { LeaseReconciler } from "./lease-reconciler.ts";
-import { type Lease, type LeaseAddress, type LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
+import { type HeldLease, type LeaseAddress, type LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
 import type { OwnerLiveness } from "./owner-liveness.ts";
 import { releaseLease } from "./release-lease.ts";
 
@@ -116,7 +116,7 @@ export class LeaseHandover {
    * A lease whose record the listing showed gone, another owner's or another resource's. The listing may predate
    * this lease's record (provisioned or taken over meanwhile), so the record is read again before acting on it.
    */
-  async #followChangedRecord(id: string, lease: Lease, resource: ProvisionedResource): Promise<void> {
+  async #followChangedRecord(id: string, lease: HeldLease, resource: ProvisionedResource): Promise<void> {
     const [current] = await this.#store.listLeases({
       capability: lease.capability,
       lifetime: lease.lifetime,
@@ -138,7 +138,7 @@ export class LeaseHandover {
   }
 
   /** Gives the lease to the live owner `to` that asked for it; frees it if the store refuses the claim. */
-  async #handOver(id: string, lease: Lease, resource: ProvisionedResource, to: string): Promise<void> {
+  async #handOver(id: string, lease: HeldLease, resource: ProvisionedResource, to: string): Promise<void> {
     const self = this.#owners.ownerId;
     // A pass that began before this process started closing leaves the lease to the close, which frees it.
     if (this.#leases.closed || this.#leases.get(id) !== lease) return;

@@ -5,7 +5,7 @@ import type { CapabilityBinding, ProvisionedResource } from "./capability-bindin
 import type { LeaseHandover } from "./lease-handover.ts";
 import type { LeaseReconciler } from "./lease-reconciler.ts";
 import type { LeaseScope } from "./lease-scope.ts";
-import { type Lease, type LeaseAddress, type LeaseTable, outlivesRuns } from "./lease-table.ts";
+import { type HeldLease, type LeaseAddress, type LeaseTable, outlivesRuns } from "./lease-table.ts";
 import { reportProvisionFailure } from "./report-provision-failure.ts";
 
 /** What a {@link LeaseProvisioner} provisions with, and where it records leases. */
@@ -66,11 +66,11 @@ export class LeaseProvisioner {
   }
 
   /** A new lease in the table whose resource is being obtained; the scope hears how it goes. */
-  #open(binding: CapabilityBinding, address: LeaseAddress, scope: LeaseScope): Lease {
+  #open(binding: CapabilityBinding, address: LeaseAddress, scope: LeaseScope): HeldLease {
     const { capability, lifetime, key, id } = address;
     const startedAt = Date.now();
     scope.onStatus?.({ capability, lifetime, status: "provisioning" });
-    const lease: Lease = {
+    const lease: HeldLease = {
       capability,
       lifetime,
       key,

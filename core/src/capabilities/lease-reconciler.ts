@@ -1,6 +1,6 @@
 import type { LeaseRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
-import { type Lease, type LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
+import { type HeldLease, type LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
 import { OrphanResources } from "./orphan-resources.ts";
 import { releaseLease } from "./release-lease.ts";
 
@@ -164,7 +164,7 @@ export class LeaseReconciler {
     }
     const reattached = await this.reattach(binding, record, AbortSignal.timeout(REATTACH_TIMEOUT_MS));
     if (!reattached) return undefined;
-    const lease: Lease = {
+    const lease: HeldLease = {
       capability: record.capability,
       lifetime: record.lifetime,
       key: record.key,

@@ -3,8 +3,11 @@ import type { CapabilityBinding, ProvisionedResource } from "./capability-bindin
 import type { Capability } from "./define-capability.ts";
 import type { LeaseScope } from "./lease-scope.ts";
 
-/** A lease this process holds, or is obtaining: the one resource of (capability, lifetime, key). */
-export interface Lease {
+/**
+ * Core's capability layer, in memory: a lease this process holds or is obtaining, the one resource of (capability,
+ * lifetime, key).
+ */
+export interface HeldLease {
   capability: string;
   lifetime: CapabilityLifetime;
   key: string;
@@ -45,7 +48,7 @@ const TOUCH_EVERY_MS = 30_000;
  * last used (written to the store, throttled), and whether the table still takes leases (not once closed).
  */
 export class LeaseTable {
-  readonly #leases = new Map<string, Lease>();
+  readonly #leases = new Map<string, HeldLease>();
   readonly #bindings: ReadonlyMap<string, CapabilityBinding>;
   readonly #declarations: ReadonlyMap<string, Capability>;
   readonly #store: ThreadStore;
@@ -93,7 +96,7 @@ export class LeaseTable {
     return this.#leases.size;
   }
 
-  get(id: string): Lease | undefined {
+  get(id: string): HeldLease | undefined {
     return this.#leases.get(id);
   }
 
@@ -101,7 +104,7 @@ export class LeaseTable {
     return this.#leases.has(id);
   }
 
-  set(id: string, lease: Lease): void {
+  set(id: string, lease: HeldLease): void {
     this.#leases.set(id, lease);
   }
 
@@ -110,23 +113,23 @@ export class LeaseTable {
   }
 
   /** The leases now, by id (a copy: the table may change while a caller goes through them). */
-  entries(): Array<[string, Lease]> {
+  entries(): Array<[string, HeldLease]> {
     return [...this.#leases];
   }
 
-  values(): IterableIterator<Lease> {
+  values(): IterableIterator<HeldLease> {
     return this.#leases.values();
   }
 
   /** Removes the leases `predicate` picks and returns them. */
-  takeWhere(predicate: (lease: Lease) => boolean): Lease[] {
+  takeWhere(predicate: (lease: HeldLease) => boolean): HeldLease[] {
     const picked = [...this.#leases.entries()].filter(([, lease]) => predicate(lease));
     for (const [id] of picked) this.#leases.delete(id);
     return picked.map(([, lease]) => lease);
   }
 
   /** Records that the run `runId` uses `lease` now; the store learns it at most every 30 s. */
-  use(lease: Lease, runId: string): void {
+  use(lease: HeldLease, runId: string): void {
     lease.users.add(runId);
     const now = Date.now();
     lease.lastUsedAt = now;

@@ -1,13 +1,13 @@
 import type { ThreadStore } from "../threads/thread-store.ts";
 import type { ProvisionedResource } from "./capability-binding.ts";
-import type { Lease } from "./lease-table.ts";
+import type { HeldLease } from "./lease-table.ts";
 
 /** What {@link releaseLease} frees, and with which store and owner. */
 export interface ReleaseLeaseOptions {
   store: ThreadStore;
   /** This process's owner id. */
   ownerId: string;
-  lease: Pick<Lease, "capability" | "lifetime" | "key">;
+  lease: Pick<HeldLease, "capability" | "lifetime" | "key">;
   resource: ProvisionedResource;
 }
 
@@ -39,8 +39,8 @@ export async function releaseLease({ store, ownerId, lease, resource }: ReleaseL
  * lets it go. A lease whose provisioning failed has nothing to end; one `end` failing leaves the others ending.
  */
 export async function endLeases(
-  leases: readonly Lease[],
-  end: (lease: Lease, resource: ProvisionedResource) => Promise<void>,
+  leases: readonly HeldLease[],
+  end: (lease: HeldLease, resource: ProvisionedResource) => Promise<void>,
 ): Promise<void> {
   await Promise.allSettled(
     leases.map(async (lease) => {

@@ -152,7 +152,10 @@ export interface PendingActionRecord {
 
 export type CapabilityLifetime = "run" | "thread" | "user" | "process";
 
-/** A live resource handed out by a capability binding, keyed by (capability, lifetime, key). */
+/**
+ * The thread store's record of a capability lease, shared by processes: a live resource handed out by a capability
+ * binding, keyed by (capability, lifetime, key).
+ */
 export interface LeaseRecord {
   capability: string;
   lifetime: CapabilityLifetime;
@@ -199,7 +202,8 @@ export interface OwnerRecord {
 }
 
 /**
- * Which runtime process runs a thread now: one run at a time across every process sharing the store. Taken before
+ * The thread store's run lock, not a capability lease. Which runtime process runs a thread now: one run at a time
+ * across every process sharing the store. Taken before
  * a run starts (or an answer is stored), renewed by its holder while the run goes on, released when it ends; a
  * holder that dies stops renewing, and the lease lapses at `expiresAt`.
  */
