@@ -9,6 +9,22 @@ type Spawn = (options: ExecutorSpawnOptions) => { wait(): Promise<ExecutorProces
 
 const textDecoder = new TextDecoder();
 
+/** Options of one file script run. */
+export interface FileScriptOptions {
+  signal?: AbortSignal | undefined;
+  /** Bytes the script reads on stdin. */
+  stdin?: Uint8Array;
+  /** Output past this is `INVALID_ARGUMENT` (over the limit). @default 16777216 */
+  maxOutputBytes?: number;
+}
+
+/** {@link runFileScript} bound to one sandbox's executor and workspace. */
+export type FileScriptRunner = (
+  source: string,
+  args: readonly string[],
+  extra?: FileScriptOptions,
+) => Promise<ExecutorProcessResult>;
+
 /**
  * Runs one of the file scripts (`sandbox-scripts.ts`) as the sandbox user, with the workspace as `$1`, and maps
  * its exit codes to the facade's errors: `PATH_OUTSIDE_WORKSPACE` (with the path it resolved to),
@@ -20,7 +36,7 @@ export async function runFileScript(
   workspace: string,
   source: string,
   args: readonly string[],
-  extra: { signal?: AbortSignal | undefined; stdin?: Uint8Array; maxOutputBytes?: number } = {},
+  extra: FileScriptOptions = {},
 ): Promise<ExecutorProcessResult> {
   extra.signal?.throwIfAborted();
   const result = await spawn({
