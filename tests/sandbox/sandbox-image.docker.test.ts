@@ -36,8 +36,13 @@ const lines = (text: string) => text.split("\n").filter((line) => line !== "");
 async function emptyEngine(): Promise<void> {
   const containers = lines(await docker("ps", "-aq"));
   if (containers.length > 0) await docker("rm", "-f", "-v", ...containers);
-  const images = [...new Set(lines(await docker("images", "-aq")))];
-  if (images.length > 0) await docker("rmi", "-f", ...images);
+  // Tagged images first (their untagged parents go with them), then whatever a build left dangling: `rmi` of every
+  // id at once fails on a parent listed before its child.
+  const tagged = lines(await docker("images", "--format", "{{.Repository}}:{{.Tag}}")).filter(
+    (reference) => !reference.includes("<none>"),
+  );
+  if (tagged.length > 0) await docker("rmi", "-f", ...tagged);
+  await docker("image", "prune", "-af");
   expect(await docker("images", "-aq")).toBe("");
 }
 
