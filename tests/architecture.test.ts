@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+import { measureShape, shapeLimits } from "../scripts/shape.ts";
 
 const root = join(import.meta.dirname, "..");
 
@@ -179,5 +180,14 @@ describe("no import circles", () => {
       ]),
     );
     expect(importCircles(graph)).toEqual([]);
+  });
+});
+
+describe("the house's shape (npm run shape)", () => {
+  it("keeps every source function and class within 250 lines and every source file within 600", async () => {
+    const shape = await measureShape();
+    expect(shape.files.length).toBeGreaterThan(300);
+    expect(shape.units.filter((unit) => unit.lines > shapeLimits.functionLines)).toEqual([]);
+    expect(shape.files.filter((file) => file.lines > shapeLimits.fileLines)).toEqual([]);
   });
 });
