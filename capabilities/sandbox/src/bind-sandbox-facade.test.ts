@@ -20,6 +20,11 @@ function recordingFacade(seen: Array<AbortSignal | undefined>): SandboxFacade {
     uploadDirectory: (_source, _target, options) => record(options),
     downloadDirectory: (_directory, options) => record(options),
     info: () => record(),
+    createCodeContext: (options) => record(options),
+    listCodeContexts: (options) => record(options),
+    restartCodeContext: (_context, options) => record(options),
+    removeCodeContext: (_context, options) => record(options),
+    runCode: (_code, options) => record(options),
   };
 }
 
@@ -34,10 +39,12 @@ describe("bindSandboxFacade", () => {
     await bound.readFile("a");
     await bound.writeFiles([], {});
     await bound.uploadDirectory("/tmp/x");
-    expect(seen).toHaveLength(5);
+    await bound.runCode("1 + 1");
+    await bound.restartCodeContext("ctx");
+    expect(seen).toHaveLength(7);
     expect(seen.every((signal) => signal !== undefined && !signal.aborted)).toBe(true);
     own.abort();
-    expect(seen.map((signal) => signal?.aborted)).toEqual([false, true, false, false, false]);
+    expect(seen.map((signal) => signal?.aborted)).toEqual([false, true, false, false, false, false, false]);
     run.abort();
     expect(seen.every((signal) => signal?.aborted)).toBe(true);
   });

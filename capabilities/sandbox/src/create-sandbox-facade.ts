@@ -1,4 +1,5 @@
 import type { ContainerDriver } from "@pai/pool";
+import { createCodeContexts } from "./code-interpreter/create-code-contexts.ts";
 import type { CommandExecutor } from "./command-executor.ts";
 import { type FileScriptRunner, runFileScript } from "./run-file-script.ts";
 import { createSandboxArchives } from "./sandbox-archives.ts";
@@ -34,20 +35,21 @@ const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 /**
  * The {@link SandboxFacade} over one container: commands, `readFile` and `writeFiles` through `executor` (the
  * agent's frames, or `docker exec`), the other file methods through small scripts that resolve paths inside the
- * container, directory upload and download through the archive API.
+ * container, directory upload and download through the archive API, code contexts as driver processes it spawns.
  */
 export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacade {
   const { executor, driver, containerId, image } = options;
   const workspace = options.workspace ?? "/workspace";
   const script: FileScriptRunner = (source, args, extra) =>
     runFileScript((spawnOptions) => executor.spawn(spawnOptions), workspace, source, args, extra);
+  const commands = createSandboxCommands({
+    executor,
+    workspace,
+    shell: options.shell ?? ["bash", "-c"],
+    maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+  });
   return {
-    ...createSandboxCommands({
-      executor,
-      workspace,
-      shell: options.shell ?? ["bash", "-c"],
-      maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
-    }),
+    ...commands,
     ...createSandboxFiles({ executor, script, workspace }),
     ...createSandboxArchives({
       script,
@@ -60,5 +62,6 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
     async info(): Promise<SandboxInfo> {
       return { id: containerId, workspace, image, executor: executor.kind };
     },
+    ...createCodeContexts({ spawn: commands.spawn, runCommand: commands.runCommand, workspace }),
   };
 }

@@ -17,4 +17,9 @@ export const sandboxCalls: FacadeCalls<SandboxFacade> = {
   uploadDirectory: { options: 2 },
   downloadDirectory: { options: 1 },
   info: {},
+  createCodeContext: { options: 0 },
+  listCodeContexts: { options: 0 },
+  restartCodeContext: { options: 1 },
+  removeCodeContext: { options: 1 },
+  runCode: { options: 1 },
 };

@@ -14,6 +14,8 @@ const marker = Symbol.for("pai.error.SandboxError");
  * - `CAPABILITY_UNAVAILABLE`: the sandbox, its binding or the test run's sandbox pool is closed or unreachable.
  * - `IMAGE_UNAVAILABLE`: the sandbox image is not on an engine and could not be provided there (a given image is
  *   missing, or PAI's own could not be built: no base, a failed build); the message says what to do.
+ * - `INTERPRETER_UNAVAILABLE`: a code context cannot start: the image lacks its interpreter (python3 with IPython,
+ *   node), it failed before it was ready, or the host lacks Node's TypeScript stripping; the message names what.
  */
 export type SandboxErrorCode =
   | "INVALID_ARGUMENT"
@@ -23,7 +25,8 @@ export type SandboxErrorCode =
   | "SANDBOX_PROTOCOL"
   | "CONTAINER_FAILED"
   | "CAPABILITY_UNAVAILABLE"
-  | "IMAGE_UNAVAILABLE";
+  | "IMAGE_UNAVAILABLE"
+  | "INTERPRETER_UNAVAILABLE";
 
 /**
  * The error `@pai/sandbox` throws on purpose. A member of PAI's error family (extending `@pai/errors`'

@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import type { CodeInterpreter } from "./code-interpreter/code-context.ts";
 
 /** Why a command ended: by itself, or stopped by its timeout, an abort/kill, or the output limit. */
 export type TerminationReason = "exit" | "timeout" | "abort" | "output-limit";
@@ -197,9 +198,12 @@ export interface SandboxInfo {
  * elsewhere, or a symlink in the workspace pointing out — is refused with `SandboxError('PATH_OUTSIDE_WORKSPACE')`.
  * Symlinks are resolved inside the container.
  *
+ * Code contexts (`createCodeContext`, `runCode`, ...; see {@link CodeInterpreter}) keep a Python, JavaScript or
+ * TypeScript interpreter alive between calls and return rich results (charts as PNG, tables as HTML).
+ *
  * Present it to AI SDK tools with `toSandboxSession(facade)`.
  */
-export interface SandboxFacade {
+export interface SandboxFacade extends CodeInterpreter {
   /**
    * Runs a command to its end. A non-zero exit code, a timeout, an abort and the output limit are values
    * (`terminationReason`), not errors; a timeout or abort kills the command's whole process group. When the

@@ -19,7 +19,7 @@ export const sandbox = defineCapability<"sandbox", SandboxFacade>({
   name: "sandbox",
   defaultLifetime: "thread",
   description:
-    "A Linux container with bash, coreutils, python3, node and git; files live in /workspace; no network.",
+    "A Linux container with bash, coreutils, python3 (IPython, numpy, pandas, matplotlib), node and git; files live in /workspace; no network; code contexts keep Python or JavaScript state between calls.",
   members: {
     runCommand: true,
     spawn: true,
@@ -32,5 +32,10 @@ export const sandbox = defineCapability<"sandbox", SandboxFacade>({
     uploadDirectory: true,
     downloadDirectory: true,
     info: true,
+    createCodeContext: true,
+    listCodeContexts: true,
+    restartCodeContext: true,
+    removeCodeContext: true,
+    runCode: true,
   },
 });

@@ -44,6 +44,11 @@ function memoryFacade(files: Map<string, Uint8Array>): SandboxFacade {
     uploadDirectory: unsupported,
     downloadDirectory: unsupported,
     info: unsupported,
+    createCodeContext: unsupported,
+    listCodeContexts: unsupported,
+    restartCodeContext: unsupported,
+    removeCodeContext: unsupported,
+    runCode: unsupported,
   };
 }
 

@@ -1,0 +1,201 @@
+// Code contexts (`runCode` & co.) against a real sandbox from `dockerSandbox()`: IPython with rich results, Node
+// contexts for JavaScript and TypeScript, interrupts, restarts, a wake after hibernation, and the attack set run
+// through a cell.
+
+import type { ProvisionedResource } from "@pai/core";
+import { type DockerSandboxBinding, dockerSandbox, SandboxError, type SandboxFacade } from "@pai/sandbox";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  dockerOptedOut,
+  poolContainers,
+  removePoolContainers,
+  sandboxImage,
+  uniquePoolId,
+  waitFor,
+} from "./docker-helpers.ts";
+
+const poolId = uniquePoolId("interpreter");
+let binding: DockerSandboxBinding;
+let resource: ProvisionedResource<SandboxFacade>;
+let box: SandboxFacade;
+
+function mainText(result: { results: Array<{ isMainResult: boolean; text?: string }> }): string | undefined {
+  return result.results.find((entry) => entry.isMainResult)?.text;
+}
+
+describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
+  beforeAll(async () => {
+    binding = dockerSandbox({ image: sandboxImage, poolId, pool: { min: 0, max: 2, hibernateAfterMs: 300 } });
+    await binding.start?.();
+    const signal = new AbortController().signal;
+    resource = await binding.provision({ leaseKey: "thread:interpreter", lifetime: "thread", signal });
+    // in use: not hibernated until the wake test lets it idle
+    await resource.hibernation?.wake(signal);
+    box = resource.facade;
+  }, 120_000);
+
+  afterAll(async () => {
+    try {
+      await resource?.release();
+      await binding?.close();
+      expect(await poolContainers(poolId)).toEqual([]);
+    } finally {
+      await removePoolContainers(poolId);
+    }
+  });
+
+  it("keeps a default Python context's state between calls, and streams what it prints", async () => {
+    const printed: string[] = [];
+    const first = await box.runCode("x = 2\nprint('set', x)", { onStdout: (chunk) => printed.push(chunk) });
+    expect(first).toMatchObject({ terminationReason: "completed", results: [], logs: { stdout: ["set 2\n"] } });
+    expect(first.error).toBeUndefined();
+    expect(printed.join("")).toBe("set 2\n");
+    const second = await box.runCode("x * 21");
+    expect(mainText(second)).toBe("42");
+    expect(second.executionCount).toBe(first.executionCount + 1);
+    expect(second.context).toMatchObject({ id: "default-python", language: "python", cwd: "/workspace" });
+  });
+
+  it("returns every representation the code displays", async () => {
+    const { results, error } = await box.runCode(
+      [
+        "import io",
+        "from IPython.display import display, HTML, Markdown, SVG, JSON, Latex, Image",
+        "import matplotlib.pyplot as plt",
+        "display(HTML('<b>bold</b>'), Markdown('*it*'), Latex('$x^2$'), JSON({'a': [1, 2]}))",
+        "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"4\" height=\"4\"></svg>'))",
+        "fig = plt.figure(figsize=(1, 1)); plt.plot([1, 2])",
+        "buffer = io.BytesIO(); fig.savefig(buffer, format='jpeg'); plt.close(fig)",
+        "display(Image(data=buffer.getvalue(), format='jpeg'))",
+        "plt.figure(figsize=(2, 2)); plt.bar(['a', 'b'], [3, 5])  # left open: shown at the end of the cell",
+        "'the end'",
+      ].join("\n"),
+    );
+    expect(error).toBeUndefined();
+    const find = (key: string) => results.find((result) => key in result) as Record<string, unknown> | undefined;
+    expect(find("html")?.html).toBe("<b>bold</b>");
+    expect(find("markdown")?.markdown).toBe("*it*");
+    expect(find("latex")?.latex).toBe("$x^2$");
+    expect(find("json")?.json).toEqual({ a: [1, 2] });
+    expect(find("svg")?.svg).toContain("<svg");
+    const jpeg = Buffer.from(String(find("jpeg")?.jpeg), "base64");
+    expect([...jpeg.subarray(0, 3)]).toEqual([0xff, 0xd8, 0xff]);
+    const png = Buffer.from(String(find("png")?.png), "base64");
+    expect(png.subarray(1, 4).toString()).toBe("PNG");
+    expect(results.find((result) => result.isMainResult)).toMatchObject({ text: "'the end'" });
+    expect(results.filter((result) => result.isMainResult)).toHaveLength(1);
+
+    const frame = await box.runCode("import pandas as pd\npd.DataFrame({'city': ['Oslo', 'Lima'], 'n': [1, 2]})");
+    expect(frame.results[0]).toMatchObject({ isMainResult: true });
+    expect(frame.results[0]?.html).toContain("<table");
+    expect(frame.results[0]?.html).toContain("Lima");
+    expect(frame.results[0]?.text).toMatch(/city\s+n\s*\n0\s+Oslo\s+1/);
+  });
+
+  it("reports an exception as an error with its name, value and traceback; magics and shell escapes work", async () => {
+    const failed = await box.runCode("def f():\n    return 1 / 0\nf()");
+    expect(failed.terminationReason).toBe("completed");
+    expect(failed.error).toMatchObject({ name: "ZeroDivisionError", value: "division by zero" });
+    expect(failed.error?.traceback).toContain("----> 3 f()");
+    expect(failed.error?.traceback).not.toContain("\u001b[");
+    const magic = await box.runCode("%env GREETING=hi\n!echo $GREETING from a shell");
+    expect(magic.error).toBeUndefined();
+    expect(magic.logs.stdout.join("")).toContain("hi from a shell");
+  });
+
+  it("interrupts a cell at its timeout and keeps the context's state", async () => {
+    await box.runCode("kept = 'still here'");
+    const stuck = await box.runCode("import time\nwhile True:\n    time.sleep(0.01)", { timeoutMs: 500 });
+    expect(stuck.terminationReason).toBe("timeout");
+    expect(stuck.error?.name).toBe("KeyboardInterrupt");
+    const busy = await box.runCode("while True:\n    pass", { timeoutMs: 500 });
+    expect(busy).toMatchObject({ terminationReason: "timeout", error: { name: "KeyboardInterrupt" } });
+    const after = await box.runCode("kept");
+    expect(after.restarted).toBeUndefined();
+    expect(mainText(after)).toBe("'still here'");
+  });
+
+  it("an abort interrupts the cell too; an aborted signal runs nothing", async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const aborted = await box.runCode("import time\ntime.sleep(30)", { signal: controller.signal });
+    expect(aborted).toMatchObject({ terminationReason: "abort", error: { name: "KeyboardInterrupt" } });
+    await expect(box.runCode("1", { signal: controller.signal })).rejects.toThrow();
+  });
+
+  it("keeps contexts apart, restarts one empty, lists and removes them", async () => {
+    const a = await box.createCodeContext({ language: "python", env: { WHO: "a" } });
+    const b = await box.createCodeContext({ cwd: "sub" });
+    expect(a).toMatchObject({ language: "python", cwd: "/workspace" });
+    expect(b).toMatchObject({ language: "python", cwd: "/workspace/sub" });
+    await box.runCode("import os\nname = os.environ['WHO']", { context: a });
+    const inB = await box.runCode("name", { context: b });
+    expect(inB.error).toMatchObject({ name: "NameError" });
+    expect(mainText(await box.runCode("name", { context: a.id }))).toBe("'a'");
+    expect(mainText(await box.runCode("import os; os.getcwd()", { context: b }))).toBe("'/workspace/sub'");
+
+    const ids = (await box.listCodeContexts()).map((context) => context.id);
+    expect(ids).toEqual(expect.arrayContaining([a.id, b.id, "default-python"]));
+
+    expect(await box.restartCodeContext(a)).toEqual(a);
+    const emptied = await box.runCode("name", { context: a });
+    expect(emptied.error?.name).toBe("NameError");
+    expect(emptied.executionCount).toBe(1);
+
+    expect(await box.removeCodeContext(a)).toBe(true);
+    expect(await box.removeCodeContext(a)).toBe(false);
+    await expect(box.runCode("1", { context: a })).rejects.toSatisfy((error) =>
+      SandboxError.hasCode(error, "NOT_FOUND"),
+    );
+    await box.removeCodeContext(b);
+    await expect(box.createCodeContext({ language: "ruby" as "python" })).rejects.toSatisfy((error) =>
+      SandboxError.hasCode(error, "INVALID_ARGUMENT"),
+    );
+  });
+
+  it("names what is missing when the image has no IPython", async () => {
+    await box.writeFiles([{ path: "no-ipython/IPython/__init__.py", content: "raise ImportError('No module named IPython')\n" }]);
+    const failure = await box
+      .createCodeContext({ env: { PYTHONPATH: "/workspace/no-ipython" } })
+      .catch((error: unknown) => error);
+    expect(SandboxError.hasCode(failure, "INTERPRETER_UNAVAILABLE")).toBe(true);
+    expect((failure as Error).message).toMatch(/IPython is not installed.*python3-ipython/);
+    await box.removeFile("no-ipython", { recursive: true });
+  });
+
+  it("runs JavaScript with persistent declarations, top-level await and the last value as result", async () => {
+    const logs: string[] = [];
+    const first = await box.runCode("const base = 40;\nlet calls = 0;\nconsole.log('ready');", {
+      language: "javascript",
+      onStdout: (chunk) => logs.push(chunk),
+    });
+    expect(first.error).toBeUndefined();
+    expect(logs.join("")).toBe("ready\n");
+    const awaited = await box.runCode(
+      "const extra = await new Promise((resolve) => setTimeout(() => resolve(2), 50));\ncalls += 1;\nbase + extra",
+      { language: "javascript" },
+    );
+    expect(awaited.error).toBeUndefined();
+    expect(mainText(awaited)).toBe("42");
+    const object = await box.runCode("({ base, extra, calls })", { language: "javascript" });
+    expect(object.results[0]).toMatchObject({ text: "{ base: 40, extra: 2, calls: 1 }", json: { base: 40, extra: 2, calls: 1 } });
+    const thrown = await box.runCode("null.x", { language: "javascript" });
+    expect(thrown.error).toMatchObject({ name: "TypeError" });
+    const spinning = await box.runCode("for (;;) {}", { language: "javascript", timeoutMs: 500 });
+    expect(spinning.terminationReason).toBe("timeout");
+    const waiting = await box.runCode("await new Promise(() => {})", { language: "javascript", timeoutMs: 500 });
+    expect(waiting).toMatchObject({ terminationReason: "timeout", error: { name: "KeyboardInterrupt" } });
+    expect(mainText(await box.runCode("base + calls", { language: "javascript" }))).toBe("41");
+  });
+
+  it("runs TypeScript with its types stripped on the host", async () => {
+    const context = await box.createCodeContext({ language: "typescript" });
+    await box.runCode("interface Point { x: number; y: number }\nconst p: Point = { x: 3, y: 4 };\nenum Color { Red, Green }", { context });
+    const value = await box.runCode("const norm = (q: Point): number => Math.hypot(q.x, q.y);\nawait Promise.resolve(norm(p) + Color.Green)", { context });
+    expect(value.error).toBeUndefined();
+    expect(mainText(value)).toBe("6");
+    const bad = await box.runCode("const broken: = 1", { context });
+    expect(bad.error?.name).toBe("SyntaxError");
+    await box.removeCodeContext(context);
+  });
+});
