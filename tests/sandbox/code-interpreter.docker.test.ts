@@ -47,7 +47,11 @@ describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
   it("keeps a default Python context's state between calls, and streams what it prints", async () => {
     const printed: string[] = [];
     const first = await box.runCode("x = 2\nprint('set', x)", { onStdout: (chunk) => printed.push(chunk) });
-    expect(first).toMatchObject({ terminationReason: "completed", results: [], logs: { stdout: ["set 2\n"] } });
+    expect(first).toMatchObject({
+      terminationReason: "completed",
+      results: [],
+      logs: { stdout: ["set 2\n"] },
+    });
     expect(first.error).toBeUndefined();
     expect(printed.join("")).toBe("set 2\n");
     const second = await box.runCode("x * 21");
@@ -63,7 +67,7 @@ describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
         "from IPython.display import display, HTML, Markdown, SVG, JSON, Latex, Image",
         "import matplotlib.pyplot as plt",
         "display(HTML('<b>bold</b>'), Markdown('*it*'), Latex('$x^2$'), JSON({'a': [1, 2]}))",
-        "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"4\" height=\"4\"></svg>'))",
+        'display(SVG(\'<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"></svg>\'))',
         "fig = plt.figure(figsize=(1, 1)); plt.plot([1, 2])",
         "buffer = io.BytesIO(); fig.savefig(buffer, format='jpeg'); plt.close(fig)",
         "display(Image(data=buffer.getvalue(), format='jpeg'))",
@@ -72,7 +76,8 @@ describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
       ].join("\n"),
     );
     expect(error).toBeUndefined();
-    const find = (key: string) => results.find((result) => key in result) as Record<string, unknown> | undefined;
+    const find = (key: string) =>
+      results.find((result) => key in result) as Record<string, unknown> | undefined;
     expect(find("html")?.html).toBe("<b>bold</b>");
     expect(find("markdown")?.markdown).toBe("*it*");
     expect(find("latex")?.latex).toBe("$x^2$");
@@ -85,7 +90,9 @@ describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
     expect(results.find((result) => result.isMainResult)).toMatchObject({ text: "'the end'" });
     expect(results.filter((result) => result.isMainResult)).toHaveLength(1);
 
-    const frame = await box.runCode("import pandas as pd\npd.DataFrame({'city': ['Oslo', 'Lima'], 'n': [1, 2]})");
+    const frame = await box.runCode(
+      "import pandas as pd\npd.DataFrame({'city': ['Oslo', 'Lima'], 'n': [1, 2]})",
+    );
     expect(frame.results[0]).toMatchObject({ isMainResult: true });
     expect(frame.results[0]?.html).toContain("<table");
     expect(frame.results[0]?.html).toContain("Lima");
@@ -124,6 +131,10 @@ describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
   });
 
   it("keeps contexts apart, restarts one empty, lists and removes them", async () => {
+    await expect(box.createCodeContext({ cwd: "missing" })).rejects.toThrow(
+      /in \/workspace\/missing\) ended/,
+    );
+    await box.writeFiles([{ path: "sub/.keep", content: "" }]);
     const a = await box.createCodeContext({ language: "python", env: { WHO: "a" } });
     const b = await box.createCodeContext({ cwd: "sub" });
     expect(a).toMatchObject({ language: "python", cwd: "/workspace" });
@@ -154,7 +165,9 @@ describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
   });
 
   it("names what is missing when the image has no IPython", async () => {
-    await box.writeFiles([{ path: "no-ipython/IPython/__init__.py", content: "raise ImportError('No module named IPython')\n" }]);
+    await box.writeFiles([
+      { path: "no-ipython/IPython/__init__.py", content: "raise ImportError('No module named IPython')\n" },
+    ]);
     const failure = await box
       .createCodeContext({ env: { PYTHONPATH: "/workspace/no-ipython" } })
       .catch((error: unknown) => error);
@@ -178,24 +191,96 @@ describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
     expect(awaited.error).toBeUndefined();
     expect(mainText(awaited)).toBe("42");
     const object = await box.runCode("({ base, extra, calls })", { language: "javascript" });
-    expect(object.results[0]).toMatchObject({ text: "{ base: 40, extra: 2, calls: 1 }", json: { base: 40, extra: 2, calls: 1 } });
+    expect(object.results[0]).toMatchObject({
+      text: "{ base: 40, extra: 2, calls: 1 }",
+      json: { base: 40, extra: 2, calls: 1 },
+    });
     const thrown = await box.runCode("null.x", { language: "javascript" });
     expect(thrown.error).toMatchObject({ name: "TypeError" });
     const spinning = await box.runCode("for (;;) {}", { language: "javascript", timeoutMs: 500 });
     expect(spinning.terminationReason).toBe("timeout");
-    const waiting = await box.runCode("await new Promise(() => {})", { language: "javascript", timeoutMs: 500 });
+    const waiting = await box.runCode("await new Promise(() => {})", {
+      language: "javascript",
+      timeoutMs: 500,
+    });
     expect(waiting).toMatchObject({ terminationReason: "timeout", error: { name: "KeyboardInterrupt" } });
     expect(mainText(await box.runCode("base + calls", { language: "javascript" }))).toBe("41");
   });
 
   it("runs TypeScript with its types stripped on the host", async () => {
     const context = await box.createCodeContext({ language: "typescript" });
-    await box.runCode("interface Point { x: number; y: number }\nconst p: Point = { x: 3, y: 4 };\nenum Color { Red, Green }", { context });
-    const value = await box.runCode("const norm = (q: Point): number => Math.hypot(q.x, q.y);\nawait Promise.resolve(norm(p) + Color.Green)", { context });
+    await box.runCode(
+      "interface Point { x: number; y: number }\nconst p: Point = { x: 3, y: 4 };\nenum Color { Red, Green }",
+      { context },
+    );
+    const value = await box.runCode(
+      "const norm = (q: Point): number => Math.hypot(q.x, q.y);\nawait Promise.resolve(norm(p) + Color.Green)",
+      { context },
+    );
     expect(value.error).toBeUndefined();
     expect(mainText(value)).toBe("6");
     const bad = await box.runCode("const broken: = 1", { context });
     expect(bad.error?.name).toBe("SyntaxError");
     await box.removeCodeContext(context);
   });
+
+  it("a memory bomb in a cell kills only its context, which starts again, empty, on its next call", async () => {
+    const context = await box.createCodeContext();
+    await box.runCode("before = 1", { context });
+    const bomb = await box.runCode("hog = []\nwhile True:\n    hog.append(bytearray(64 * 1024 ** 2))", {
+      context,
+      timeoutMs: 60_000,
+    });
+    expect(bomb).toMatchObject({ terminationReason: "context-exited", error: { name: "ContextExited" } });
+    expect(bomb.error?.value).toContain("OOM");
+    expect((await box.runCommand({ command: "echo fine" })).stdout).toBe("fine\n");
+    const next = await box.runCode("before", { context });
+    expect(next).toMatchObject({ restarted: true, error: { name: "NameError" } });
+    expect(next.restartReason).toContain("OOM");
+    expect((await box.runCode("1 + 1", { context })).restarted).toBeUndefined();
+    await box.removeCodeContext(context);
+  }, 90_000);
+
+  it("a fork bomb in a cell is stopped at its timeout with its context; the sandbox stays usable", async () => {
+    const context = await box.createCodeContext();
+    const bomb = await box.runCode(
+      "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+      {
+        context,
+        timeoutMs: 2_000,
+        forceKillAfterMs: 1_000,
+      },
+    );
+    expect(bomb.terminationReason).toBe("timeout");
+    await waitFor(
+      async () =>
+        (await box.runCommand({ command: "echo fine" }).catch(() => undefined))?.stdout === "fine\n",
+      "the sandbox to run commands again",
+    );
+    const ps = await box.runCommand({ command: "ps -eo args= | grep -c '^python3 -u -c' || true" });
+    expect(Number(ps.stdout.trim())).toBeLessThanOrEqual(2); // the default context's driver (and the grep's own shell)
+    const next = await box.runCode("2 + 2", { context });
+    expect(next).toMatchObject({ restarted: true });
+    expect(mainText(next)).toBe("4");
+    await box.removeCodeContext(context);
+  }, 90_000);
+
+  it("a context woken after hibernation is started again, empty, and says so", async () => {
+    const signal = new AbortController().signal;
+    await box.runCode("survivor = 1");
+    const script = await box.createCodeContext({ language: "javascript" });
+    await box.runCode("const kept = 1", { context: script });
+    resource.hibernation?.idle();
+    await waitFor(async () => binding.metrics()?.hibernated === 1, "hibernation");
+    expect(await resource.hibernation?.wake(signal)).toBe("woken");
+    const woken = resource.facade;
+    expect((await woken.listCodeContexts()).map((context) => context.id)).toEqual(
+      expect.arrayContaining(["default-python", script.id]),
+    );
+    const again = await woken.runCode("survivor");
+    expect(again).toMatchObject({ restarted: true, error: { name: "NameError" }, executionCount: 1 });
+    expect(again.restartReason).toMatch(/hibernated/);
+    expect((await woken.runCode("typeof kept", { context: script })).restarted).toBe(true);
+    expect((await woken.runCode("1")).restarted).toBeUndefined();
+  }, 60_000);
 });

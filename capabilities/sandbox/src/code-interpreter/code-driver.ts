@@ -177,7 +177,8 @@ export async function startCodeDriver(options: StartCodeDriverOptions): Promise<
     ready?.reject(
       new SandboxError(
         "INTERPRETER_UNAVAILABLE",
-        `the ${language} context's process ended before it was ready (exit code ${exit.exitCode})` +
+        `the ${language} context's process (${command} in ${options.cwd}) ended before it was ready ` +
+          `(exit code ${exit.exitCode}; a missing working directory ends it so)` +
           (stderrTail ? `: ${tail(stderrTail)}` : ""),
       ),
     );
