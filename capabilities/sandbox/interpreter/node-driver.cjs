@@ -82,8 +82,7 @@ function userStack(stack) {
 }
 
 function errorEvent(id, error) {
-  const inner =
-    error && error.constructor && error.constructor.name === "Recoverable" && error.err ? error.err : error;
+  const inner = error?.constructor?.name === "Recoverable" && error.err ? error.err : error;
   if (inner instanceof Error || (inner && typeof inner === "object" && "stack" in inner)) {
     return {
       type: "error",

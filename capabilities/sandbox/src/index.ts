@@ -6,6 +6,25 @@ export {
   createAgentExecutor,
 } from "./agent-executor.ts";
 export { bindSandboxFacade } from "./bind-sandbox-facade.ts";
+export {
+  type CodeContext,
+  type CodeContextCallOptions,
+  type CodeError,
+  type CodeInterpreter,
+  type CodeInterpreterModelOutputOptions,
+  type CodeInterpreterOutput,
+  type CodeInterpreterToolOptions,
+  type CodeLanguage,
+  type CodeResult,
+  type CodeTerminationReason,
+  type CreateCodeContextOptions,
+  codeInterpreterModelOutput,
+  codeInterpreterOutputSchema,
+  codeResultSchema,
+  defineCodeInterpreterTool,
+  type RunCodeOptions,
+  type RunCodeResult,
+} from "./code-interpreter/index.ts";
 export type {
   CommandExecutor,
   ExecutorProcess,
