@@ -3,7 +3,8 @@ import { codeInterpreterModelOutput } from "./code-interpreter-model-output.ts";
 import { type CodeInterpreterOutput, codeInterpreterOutputSchema } from "./code-interpreter-output.ts";
 
 // A 1×1 PNG and a tiny JPEG header (the projection does not decode images).
-const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+const png =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 const jpeg = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAEBAQ==";
 
 function stored(overrides: Partial<CodeInterpreterOutput> = {}): CodeInterpreterOutput {
