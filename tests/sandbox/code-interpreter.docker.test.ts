@@ -3,13 +3,21 @@
 // through a cell.
 
 import type { ProvisionedResource } from "@pai/core";
-import { type DockerSandboxBinding, dockerSandbox, SandboxError, type SandboxFacade } from "@pai/sandbox";
+import {
+  createDockerExecExecutor,
+  createSandboxFacade,
+  type DockerSandboxBinding,
+  dockerSandbox,
+  SandboxError,
+  type SandboxFacade,
+} from "@pai/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   dockerOptedOut,
   poolContainers,
   removePoolContainers,
   sandboxImage,
+  testDriver,
   uniquePoolId,
   waitFor,
 } from "./docker-helpers.ts";
@@ -264,6 +272,45 @@ describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
     expect(mainText(next)).toBe("4");
     await box.removeCodeContext(context);
   }, 90_000);
+
+  it("keeps a cell's requests to itself (input() reads nothing) and caps the logs it keeps", async () => {
+    const asked = await box.runCode("input('name? ')");
+    expect(asked.error?.name).toBe("EOFError");
+    const streamed: string[] = [];
+    const loud = await box.runCode("print('x' * 5000)\nprint('y' * 5000)", {
+      maxLogLength: 1000,
+      onStdout: (chunk) => streamed.push(chunk),
+    });
+    expect(streamed.join("")).toBe(`${"x".repeat(5000)}\n${"y".repeat(5000)}\n`);
+    const kept = loud.logs.stdout.join("");
+    expect(kept.startsWith("x".repeat(1000))).toBe(true);
+    expect(kept).toContain("…(9002 more characters not kept)");
+    expect(mainText(await box.runCode("'still speaking'"))).toBe("'still speaking'");
+  });
+
+  it("a facade made anew over the running sandbox (a new connection) kills the drivers it cannot take over", async () => {
+    const context = await box.createCodeContext();
+    await box.runCode("here = 1", { context });
+    const recorded = await box.runCommand({ command: `cat /tmp/.pai-code-contexts/${context.id}.json` });
+    const { pid } = JSON.parse(recorded.stdout) as { pid: number };
+    const { id: containerId, image } = await box.info();
+    const executor = createDockerExecExecutor({ driver: testDriver, containerId });
+    try {
+      const other = createSandboxFacade({ executor, driver: testDriver, containerId, image });
+      expect((await other.listCodeContexts()).map((entry) => entry.id)).toContain(context.id);
+      const alive = await box.runCommand({
+        command: `kill -0 ${pid} 2>/dev/null && echo alive || echo gone`,
+      });
+      expect(alive.stdout).toBe("gone\n");
+      const next = await other.runCode("here", { context: context.id });
+      expect(next).toMatchObject({ restarted: true, error: { name: "NameError" } });
+      expect(next.restartReason).toMatch(/connected to this sandbox anew/);
+      expect(await other.removeCodeContext(context.id)).toBe(true);
+    } finally {
+      await executor.close();
+    }
+    await box.removeCodeContext(context);
+  });
 
   it("a context woken after hibernation is started again, empty, and says so", async () => {
     const signal = new AbortController().signal;

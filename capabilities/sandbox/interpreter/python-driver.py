@@ -186,8 +186,13 @@ def main():
         except Exception as error:
             emit({"type": "warning", "message": "cannot record the context: %s" % error})
 
+    # Requests keep file descriptor 0 to themselves: the cell's input() and its child processes read /dev/null.
+    stdin = os.fdopen(os.dup(0), "rb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(os.devnull, "r")
     emit({"type": "ready", "pid": os.getpid()})
-    stdin = sys.stdin.buffer
     while True:
         try:
             line = stdin.readline()

@@ -123,6 +123,12 @@ export interface RunCodeOptions {
    */
   signal?: AbortSignal;
   /**
+   * Characters of each stream kept in `logs`: later chunks still reach `onStdout`/`onStderr`, and `logs` ends with a
+   * note of how much was left out.
+   * @default 1_000_000
+   */
+  maxLogLength?: number;
+  /**
    * How long an interrupted cell may take to stop before the context's process is killed (the next call then
    * starts it again, empty).
    * @default 2000

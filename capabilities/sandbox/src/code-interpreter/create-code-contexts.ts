@@ -34,6 +34,7 @@ export interface CodeContextsOptions {
 
 const LANGUAGES: readonly CodeLanguage[] = ["python", "javascript", "typescript"];
 const DEFAULT_FORCE_KILL_AFTER_MS = 2000;
+const DEFAULT_MAX_LOG_LENGTH = 1_000_000;
 
 /** A context of this sandbox, its driver while it runs, and why it must be started again when it does not. */
 interface ContextState {
@@ -187,18 +188,37 @@ export function createCodeContexts(options: CodeContextsOptions): CodeInterprete
     const { context } = state;
     const results: CodeResult[] = [];
     const logs = { stdout: [] as string[], stderr: [] as string[] };
+    const maxLogLength = runOptions.maxLogLength ?? DEFAULT_MAX_LOG_LENGTH;
+    const logged = { stdout: 0, stderr: 0 };
+    const dropped = { stdout: 0, stderr: 0 };
+    const log = (stream: "stdout" | "stderr", text: string) => {
+      const room = maxLogLength - logged[stream];
+      if (text.length <= room) {
+        logs[stream].push(text);
+        logged[stream] += text.length;
+        return;
+      }
+      if (room > 0) logs[stream].push(text.slice(0, room));
+      logged[stream] = maxLogLength;
+      dropped[stream] += text.length - Math.max(room, 0);
+    };
     const finish = (
       fields: Pick<RunCodeResult, "executionCount" | "terminationReason"> & { error?: CodeError },
-    ): RunCodeResult => ({
-      results,
-      logs,
-      ...(fields.error ? { error: fields.error } : {}),
-      executionCount: fields.executionCount,
-      context,
-      terminationReason: fields.terminationReason,
-      ...(restartReason !== undefined ? { restarted: true, restartReason } : {}),
-      durationMs: performance.now() - startedAt,
-    });
+    ): RunCodeResult => {
+      for (const stream of ["stdout", "stderr"] as const) {
+        if (dropped[stream] > 0) logs[stream].push(`\n…(${dropped[stream]} more characters not kept)`);
+      }
+      return {
+        results,
+        logs,
+        ...(fields.error ? { error: fields.error } : {}),
+        executionCount: fields.executionCount,
+        context,
+        terminationReason: fields.terminationReason,
+        ...(restartReason !== undefined ? { restarted: true, restartReason } : {}),
+        durationMs: performance.now() - startedAt,
+      };
+    };
 
     let restartReason: string | undefined;
     let source = code;
@@ -248,11 +268,11 @@ export function createCodeContexts(options: CodeContextsOptions): CodeInterprete
       outcome = await driver.execute(source, (event) => {
         switch (event.type) {
           case "stdout":
-            logs.stdout.push(event.text);
+            log("stdout", event.text);
             runOptions.onStdout?.(event.text);
             return;
           case "stderr":
-            logs.stderr.push(event.text);
+            log("stderr", event.text);
             runOptions.onStderr?.(event.text);
             return;
           case "display":
