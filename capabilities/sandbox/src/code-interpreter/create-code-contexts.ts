@@ -227,11 +227,16 @@ export function createCodeContexts(options: CodeContextsOptions): CodeInterprete
         source = stripTypeScript(code);
       } catch (error) {
         if (SandboxError.isInstance(error)) throw error;
+        // the parser's message only: its stack is the host's
         const failure = error as Error;
         return finish({
           executionCount: 0,
           terminationReason: "completed",
-          error: { name: failure.name, value: failure.message, traceback: failure.stack ?? failure.message },
+          error: {
+            name: failure.name,
+            value: failure.message,
+            traceback: `${failure.name}: ${failure.message}`,
+          },
         });
       }
     }
@@ -245,10 +250,12 @@ export function createCodeContexts(options: CodeContextsOptions): CodeInterprete
     let error: CodeError | undefined;
     let stopped: "timeout" | "abort" | undefined;
     let killTimer: ReturnType<typeof setTimeout> | undefined;
+    /** The SIGINT on its way: awaited before the next cell may start, which it must not reach. */
+    let interrupting: Promise<void> | undefined;
     const interrupt = (reason: "timeout" | "abort") => {
       if (stopped) return;
       stopped = reason;
-      void driver.interrupt();
+      interrupting = driver.interrupt();
       killTimer = setTimeout(() => {
         if (state.driver === driver) {
           state.driver = undefined;
@@ -290,12 +297,14 @@ export function createCodeContexts(options: CodeContextsOptions): CodeInterprete
       clearTimeout(timeout);
       clearTimeout(killTimer);
       signal?.removeEventListener("abort", onAbort);
+      await interrupting;
     }
 
     if (outcome.type === "exited") {
       const why = state.lostReason ?? `the context's process ended (${describeExit(outcome.exit)})`;
       if (state.driver === driver) state.driver = undefined;
-      state.lostReason = why;
+      // unless a restart already replaced the process
+      if (!state.driver && !state.starting) state.lostReason = why;
       return finish({
         executionCount: 0,
         terminationReason: stopped ?? "context-exited",
