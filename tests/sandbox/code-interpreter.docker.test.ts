@@ -139,8 +139,9 @@ describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
   });
 
   it("keeps contexts apart, restarts one empty, lists and removes them", async () => {
-    await expect(box.createCodeContext({ cwd: "missing" })).rejects.toThrow(
-      /in \/workspace\/missing\) ended/,
+    await expect(box.createCodeContext({ cwd: "missing" })).rejects.toSatisfy(
+      (error) =>
+        SandboxError.hasCode(error, "NOT_FOUND") && /\/workspace\/missing/.test((error as Error).message),
     );
     await box.writeFiles([{ path: "sub/.keep", content: "" }]);
     const a = await box.createCodeContext({ language: "python", env: { WHO: "a" } });

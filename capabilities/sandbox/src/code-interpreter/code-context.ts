@@ -151,7 +151,7 @@ export interface CodeInterpreter {
   /**
    * Starts a new context and returns it once its interpreter is ready.
    * @throws SandboxError `INTERPRETER_UNAVAILABLE` when the image lacks the interpreter (IPython, node) or it does
-   * not start; `INVALID_ARGUMENT` for an unknown language
+   * not start; `NOT_FOUND` when `cwd` is not a directory; `INVALID_ARGUMENT` for an unknown language
    * @example
    * const context = await sandbox.createCodeContext({ language: "python", cwd: "data" });
    * await sandbox.runCode("import pandas as pd; df = pd.read_csv('sales.csv')", { context });

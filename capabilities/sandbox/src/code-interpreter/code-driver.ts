@@ -133,9 +133,9 @@ export async function startCodeDriver(options: StartCodeDriverOptions): Promise<
   );
 
   const { command, args } = COMMANDS[language](options.program);
-  let process: SandboxProcess;
+  let driverProcess: SandboxProcess;
   try {
-    process = await options.spawn({
+    driverProcess = await options.spawn({
       command,
       args,
       cwd: options.cwd,
@@ -162,7 +162,7 @@ export async function startCodeDriver(options: StartCodeDriverOptions): Promise<
     throw error;
   }
 
-  const exited = process.wait().catch(
+  const exited = driverProcess.wait().catch(
     (error: unknown): CommandResult => ({
       exitCode: -1,
       stdout: "",
@@ -178,15 +178,14 @@ export async function startCodeDriver(options: StartCodeDriverOptions): Promise<
       new SandboxError(
         "INTERPRETER_UNAVAILABLE",
         `the ${language} context's process (${command} in ${options.cwd}) ended before it was ready ` +
-          `(exit code ${exit.exitCode}; a missing working directory ends it so)` +
-          (stderrTail ? `: ${tail(stderrTail)}` : ""),
+          `(exit code ${exit.exitCode})${stderrTail ? `: ${tail(stderrTail)}` : ""}`,
       ),
     );
     cell?.done({ type: "exited", exit });
   });
 
   const kill = async () => {
-    await process.kill("SIGKILL").catch(() => undefined);
+    await driverProcess.kill("SIGKILL").catch(() => undefined);
     await exited;
   };
 
@@ -218,7 +217,7 @@ export async function startCodeDriver(options: StartCodeDriverOptions): Promise<
           };
           cell = { onEvent, done };
           const request = `${JSON.stringify({ type: "execute", id: token, code })}\n`;
-          process.writeStdin(request).catch(() => {
+          driverProcess.writeStdin(request).catch(() => {
             // the process is gone: `exited` settles the cell
           });
         });

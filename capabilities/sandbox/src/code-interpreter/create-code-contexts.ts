@@ -335,6 +335,16 @@ export function createCodeContexts(options: CodeContextsOptions): CodeInterprete
       const language = checkLanguage(createOptions.language ?? "python");
       const cwd = resolveWorkingDirectory(createOptions.cwd ?? ".", workspace);
       await load(signal);
+      const directory = await runCommand({
+        command: "test",
+        args: ["-d", cwd],
+        ...(signal ? { signal } : {}),
+      });
+      if (directory.exitCode !== 0) {
+        throw new SandboxError("NOT_FOUND", `no directory ${cwd} in the sandbox for the code context`, {
+          details: { cwd },
+        });
+      }
       const context: CodeContext = { id: `ctx-${randomUUID()}`, language, cwd };
       const state = addState(context, createOptions.env ? { ...createOptions.env } : undefined);
       try {
