@@ -228,6 +228,12 @@ describe.skipIf(dockerOptedOut)("code contexts in a sandbox", () => {
     );
     expect(value.error).toBeUndefined();
     expect(mainText(value)).toBe("6");
+    const imported = await box.runCode(
+      'import { type ParsedPath, join } from "node:path";\nimport * as os from "node:os";\nconst where: string = join("/a", "b");\n[where, os.platform()]',
+      { context },
+    );
+    expect(imported.error).toBeUndefined();
+    expect(imported.results[0]?.json).toEqual(["/a/b", "linux"]);
     const bad = await box.runCode("const broken: = 1", { context });
     expect(bad.error?.name).toBe("SyntaxError");
     await box.removeCodeContext(context);

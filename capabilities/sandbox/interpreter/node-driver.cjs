@@ -95,6 +95,40 @@ function errorEvent(id, error) {
   return { type: "error", id, name: "Error", value: util.inspect(inner), traceback: "" };
 }
 
+/**
+ * Static `import` lines as dynamic imports (a REPL context is a script, where `import ... from` is a syntax error):
+ * `import x from "m"`, `import * as m from "m"`, `import { a, b as c } from "m"`, `import x, { a } from "m"` and
+ * `import "m"`, each on a line of its own. `var`, so running the cell again declares them again.
+ */
+function rewriteImports(code) {
+  return code
+    .replace(/^[ \t]*import\s+(['"][^'"\n]+['"])[ \t]*;?[ \t]*$/gm, "await import($1);")
+    .replace(
+      /^[ \t]*import\s+([^'"\n]+?)\s+from\s+(['"][^'"\n]+['"])[ \t]*;?[ \t]*$/gm,
+      (line, clause, source) => {
+        const parts = [];
+        const named = /\{([^}]*)\}/.exec(clause);
+        const rest = clause
+          .replace(/\{[^}]*\}/, "")
+          .replace(/,/g, " ")
+          .trim();
+        const namespace = /^\*\s+as\s+([\w$]+)$/.exec(rest);
+        if (namespace) parts.push(`var ${namespace[1]} = __pai_module;`);
+        else if (/^[\w$]+$/.test(rest)) parts.push(`var ${rest} = __pai_module.default;`);
+        else if (rest !== "") return line;
+        if (named) {
+          const bindings = named[1]
+            .split(",")
+            .map((binding) => binding.trim())
+            .filter(Boolean)
+            .map((binding) => binding.replace(/^([\w$]+)\s+as\s+([\w$]+)$/, "$1: $2"));
+          parts.push(`var { ${bindings.join(", ")} } = __pai_module;`);
+        }
+        return `var __pai_module = await import(${source}); ${parts.join(" ")}`;
+      },
+    );
+}
+
 let executionCount = 0;
 
 function execute(id, code) {
@@ -116,7 +150,7 @@ function execute(id, code) {
     // listener of ours would disable; once it waits on a promise, to `interruptAwait`.
     process.removeListener("SIGINT", interruptAwait);
     try {
-      server.eval(code, server.context, `cell-${count}`, (error, value) => {
+      server.eval(rewriteImports(code), server.context, `cell-${count}`, (error, value) => {
         // a SIGINT during synchronous code arrives here (or on the domain) as the REPL's interruption error
         finish(error, value);
       });
