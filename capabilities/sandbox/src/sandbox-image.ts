@@ -12,7 +12,8 @@ import { SandboxError } from "./sandbox-error.ts";
 
 /**
  * The sandbox image PAI provides: the build context in this package's `image/` folder (Debian bookworm with bash,
- * coreutils, python3 and pip, node, git, curl; user 1000, `/workspace`). `dockerSandbox()` builds it on an engine
+ * coreutils, python3 and pip, IPython with numpy, pandas and matplotlib for code contexts, node, git, curl; user 1000,
+ * `/workspace`). `dockerSandbox()` builds it on an engine
  * that lacks it; `npx pai images build sandbox` builds it ahead of time.
  */
 export const sandboxImage: ImageRecipe = {
