@@ -17,7 +17,7 @@ TOKEN = os.environ.pop("PAI_CODE_TOKEN", "")
 RECORD = os.environ.pop("PAI_CODE_CONTEXT", "")
 MARK = ("\x1ePAI" + TOKEN).encode()
 _write_lock = threading.Lock()
-_current = {"id": None}
+_current = {"id": None, "running": False}
 
 
 def _write_all(data):
@@ -110,8 +110,14 @@ def _mime_bundle(data):
 
 
 def main():
-    # The agent may start programs with SIGINT ignored: the interrupt must raise KeyboardInterrupt.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # SIGINT interrupts a running cell (KeyboardInterrupt) and nothing else: one that arrives as a cell ends is
+    # dropped, so it can neither cut the driver's own lines nor reach the next cell. (The agent may start programs
+    # with SIGINT ignored: this handler is installed either way.)
+    def on_sigint(signum, frame):
+        if _current["running"]:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
     # IPython's and matplotlib's own files go to /tmp, not the workspace (HOME); figures use the inline backend.
     os.environ.setdefault("IPYTHONDIR", "/tmp/.pai-ipython")
     os.environ.setdefault("MPLCONFIGDIR", "/tmp/.pai-matplotlib")
@@ -194,10 +200,7 @@ def main():
     sys.stdin = open(os.devnull, "r")
     emit({"type": "ready", "pid": os.getpid()})
     while True:
-        try:
-            line = stdin.readline()
-        except KeyboardInterrupt:
-            continue
+        line = stdin.readline()
         if not line:
             return 0
         try:
@@ -209,20 +212,20 @@ def main():
         request_id = request.get("id")
         _current["id"] = request_id
         shell.error = None
+        _current["running"] = True
         try:
             shell.run_cell(request.get("code", ""), store_history=True)
         except KeyboardInterrupt:
             shell.error = {"name": "KeyboardInterrupt", "value": "", "traceback": "KeyboardInterrupt"}
         except BaseException as error:  # a SystemExit from the cell: the context stays
             shell.error = {"name": type(error).__name__, "value": str(error), "traceback": ""}
-        try:
-            out.flush()
-            err.flush()
-            if shell.error is not None:
-                emit(dict(shell.error, type="error", id=request_id))
-            emit({"type": "done", "id": request_id, "executionCount": shell.execution_count - 1})
-        except KeyboardInterrupt:
-            emit({"type": "done", "id": request_id, "executionCount": shell.execution_count - 1})
+        finally:
+            _current["running"] = False
+        out.flush()
+        err.flush()
+        if shell.error is not None:
+            emit(dict(shell.error, type="error", id=request_id))
+        emit({"type": "done", "id": request_id, "executionCount": shell.execution_count - 1})
         _current["id"] = None
 
 
