@@ -170,7 +170,7 @@ describe.skipIf(dockerOptedOut)("the packages as users install them", { timeout:
     expect(result.stdout).toBe(`function ${pathToFileURL(join(root, "core", "dist", "index.js"))}`);
   });
 
-  it("runs a sandbox tool from a plain JavaScript app on Node 22 with no loader", async () => {
+  it("runs a sandbox tool and the code interpreter from a plain JavaScript app on Node 22 with no loader", async () => {
     const result = await inApp("node", ["run-sandbox-tool.mjs", poolId]);
     expect(result.exitCode, result.all).toBe(0);
     const report = JSON.parse(result.stdout.trim().split("\n").at(-1)!);
@@ -179,6 +179,11 @@ describe.skipIf(dockerOptedOut)("the packages as users install them", { timeout:
     expect(report.state).toBe("output-available");
     expect(report.output).toMatchObject({ exitCode: 0, terminationReason: "exit" });
     expect(report.output.stdout).toMatch(/^hello from (x86_64|aarch64)\n1000\n\/workspace\n$/);
+    expect(report.interpreted).toMatchObject({
+      language: "python",
+      terminationReason: "completed",
+      results: [{ isMainResult: true, text: "42" }],
+    });
   });
 
   it("gives the app the pai command line: npx pai doctor checks this machine", async () => {

@@ -1,9 +1,10 @@
 // A plain-JavaScript app, as a user writes one after `npm install @pai/core @pai/sandbox zod ai`: no loader, no
-// TypeScript. It runs one sandbox tool with PAI's scripted model and prints what the tool answered as JSON.
+// TypeScript. It runs a sandbox tool and the code interpreter (whose drivers the package ships) with PAI's scripted
+// model and prints what the tools answered as JSON.
 // Usage: node run-sandbox-tool.mjs <pool id>
 import { createAgentRuntime, createMemoryThreadStore, createPai, defineAgent, defineTool } from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
-import { dockerSandbox, sandbox } from "@pai/sandbox";
+import { defineCodeInterpreterTool, dockerSandbox, sandbox } from "@pai/sandbox";
 import { z } from "zod";
 
 const [poolId] = process.argv.slice(2);
@@ -17,7 +18,8 @@ const runScript = defineTool({
   execute: (ctx) => ctx.capabilities.sandbox.runCommand({ command: ctx.input.command, signal: ctx.signal }),
 });
 
-const pai = createPai({ agents: { coder: defineAgent({ tools: { runScript } }) } });
+const interpreter = defineCodeInterpreterTool({ languages: ["python"] });
+const pai = createPai({ agents: { coder: defineAgent({ tools: { runScript, interpreter } }) } });
 const runtime = createAgentRuntime({
   pai,
   store: createMemoryThreadStore(),
@@ -26,6 +28,7 @@ const runtime = createAgentRuntime({
       {
         toolCalls: [{ toolName: "runScript", input: { command: "echo hello from $(uname -m); id -u; pwd" } }],
       },
+      { toolCalls: [{ toolName: "interpreter", input: { code: "x = 21\nx * 2" } }] },
       { text: "done" },
     ],
   }),
@@ -38,7 +41,16 @@ try {
   const thread = await runtime.getThread(threadId);
   const parts = (thread?.messages ?? []).flatMap((message) => message.parts);
   const call = parts.find((part) => part.type === "tool-runScript");
-  console.log(JSON.stringify({ status, state: call?.state, output: call?.output, node: process.version }));
+  const interpreted = parts.find((part) => part.type === "tool-interpreter");
+  console.log(
+    JSON.stringify({
+      status,
+      state: call?.state,
+      output: call?.output,
+      interpreted: interpreted?.output,
+      node: process.version,
+    }),
+  );
 } finally {
   await runtime.close();
 }
