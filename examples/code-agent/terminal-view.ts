@@ -118,7 +118,7 @@ function describeCell(output: Record<string, unknown>): string {
   const results = (output.results ?? []) as Array<Record<string, unknown>>;
   const shown = results.map((result) => {
     const image = (["png", "jpeg", "svg"] as const).find((kind) => typeof result[kind] === "string");
-    if (image) return `a ${image} image (${Math.round(String(result[image]).length / 1024)} KiB)`;
+    if (image) return `a ${image} image (${Math.round((String(result[image]).length * 3) / 4 / 1024)} KiB)`;
     if (typeof result.html === "string") return "an HTML table";
     return "text";
   });
