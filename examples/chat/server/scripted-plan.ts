@@ -131,7 +131,7 @@ function describeChart(output: unknown): string {
 
 function lastUserText(call: LanguageModelV4CallOptions): string {
   const user = call.prompt.findLast((message) => message.role === "user");
-  if (!user || typeof user.content === "string") return user?.content ?? "";
+  if (user?.role !== "user") return "";
   return user.content.map((part) => (part.type === "text" ? part.text : "")).join(" ");
 }
 
