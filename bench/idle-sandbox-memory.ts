@@ -1,39 +1,8 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { dockerSandbox } from "@pai/sandbox";
 import { benchImage, benchPoolId } from "./bench-containers.ts";
 import type { BenchRow } from "./bench-row.ts";
-
-interface ProcessMemory {
-  pid: number;
-  rssKiB: number;
-  pssKiB: number | undefined;
-}
-
-async function memoryOf(pid: number): Promise<ProcessMemory> {
-  const status = await readFile(`/proc/${pid}/status`, "utf8");
-  const rssKiB = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, "utf8").catch(() => "");
-  const pss = /Pss:\s+(\d+)/.exec(rollup)?.[1];
-  return { pid, rssKiB, pssKiB: pss === undefined ? undefined : Number(pss) };
-}
-
-/** Host pids whose cgroup names the container, and the containerd shim that runs it (`-id <container>`). */
-async function processesOf(containerIds: readonly string[]) {
-  const byContainer = new Map<string, number[]>(containerIds.map((id) => [id, []]));
-  for (const name of await readdir("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const pid = Number(name);
-    const [cgroup, cmdline] = await Promise.all([
-      readFile(`/proc/${pid}/cgroup`, "utf8").catch(() => ""),
-      readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => ""),
-    ]);
-    for (const id of containerIds) {
-      const isShim = cmdline.includes("containerd-shim") && cmdline.split("\0").includes(id);
-      if (isShim || cgroup.includes(id)) byContainer.get(id)?.push(pid);
-    }
-  }
-  return byContainer;
-}
+import { containersMemory } from "./containers-memory.ts";
 
 /**
  * Host memory per idle warm sandbox: the RSS of every process in the container's cgroup (init, the main
@@ -63,15 +32,7 @@ export async function benchIdleSandboxMemory(options: { count: number }): Promis
     const list = await createDockerDriver().list({ labels: { [poolLabels.pool]: binding.poolId ?? "" } });
     const ids = list.map((row) => row.id);
     containers = ids.length;
-    for (const [, pids] of await processesOf(ids)) {
-      for (const pid of pids) {
-        const memory = await memoryOf(pid).catch(() => undefined);
-        if (!memory) continue;
-        processes++;
-        rssKiB += memory.rssKiB;
-        pssKiB += memory.pssKiB ?? memory.rssKiB;
-      }
-    }
+    ({ rssKiB, pssKiB, processes } = await containersMemory(ids));
   } finally {
     await binding.close();
   }

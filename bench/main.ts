@@ -3,6 +3,7 @@ import { arch, cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { removeBenchContainers } from "./bench-containers.ts";
 import type { BenchRow } from "./bench-row.ts";
+import { benchCodeInterpreter } from "./code-interpreter.ts";
 import { benchColdStart } from "./cold-start.ts";
 import { benchCommandRoundTrip } from "./command-round-trip.ts";
 import { benchCommandsPerSecond } from "./commands-per-second.ts";
@@ -58,6 +59,15 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["hibernated memory", () => benchHibernatedMemory({ count: quick ? 8 : 16 })],
   ["file frames", () => benchSmallFileFrames({ rounds: quick ? 40 : 200 })],
   ["egress", () => benchEgressProxy({ rounds: quick ? 2 : 5, megabytes: 256 })],
+  [
+    "code interpreter",
+    () =>
+      benchCodeInterpreter({
+        rounds: quick ? 30 : 100,
+        conversations: quick ? 6 : 20,
+        memoryCount: quick ? 2 : 4,
+      }),
+  ],
   ["vitest fixture", () => benchVitestFixture({ rounds: quick ? 5 : 15 })],
   // Minutes a round: each builds the sandbox image from scratch on an empty engine, four times.
   ["first use", () => benchFirstUse({ rounds: quick ? 1 : 2 })],

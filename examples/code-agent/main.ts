@@ -19,7 +19,7 @@ import { dockerSandbox } from "@pai/sandbox";
 import { type ApprovalAnswer, createApprovalPrompt } from "./approval-prompt.ts";
 import { DEFAULT_TASK, scriptedPlan } from "./scripted-plan.ts";
 import { bold, dim, green, renderRun, type ViewCounts, yellow } from "./terminal-view.ts";
-import { exportFile, runCommand, writeSandboxFile } from "./tools.ts";
+import { codeInterpreter, exportFile, runCommand, writeSandboxFile } from "./tools.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -58,8 +58,9 @@ const agent = defineAgent({
   name: "coder",
   instructions:
     "You are a careful coding agent working in a Linux sandbox at /workspace (bash, python3, node, git; no network). " +
-    "Write files, run them, check the results, and report only what the tool results show.",
-  tools: { writeFile: writeSandboxFile, runCommand, exportFile },
+    "Write files, run them, check the results, and report only what the tool results show. For data work use " +
+    "codeInterpreter (pandas, matplotlib): look at the charts it returns before you describe them.",
+  tools: { writeFile: writeSandboxFile, runCommand, codeInterpreter, exportFile },
   maxSteps: 30,
   onRuntimeError: logRuntimeError("[pai demo]", (line) => console.error(dim(line))),
 });
@@ -70,6 +71,8 @@ const runtime = createAgentRuntime({
   capabilities: {
     sandbox: dockerSandbox({
       pool: { min: 1, max: 4 },
+      // the pool starts IPython in its warm containers: the first cell does not wait for it
+      codeInterpreter: { prewarm: ["python"] },
       ...(process.env.PAI_DEMO_POOL_ID ? { poolId: process.env.PAI_DEMO_POOL_ID } : {}),
     }),
   },

@@ -43,6 +43,9 @@ export async function renderRun(stream: ReadableStream<UIMessageChunk>, counts: 
           line(cyan(`$ ${String(input.command)}`));
         } else if (chunk.toolName === "writeFile") {
           line(cyan(`✎ write ${String(input.path)}`) + dim(` (${String(input.content ?? "").length} chars)`));
+        } else if (chunk.toolName === "codeInterpreter") {
+          line(cyan(`⌨ ${String(input.language ?? "python")} cell`));
+          for (const codeLine of String(input.code ?? "").split("\n")) line(cyan(`  » ${codeLine}`));
         } else {
           line(cyan(`▶ ${chunk.toolName} ${JSON.stringify(input)}`));
         }
@@ -59,6 +62,8 @@ export async function renderRun(stream: ReadableStream<UIMessageChunk>, counts: 
           );
         } else if (name === "writeFile") {
           line(green(`  ↳ wrote ${String(output.bytes)} bytes`));
+        } else if (name === "codeInterpreter") {
+          line(describeCell(output));
         } else {
           line(green(`  ↳ ${JSON.stringify(output)}`));
         }
@@ -106,4 +111,18 @@ export async function renderRun(stream: ReadableStream<UIMessageChunk>, counts: 
     }
   }
   if (!atLineStart) write("\n");
+}
+
+/** How a code interpreter call ended, on one line: what it displayed (images by kind and size), or its exception. */
+function describeCell(output: Record<string, unknown>): string {
+  const results = (output.results ?? []) as Array<Record<string, unknown>>;
+  const shown = results.map((result) => {
+    const image = (["png", "jpeg", "svg"] as const).find((kind) => typeof result[kind] === "string");
+    if (image) return `a ${image} image (${Math.round((String(result[image]).length * 3) / 4 / 1024)} KiB)`;
+    if (typeof result.html === "string") return "an HTML table";
+    return "text";
+  });
+  const error = output.error as { name: string; value: string } | undefined;
+  const summary = `  ↳ [${String(output.executionCount)}] ${shown.length > 0 ? `displayed ${shown.join(", ")}` : "nothing displayed"} in ${String(output.durationMs)} ms`;
+  return error ? red(`${summary}; raised ${error.name}: ${error.value}`) : green(summary);
 }

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { defineTool } from "@pai/core";
-import { sandbox } from "@pai/sandbox";
+import { defineCodeInterpreterTool, sandbox } from "@pai/sandbox";
 import { z } from "zod";
 
 /** Keeps the end of long output: what the model reads of a command. */
@@ -81,3 +81,6 @@ export const exportFile = defineTool({
     return { exportedTo: destination, bytes: content.byteLength };
   },
 });
+
+/** Python (IPython with pandas and matplotlib), JavaScript and TypeScript cells whose state persists between calls. */
+export const codeInterpreter = defineCodeInterpreterTool();

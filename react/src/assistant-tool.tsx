@@ -1,6 +1,7 @@
 import type { PendingActionAnswer, RunStatus } from "@pai/core";
 import type { UIMessage } from "ai";
 import { type ReactNode, useCallback, useMemo, useState } from "react";
+import { CodeInterpreterCard } from "./code-interpreter-card.tsx";
 import { DefaultToolCard } from "./default-tool-card.tsx";
 import { type PaiToolPart, toolIdOf, toolNameOf } from "./is-pai-tool-part.ts";
 import { usePaiContext } from "./pai-provider.tsx";
@@ -28,6 +29,9 @@ export interface AssistantToolProps<MESSAGE extends UIMessage = UIMessage> {
   runStatus?: RunStatus | undefined;
 }
 
+/** Cards for PAI's own tools, by their default tool id (any card given or registered wins). */
+const BUILT_IN_CARDS: Readonly<Record<string, ToolCard>> = { codeInterpreter: CodeInterpreterCard };
+
 /** The states of a part whose call may wait on a pending action. */
 const WAITING: ReadonlySet<string> = new Set([
   "input-streaming",
@@ -38,9 +42,10 @@ const WAITING: ReadonlySet<string> = new Set([
 
 /**
  * Renders one tool call: the custom card for its tool id (from `card`, `<PaiProvider cards>` or
- * `registerToolCard`, looked up by `toolMetadata.paiToolId`, then by registration key), else
- * {@link DefaultToolCard}. The card gets the call's title and status, its streamed tool data and, while it
- * waits for one, the pending action with an `answer` function. After an answer the status moves on at once
+ * `registerToolCard`, looked up by `toolMetadata.paiToolId`, then by registration key), else PAI's own card for
+ * its tool (`CodeInterpreterCard` for `codeInterpreter`), else {@link DefaultToolCard}. The card gets the call's
+ * title and status, its streamed tool data and, while it waits for one, the pending action with an `answer`
+ * function. After an answer the status moves on at once
  * (Approved, then Running once the server took it).
  * @example
  * {isPaiToolPart(part) ? <Assistant.Tool message={message} part={part} /> : null}
@@ -100,6 +105,7 @@ export function AssistantTool<MESSAGE extends UIMessage>(props: AssistantToolPro
     context.cards[toolName] ??
     registeredToolCard(toolId) ??
     registeredToolCard(toolName) ??
+    BUILT_IN_CARDS[toolId] ??
     DefaultToolCard;
   return (
     <Card

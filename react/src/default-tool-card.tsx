@@ -1,9 +1,9 @@
 import type { PublicPendingAction } from "@pai/core";
 import type { ReactNode } from "react";
 import { pendingActionsOf } from "./pending-actions-of.ts";
-import type { ToolCallStatus } from "./tool-call-status.ts";
 import type { ToolCardProps } from "./tool-card.ts";
 import type { ToolDataItem } from "./tool-data-of.ts";
+import { ToolEndNote } from "./tool-end-note.tsx";
 
 /**
  * The card `<Assistant.Tool>` renders when no custom card is registered for a tool: title and status badge;
@@ -121,7 +121,7 @@ export function DefaultToolCard(props: ToolCardProps): ReactNode {
           <pre>{formatValue(part.output)}</pre>
         </details>
       ) : null}
-      <EndNote status={status} />
+      <ToolEndNote status={status} />
     </section>
   );
 }
@@ -135,20 +135,6 @@ const ANSWERED: Record<Exclude<PublicPendingAction["status"], "pending">, string
   cancelled: "Cancelled",
   failed: "Failed",
 };
-
-/** One line on how a call ended without a result: failed or denied (with the reason), or stopped. */
-function EndNote({ status }: { status: ToolCallStatus }): ReactNode {
-  switch (status.key) {
-    case "failed":
-      return <p className="pai-tool-error">{status.reason ? `Failed: ${status.reason}` : "Failed"}</p>;
-    case "denied":
-      return <p className="pai-tool-error">{status.reason ? `Denied: ${status.reason}` : "Denied"}</p>;
-    case "stopped":
-      return <p className="pai-tool-note">Stopped before it finished.</p>;
-    default:
-      return null;
-  }
-}
 
 function groupByChannel(items: ToolDataItem[]): Array<[string, ToolDataItem[]]> {
   const groups = new Map<string, ToolDataItem[]>();

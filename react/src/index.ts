@@ -2,6 +2,7 @@ export { type AnswerActionOptions, type AnswerActionResult, answerAction } from 
 export { Assistant } from "./assistant.ts";
 export { AssistantTool, type AssistantToolProps } from "./assistant-tool.tsx";
 export { capabilityStatusOf } from "./capability-status-of.ts";
+export { CodeInterpreterCard } from "./code-interpreter-card.tsx";
 export { DefaultToolCard } from "./default-tool-card.tsx";
 export { type FollowRunStreamOptions, followRunStream, upsertMessage } from "./follow-run-stream.ts";
 export {
@@ -23,6 +24,7 @@ export { PaiResponseError } from "./pai-response-error.ts";
 export { pendingActionFor, pendingActionsOf } from "./pending-actions-of.ts";
 export { placeActionParts } from "./place-action-parts.ts";
 export { registeredToolCard, registerToolCard } from "./register-tool-card.ts";
+export { sanitizeHtml } from "./sanitize-html.ts";
 export { startingCapabilitiesOf } from "./starting-capabilities-of.ts";
 export { type ToolCallEnd, toolCallEnd } from "./tool-call-end.ts";
 export {

@@ -378,4 +378,37 @@ describe("chat app in headless Chromium", () => {
       await page.locator('.pai-tool[data-tool-id="runScript"][data-status="stopped"]').waitFor();
     });
   }, 240_000);
+
+  it("plots a chart in the code interpreter card: code, streamed output, the chart, the table, the model's reply", async () => {
+    await step("chart", async () => {
+      await page.setViewportSize(WIDE);
+      await page.locator(".sidebar .new-chat").click();
+      await send(page, "Plot a chart of some data");
+      const card = toolCard(page, "codeInterpreter");
+      await page
+        .locator('.pai-tool[data-tool-id="codeInterpreter"][data-status="running"] .pai-code-output', {
+          hasText: "loading the CSV…",
+        })
+        .waitFor({ timeout: 60_000 });
+      await page
+        .locator('.pai-tool[data-tool-id="codeInterpreter"][data-status="done"]')
+        .waitFor({ timeout: 60_000 });
+      expect(await card.locator(".pai-tool-name").textContent()).toContain("Code interpreter");
+      expect(await card.locator(".pai-code-language").textContent()).toBe("python");
+      expect(await card.locator(".pai-code-cell").textContent()).toContain('weather.plot(x="day"');
+      expect(await card.locator(".pai-code-output").textContent()).toBe(
+        "loading the CSV…\nplotting…\nwarmest: Fri\n",
+      );
+      expect(await card.locator('[data-kind="html"] td').first().textContent()).toBe("Mon");
+      const chart = card.locator('[data-kind="image"] img');
+      expect(
+        await chart.evaluate((image: HTMLImageElement) => image.complete && image.naturalWidth > 100),
+      ).toBe(true);
+      await page
+        .locator(".message.assistant .text", { hasText: "The chart reached me as an image (image/png)" })
+        .waitFor();
+      await expectNoSidewaysOverflow(page);
+      await screenshot(page, "chart");
+    });
+  }, 240_000);
 });

@@ -104,6 +104,11 @@ describe("npm run demo (examples/code-agent/main.ts)", { timeout: 300_000 }, () 
     expect(code, output).toBe(0);
     expect(output).toContain("approve? [y/N]");
     expect(output).toContain("no answer: the input ended, which counts as no");
+    // The code interpreter step: the cell loaded the CSV and drew the chart, and the model's next step got the chart
+    // as an image part of its prompt (the scripted model names the image parts it received, and reads the summary).
+    expect(output).toMatch(/↳ \[1\] displayed an HTML table, a png image \(\d+ KiB\)/);
+    expect(output).toMatch(/The chart came to me as an image \(image\/png, \d+ KiB\)/);
+    expect(output).toContain("monthly units range from 120.0 to 210.0, the peak in May");
     // The model was told: the scripted plan reports the denial it received as a tool result.
     expect(output).toContain("You declined the export, so primes.txt stays in the sandbox.");
     expect(output).toContain("summary: completed");

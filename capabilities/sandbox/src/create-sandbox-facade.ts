@@ -1,5 +1,6 @@
 import type { ContainerDriver } from "@pai/pool";
 import { createCodeContexts } from "./code-interpreter/create-code-contexts.ts";
+import type { PrewarmedCodeContexts } from "./code-interpreter/prewarm-code-contexts.ts";
 import type { CommandExecutor } from "./command-executor.ts";
 import { type FileScriptRunner, runFileScript } from "./run-file-script.ts";
 import { createSandboxArchives } from "./sandbox-archives.ts";
@@ -24,6 +25,8 @@ export interface SandboxFacadeOptions {
   shell?: readonly string[];
   /** Default of `maxOutputBytes`. @default 1048576 */
   maxOutputBytes?: number;
+  /** Default code contexts started in the container before the facade (adopted on the first code-context call). */
+  prewarmed?: PrewarmedCodeContexts | undefined;
   /** Owner of uploaded files. @default 1000 */
   uid?: number;
   /** Group of uploaded files. @default 1000 */
@@ -62,6 +65,11 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
     async info(): Promise<SandboxInfo> {
       return { id: containerId, workspace, image, executor: executor.kind };
     },
-    ...createCodeContexts({ spawn: commands.spawn, runCommand: commands.runCommand, workspace }),
+    ...createCodeContexts({
+      spawn: commands.spawn,
+      runCommand: commands.runCommand,
+      workspace,
+      prewarmed: options.prewarmed,
+    }),
   };
 }

@@ -21,10 +21,13 @@ import {
 } from "@pai/docker-binding";
 import type { ContainerDriver, ContainerLimits, ContainerSpec, DockerEngine, ImageProgress } from "@pai/pool";
 import { createAgentExecutor } from "./agent-executor.ts";
+import type { CodeLanguage } from "./code-interpreter/code-context.ts";
+import { type PrewarmedCodeContexts, prewarmCodeContexts } from "./code-interpreter/prewarm-code-contexts.ts";
 import type { CommandExecutor } from "./command-executor.ts";
 import { createSandboxFacade } from "./create-sandbox-facade.ts";
 import { createDockerExecExecutor } from "./docker-exec-executor.ts";
 import { sandboxCalls } from "./sandbox-calls.ts";
+import { createSandboxCommands } from "./sandbox-commands.ts";
 import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxFacade } from "./sandbox-facade.ts";
 import { sandboxImage, sandboxImageError } from "./sandbox-image.ts";
@@ -114,11 +117,27 @@ export interface DockerSandboxOptions {
    * @default "agent"
    */
   executor?: "agent" | "docker-exec";
+  /** Code contexts (`runCode`) of the sandboxes. */
+  codeInterpreter?: SandboxCodeInterpreterOptions;
   /**
    * The pool's tuning under load (see `createContainerPool`): creates at once, backoff on failing creates,
    * trimming of idle containers above `min`.
    */
   poolTuning?: PooledBindingTuning;
+}
+
+/** Options of `dockerSandbox({ codeInterpreter })`. */
+export interface SandboxCodeInterpreterOptions {
+  /**
+   * Languages whose default context the pool starts in every container it creates, before the container counts as
+   * warm: the first `runCode` of a new conversation finds its interpreter running instead of starting it (IPython
+   * takes about a second and a half of CPU). Each costs the container's memory for as long as it waits in the pool
+   * (see `npm run bench`); a woken or reattached container starts its contexts on first use as before.
+   * @default [] (every context starts on first use)
+   * @example
+   * dockerSandbox({ codeInterpreter: { prewarm: ["python"] } })
+   */
+  prewarm?: readonly CodeLanguage[];
 }
 
 /** A connection through a sandbox's egress proxy, as `dockerSandbox({ onConnection })` sees it. */
@@ -152,7 +171,7 @@ interface SandboxCommands {
 }
 
 /** Connects to a started sandbox container: its agent (dialled in, or started with `docker exec`), or `docker exec`. */
-function connectSandbox(
+function connectExecutor(
   commands: SandboxCommands,
   context: ContainerConnectContext,
 ): Promise<CommandExecutor> {
@@ -177,6 +196,37 @@ function connectSandbox(
 }
 
 /**
+ * Connects to a started sandbox container (see `connectExecutor`); in a container this process just created, starts
+ * the default code contexts of `prewarm` over that connection, kept for the facade made over it.
+ */
+async function connectSandbox(
+  commands: SandboxCommands,
+  context: ContainerConnectContext,
+  prewarm: readonly CodeLanguage[],
+  prewarmed: WeakMap<CommandExecutor, PrewarmedCodeContexts>,
+): Promise<CommandExecutor> {
+  const executor = await connectExecutor(commands, context);
+  if (prewarm.length === 0 || context.adopted) return executor;
+  const { spawn, runCommand } = createSandboxCommands({
+    executor,
+    workspace: WORKSPACE,
+    shell: ["bash", "-c"],
+    maxOutputBytes: 64 * 1024,
+  });
+  prewarmed.set(
+    executor,
+    await prewarmCodeContexts({
+      spawn,
+      runCommand,
+      languages: prewarm,
+      workspace: WORKSPACE,
+      signal: context.signal,
+    }),
+  );
+  return executor;
+}
+
+/**
  * The Docker binding of the `sandbox` capability: one fresh container per lease from a warm pool, destroyed
  * when the lease ends (never reused for another key), reattached after a restart from the lease the runtime
  * recorded, with containers nobody owns reaped.
@@ -191,6 +241,9 @@ function connectSandbox(
  */
 export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandboxBinding {
   const commands: SandboxCommands = { useAgent: (options.executor ?? "agent") === "agent", dial: undefined };
+  const prewarm = options.codeInterpreter?.prewarm ?? [];
+  /** The contexts prewarmed in each container, by its connection. */
+  const prewarmed = new WeakMap<CommandExecutor, PrewarmedCodeContexts>();
   const network = parseBindingNetwork(
     options.network ?? "none",
     () =>
@@ -231,7 +284,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
     return {
       spec,
       ...(dial ? { containerEnv: { create: dial.env, renew: dial.renew } } : {}),
-      connect: (container) => connectSandbox(commands, container),
+      connect: (container) => connectSandbox(commands, container, prewarm, prewarmed),
       // A warm container is healthy while its agent is connected: no Docker round trip on borrow.
       ...(commands.useAgent ? { healthy: (executor: CommandExecutor) => executor.kind === "agent" } : {}),
       facade: ({ connection, driver, containerId }) =>
@@ -241,6 +294,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
           containerId,
           image,
           workspace: WORKSPACE,
+          prewarmed: prewarmed.get(connection),
           ...(options.shell ? { shell: options.shell } : {}),
           ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
         }),

@@ -42,6 +42,7 @@ export {
   type DockerSandboxOptions,
   dockerSandbox,
   type ProvisionedSandbox,
+  type SandboxCodeInterpreterOptions,
   type SandboxConnectionEvent,
 } from "./docker-sandbox.ts";
 export { sandbox } from "./sandbox.ts";

@@ -22,14 +22,24 @@ import { Composer } from "./composer.tsx";
 import { MessageView } from "./message-view.tsx";
 import { RunScriptCard } from "./run-script-card.tsx";
 
-/** Custom cards by tool id; every other tool gets `@pai/react`'s default card. */
+/**
+ * Custom cards by tool id; `codeInterpreter` gets `@pai/react`'s own card, every other tool its default card.
+ */
 const cards = { runScript: RunScriptCard };
 
 /** What the cards call the agent's tools. */
-const titles = { runScript: "Run a script", commitWork: "Commit to git" };
+const titles = {
+  runScript: "Run a script",
+  codeInterpreter: "Code interpreter",
+  commitWork: "Commit to git",
+};
 
 /** Messages that start a conversation from the empty screen. */
-const SUGGESTIONS = ["Show me the sandbox at work", "Write a script that prints Fibonacci numbers"];
+const SUGGESTIONS = [
+  "Show me the sandbox at work",
+  "Write a script that prints Fibonacci numbers",
+  "Plot a chart of some data",
+];
 
 /** What {@link Conversation} accepts. */
 export interface ConversationProps {

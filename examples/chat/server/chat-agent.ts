@@ -1,5 +1,6 @@
 import { defineAgent } from "@pai/core";
 import { logRuntimeError } from "@pai/examples-shared/log-runtime-error";
+import { defineCodeInterpreterTool } from "@pai/sandbox";
 import { z } from "zod";
 import { commitWork } from "./tools/commit-work.ts";
 import { runScript } from "./tools/run-script.ts";
@@ -7,16 +8,20 @@ import { runScript } from "./tools/run-script.ts";
 /** The demo caller: who the chat server says you are (see `demo-identity.ts`). */
 export const chatIdentity = z.object({ userId: z.string().min(1) });
 
-/** The chat app's agent: runs code in a per-conversation sandbox and commits work after approval. */
+/**
+ * The chat app's agent: runs scripts and code interpreter cells in a per-conversation sandbox and commits work after
+ * approval.
+ */
 export const chatAgent = defineAgent({
   name: "PAI chat",
   identity: chatIdentity,
   instructions:
     "You are a coding assistant with a Linux sandbox for this conversation. Use runScript to write a file and " +
-    "run it; show what it printed. Use commitWork to commit files once they work: a person approves each commit. " +
+    "run it; show what it printed. Use codeInterpreter for data work and charts (Python with pandas and " +
+    "matplotlib; state persists between calls): look at a chart it returns before you describe it. Use commitWork to commit files once they work: a person approves each commit. " +
     "If a commit is denied, say so and do not retry it.",
   maxSteps: 8,
-  tools: { runScript, commitWork },
+  tools: { runScript, codeInterpreter: defineCodeInterpreterTool(), commitWork },
   // The client is told "reported to the operators": this is that report, on the server's stderr.
   onRuntimeError: logRuntimeError("[pai chat]"),
 });

@@ -26,7 +26,10 @@ export interface ChatServerOptions {
   dbPath?: string;
   /** @default selectModel() — a real model from the environment, else the scripted plan */
   model?: SelectedModel;
-  /** How sandboxes are provided. @default dockerSandbox({ pool: { min: 1, max: 4 }, poolId }) */
+  /**
+   * How sandboxes are provided.
+   * @default dockerSandbox({ pool: { min: 1, max: 4 }, poolId, codeInterpreter: { prewarm: ["python"] } })
+   */
   sandbox?: CapabilityBinding<SandboxFacade>;
   /** The sandbox pool's label: one per live server on an engine. @default "pai-chat" */
   poolId?: string;
@@ -60,7 +63,13 @@ export async function createChatServer(options: ChatServerOptions = {}): Promise
   if (options.buildPage ?? true) await ensurePageBuilt({ log });
   const model = options.model ?? selectModel();
   const binding =
-    options.sandbox ?? dockerSandbox({ pool: { min: 1, max: 4 }, poolId: options.poolId ?? "pai-chat" });
+    options.sandbox ??
+    dockerSandbox({
+      pool: { min: 1, max: 4 },
+      poolId: options.poolId ?? "pai-chat",
+      // IPython runs in the warm containers: a conversation's first code interpreter cell does not wait for it
+      codeInterpreter: { prewarm: ["python"] },
+    });
   const runtime = createAgentRuntime({
     pai: createPai({ agents: { [CHAT_AGENT_ID]: chatAgent } }),
     store: createSqliteThreadStore({ path: options.dbPath ?? ".pai/chat.db" }),

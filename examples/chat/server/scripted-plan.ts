@@ -15,6 +15,28 @@ for i, value in enumerate(fib(12)):
     time.sleep(0.15)
 `;
 
+/** The code interpreter cell of the chart plan: loads a small CSV, shows it as a table, plots it (printing as it goes). */
+const CHART_CELL = `import io, time
+import pandas as pd
+import matplotlib.pyplot as plt
+
+print("loading the CSV…", flush=True)
+weather = pd.read_csv(io.StringIO("""day,high,low
+Mon,14,6
+Tue,17,8
+Wed,21,11
+Thu,19,10
+Fri,23,13
+"""))
+time.sleep(0.5)
+print("plotting…", flush=True)
+weather.plot(x="day", marker="o", title="Daily temperatures (°C)")
+display(weather)
+print("warmest:", weather.loc[weather.high.idxmax(), "day"])`;
+
+/** A message that asks for the chart plan. */
+const CHART_REQUEST = /chart|plot|graph|data/i;
+
 /** The file the scripted plan writes and commits. */
 export const SCRIPTED_FILE = "fib.py";
 
@@ -30,6 +52,16 @@ export function createScriptedPlan(): ScriptedModel {
 
 function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
   const results = toolResultsSinceLastUserMessage(call);
+  const chart = results.findLast((result) => result.toolName === "codeInterpreter");
+  if (chart) return { text: describeChart(chart.output) };
+  if (CHART_REQUEST.test(lastUserText(call)) && results.length === 0) {
+    return {
+      text:
+        "I am PAI's **scripted demo model**, playing the chart plan: load a small CSV in the code interpreter, " +
+        "show it as a table and plot it.",
+      toolCalls: [{ toolName: "codeInterpreter", input: { code: CHART_CELL, language: "python" } }],
+    };
+  }
   const commit = results.findLast((result) => result.toolName === "commitWork");
   const run = results.findLast((result) => result.toolName === "runScript");
   if (commit) {
@@ -69,7 +101,8 @@ function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
       "I am PAI's **scripted demo model** (no `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` or `PAI_MODEL_BASE_URL` is " +
       "set), so I play a fixed plan whatever you ask:\n\n" +
       `1. write \`${SCRIPTED_FILE}\` in this conversation's sandbox and run it;\n` +
-      "2. ask you before committing it.",
+      "2. ask you before committing it.\n\n" +
+      "Ask for a *chart* to see the code interpreter instead.",
     toolCalls: [
       {
         toolName: "runScript",
@@ -77,6 +110,29 @@ function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
       },
     ],
   };
+}
+
+/** What the scripted model says of the chart: the image parts its prompt held and what the cell printed. */
+function describeChart(output: unknown): string {
+  const outcome = output as { type?: string; value?: unknown } | undefined;
+  if (outcome?.type !== "content" || !Array.isArray(outcome.value)) {
+    return `The cell did not run: ${describe(outcome)}. End of the scripted plan.`;
+  }
+  const parts = outcome.value as Array<{ type: string; text?: string; mediaType?: string }>;
+  const images = parts.filter((part) => part.type === "file" && part.mediaType?.startsWith("image/"));
+  const warmest = /warmest: (\w+)/.exec(parts.find((part) => part.type === "text")?.text ?? "")?.[1];
+  return (
+    `The chart reached me as ${images.length === 1 ? "an image" : `${images.length} images`} ` +
+    `(${images.map((image) => image.mediaType).join(", ") || "none"}). A real model would look at it and describe ` +
+    `the lines; as the **scripted model** I only read what the cell printed: the warmest day was ${warmest ?? "?"}. ` +
+    "End of the chart plan."
+  );
+}
+
+function lastUserText(call: LanguageModelV4CallOptions): string {
+  const user = call.prompt.findLast((message) => message.role === "user");
+  if (user?.role !== "user") return "";
+  return user.content.map((part) => (part.type === "text" ? part.text : "")).join(" ");
 }
 
 interface ToolResult {

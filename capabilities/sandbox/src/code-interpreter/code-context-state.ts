@@ -51,6 +51,16 @@ export interface DriverStarter {
   runCommand: SandboxFacade["runCommand"];
 }
 
+/** Makes `driver` the context's process: when it ends, the state forgets it and records why. */
+export function attachCodeContextDriver(state: CodeContextState, driver: CodeDriver): void {
+  state.driver = driver;
+  void driver.exited.then((exit) => {
+    if (state.driver !== driver) return;
+    state.driver = undefined;
+    state.lostReason ??= `the context's process ended (${describeExit(exit)})`;
+  });
+}
+
 /**
  * The context's running driver, started when it has none (one start at a time). When it ends, the state forgets it
  * and records why, for the next cell to say.
@@ -78,12 +88,7 @@ export function codeContextDriver(
       await driver.kill();
       throw new SandboxError("NOT_FOUND", `the code context ${context.id} was removed`);
     }
-    state.driver = driver;
-    void driver.exited.then((exit) => {
-      if (state.driver !== driver) return;
-      state.driver = undefined;
-      state.lostReason ??= `the context's process ended (${describeExit(exit)})`;
-    });
+    attachCodeContextDriver(state, driver);
     return driver;
   })().finally(() => {
     state.starting = undefined;

@@ -5,11 +5,13 @@ import { resolveWorkingDirectory } from "../workspace-path.ts";
 import type { CodeContext, CodeInterpreter, CodeLanguage } from "./code-context.ts";
 import { CODE_CONTEXT_ID, loadCodeContextRecords, removeCodeContextRecord } from "./code-context-registry.ts";
 import {
+  attachCodeContextDriver,
   type CodeContextState,
   codeContextDriver,
   createCodeContextState,
   stopCodeContextDriver,
 } from "./code-context-state.ts";
+import type { PrewarmedCodeContexts } from "./prewarm-code-contexts.ts";
 import { runCodeCell } from "./run-code-cell.ts";
 
 /** Options of {@link createCodeContexts}. */
@@ -20,6 +22,11 @@ export interface CodeContextsOptions {
   runCommand: SandboxFacade["runCommand"];
   /** The workspace, which relative `cwd`s resolve against. */
   workspace: string;
+  /**
+   * Default contexts started in a fresh container before this facade, where nothing else ran
+   * (`dockerSandbox`'s `codeInterpreter.prewarm`): adopted on the first call, with no records to read.
+   */
+  prewarmed?: PrewarmedCodeContexts | undefined;
 }
 
 const LANGUAGES: readonly CodeLanguage[] = ["python", "javascript", "typescript"];
@@ -51,6 +58,15 @@ export function createCodeContexts(options: CodeContextsOptions): CodeInterprete
 
   /** Reads once what earlier connections left in the sandbox. */
   function load(signal: AbortSignal | undefined): Promise<void> {
+    // Prewarmed default contexts become this facade's; their fresh container holds no other records to read.
+    const prewarmed = options.prewarmed?.take() ?? [];
+    for (const { language, driver } of prewarmed) {
+      attachCodeContextDriver(
+        addState({ id: `default-${language}`, language, cwd: workspace }, undefined),
+        driver,
+      );
+    }
+    if (prewarmed.length > 0) loaded ??= Promise.resolve();
     loaded ??= loadCodeContextRecords(runCommand, signal).then(
       ({ records, killed }) => {
         for (const record of records) {
