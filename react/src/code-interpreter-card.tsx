@@ -1,6 +1,7 @@
 import type { ReactNode } from "react";
 import { sanitizeHtml } from "./sanitize-html.ts";
 import type { ToolCardProps } from "./tool-card.ts";
+import { ToolCardFrame } from "./tool-card-frame.tsx";
 import type { ToolDataItem } from "./tool-data-of.ts";
 import { ToolEndNote } from "./tool-end-note.tsx";
 
@@ -103,22 +104,14 @@ export function CodeInterpreterCard(props: ToolCardProps): ReactNode {
   const language = output?.language ?? (typeof input?.language === "string" ? input.language : undefined);
   const chunks = chunksOf(data, output);
   return (
-    <section
-      className="pai-tool pai-code-interpreter"
-      data-tool-id={toolId}
-      data-tool-call-id={part.toolCallId}
-      data-status={status.key}
-      aria-label={`${title}: ${status.label}`}
+    <ToolCardFrame
+      part={part}
+      toolId={toolId}
+      title={title}
+      status={status}
+      className="pai-code-interpreter"
+      titleExtra={language ? <span className="pai-code-language">{language}</span> : null}
     >
-      <header className="pai-tool-header">
-        <span className="pai-tool-name">
-          {title}
-          {language ? <span className="pai-code-language">{language}</span> : null}
-        </span>
-        <span className="pai-tool-status" data-status={status.key}>
-          {status.label}
-        </span>
-      </header>
       {typeof input?.code === "string" ? (
         <pre className="pai-code-cell" data-language={language}>
           <code>{input.code}</code>
@@ -164,7 +157,7 @@ export function CodeInterpreterCard(props: ToolCardProps): ReactNode {
         </footer>
       ) : null}
       <ToolEndNote status={status} />
-    </section>
+    </ToolCardFrame>
   );
 }
 

@@ -2,6 +2,7 @@ import type { PublicPendingAction } from "@pai/core";
 import type { ReactNode } from "react";
 import { pendingActionsOf } from "./pending-actions-of.ts";
 import type { ToolCardProps } from "./tool-card.ts";
+import { ToolCardFrame } from "./tool-card-frame.tsx";
 import type { ToolDataItem } from "./tool-data-of.ts";
 import { ToolEndNote } from "./tool-end-note.tsx";
 
@@ -40,19 +41,7 @@ export function DefaultToolCard(props: ToolCardProps): ReactNode {
       </>
     ) : null;
   return (
-    <section
-      className="pai-tool"
-      data-tool-id={toolId}
-      data-tool-call-id={part.toolCallId}
-      data-status={status.key}
-      aria-label={`${title}: ${status.label}`}
-    >
-      <header className="pai-tool-header">
-        <span className="pai-tool-name">{title}</span>
-        <span className="pai-tool-status" data-status={status.key}>
-          {status.label}
-        </span>
-      </header>
+    <ToolCardFrame part={part} toolId={toolId} title={title} status={status}>
       {action ? (
         <div
           className="pai-tool-approval"
@@ -122,7 +111,7 @@ export function DefaultToolCard(props: ToolCardProps): ReactNode {
         </details>
       ) : null}
       <ToolEndNote status={status} />
-    </section>
+    </ToolCardFrame>
   );
 }
 

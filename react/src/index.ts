@@ -34,6 +34,7 @@ export {
   toolCallStatus,
 } from "./tool-call-status.ts";
 export type { PaiPendingAction, ToolCard, ToolCardProps, ToolCardPropsFor, ToolCards } from "./tool-card.ts";
+export { ToolCardFrame, type ToolCardFrameProps } from "./tool-card-frame.tsx";
 export { type ToolDataItem, toolDataOf } from "./tool-data-of.ts";
 export { toolTitleOf } from "./tool-title-of.ts";
 export { type UsePaiChatHelpers, type UsePaiChatOptions, usePaiChat } from "./use-pai-chat.ts";

@@ -1,4 +1,4 @@
-import type { ToolCardPropsFor } from "@pai/react";
+import { ToolCardFrame, type ToolCardPropsFor } from "@pai/react";
 import type { ReactNode } from "react";
 import type { ChatMessage } from "./chat-message.ts";
 
@@ -20,22 +20,16 @@ export function RunScriptCard({
     .join("");
   const result = part.state === "output-available" ? part.output : undefined;
   return (
-    <section
-      className="pai-tool run-script"
-      data-tool-id={toolId}
-      data-tool-call-id={part.toolCallId}
-      data-status={status.key}
-      aria-label={`${title}: ${status.label}`}
+    <ToolCardFrame
+      part={part}
+      toolId={toolId}
+      title={title}
+      status={status}
+      className="run-script"
+      titleExtra={
+        part.input?.command ? <code className="run-script-command">{part.input.command}</code> : null
+      }
     >
-      <header className="pai-tool-header">
-        <span className="pai-tool-name">
-          {title}
-          {part.input?.command ? <code className="run-script-command">{part.input.command}</code> : null}
-        </span>
-        <span className="pai-tool-status" data-status={status.key}>
-          {status.label}
-        </span>
-      </header>
       {part.input?.content ? (
         <details className="pai-tool-input">
           <summary>{part.input.path}</summary>
@@ -58,6 +52,6 @@ export function RunScriptCard({
         <p className="pai-tool-error">{status.reason ? `Failed: ${status.reason}` : "Failed"}</p>
       ) : null}
       {status.key === "stopped" ? <p className="pai-tool-note">Stopped before it finished.</p> : null}
-    </section>
+    </ToolCardFrame>
   );
 }
