@@ -107,7 +107,16 @@ export async function connectContainerAgent(
   // A dialled connection was held paused until someone reads it: the client does now.
   options.dialled?.resume();
   const close = async () => {
-    await Promise.race([client.close(), new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS))]);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        client.close(),
+        new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS))),
+      ]);
+    } finally {
+      // A close that finished first must not leave the wait pending: it would hold the process open.
+      clearTimeout(timer);
+    }
     session.close();
   };
   try {
