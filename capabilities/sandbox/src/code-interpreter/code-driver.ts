@@ -184,9 +184,26 @@ export async function startCodeDriver(options: StartCodeDriverOptions): Promise<
     cell?.done({ type: "exited", exit });
   });
 
+  let groupLeader: number | undefined;
   const kill = async () => {
     await driverProcess.kill("SIGKILL").catch(() => undefined);
     await exited;
+    // One kill of the process group misses children forked while it ran (a fork bomb in a cell): kill the group
+    // again until it is empty. The driver leads its group (the agent starts each process in a group of its own).
+    if (groupLeader !== undefined) {
+      await options
+        .runCommand({
+          command: "sh",
+          args: [
+            "-c",
+            'while kill -s KILL -- "-$1" 2>/dev/null; do sleep 0.05; done',
+            "sh",
+            String(groupLeader),
+          ],
+          timeoutMs: 10_000,
+        })
+        .catch(() => undefined);
+    }
   };
 
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;
@@ -205,6 +222,7 @@ export async function startCodeDriver(options: StartCodeDriverOptions): Promise<
       startTimeoutMs,
     );
     const pid = await readyPid;
+    groupLeader = pid;
     return {
       pid,
       exited,
