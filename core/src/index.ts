@@ -39,6 +39,12 @@ export type {
   ResourceRestart,
 } from "./capabilities/capability-binding.ts";
 export type { CapabilityStatusEvent } from "./capabilities/capability-status-event.ts";
+export type {
+  ExposePortOptions,
+  PortPreview,
+  PreviewAccess,
+  PreviewExposer,
+} from "./previews/port-preview.ts";
 export {
   type Capability,
   type CapabilityFacades,

@@ -1,3 +1,5 @@
+import type { Duplex } from "node:stream";
+import type { PreviewExposer } from "../previews/port-preview.ts";
 import type { CapabilityLifetime, LeaseRecord } from "../threads/thread-store.ts";
 
 /** A live resource a binding handed out: the facade tools see, plus how to find and free it. */
@@ -18,9 +20,20 @@ export interface ProvisionedResource<FACADE = unknown> {
   /**
    * The facade as one run sees it: every operation is also stopped by `signal` (the run's Stop), so a tool
    * that passes no signal of its own is still cancelled with its run. `report` streams a network connection the
-   * resource made on the run's behalf as a capability status event (`status: "connection"`).
+   * resource made on the run's behalf as a capability status event (`status: "connection"`). `previews` opens
+   * previews of the resource's ports (see {@link openPort}); absent where the runtime serves none.
    */
-  bind?(scope: { signal: AbortSignal; report?: (event: CapabilityConnectionEvent) => void }): FACADE;
+  bind?(scope: {
+    signal: AbortSignal;
+    report?: (event: CapabilityConnectionEvent) => void;
+    previews?: PreviewExposer;
+  }): FACADE;
+  /**
+   * A new connection to `port` on the resource's own loopback (a server a program in the sandbox listens on), as a
+   * byte stream. Rejects (a `PaiError`-like error with a code) when nothing listens there. Previews reach the
+   * resource through it; optional: without it the resource's ports cannot be previewed.
+   */
+  openPort?(port: number, signal: AbortSignal): Promise<Duplex>;
   /**
    * A resource that can hibernate while no run uses it (a stopped container: files kept, processes gone, no
    * longer counted against its pool). The runtime calls `wake` before every facade call and, for `thread` and
