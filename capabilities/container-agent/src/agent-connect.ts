@@ -55,9 +55,10 @@ export function connectAgentPort(
           signal?.removeEventListener("abort", onAbort);
           if (abandoned) return;
           if (frame.type === FrameType.StreamClosed) unexpectedFrame(frame, "a connection not yet open");
-          const refused = decodeErrorPayload(frame.payload).errno === ECONNREFUSED;
           reject(
-            agentError(refused ? "SANDBOX_PORT_CLOSED" : "SANDBOX_CONNECT_FAILED", frame.payload, { port }),
+            decodeErrorPayload(frame.payload).errno === ECONNREFUSED
+              ? agentError("SANDBOX_PORT_CLOSED", frame.payload, { port })
+              : agentError("SANDBOX_CONNECT_FAILED", frame.payload, { port }),
           );
           return;
         }
