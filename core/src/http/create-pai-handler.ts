@@ -8,6 +8,7 @@ import { isPreviewOrigin } from "../previews/preview-origin.ts";
 import type { AgentRun } from "../runtime/agent-run.ts";
 import type { AgentRuntime } from "../runtime/create-agent-runtime.ts";
 import { type RuntimeServices, runtimeServices } from "../runtime/runtime-services.ts";
+import { NODE_ROUTE, type NodeRoute } from "./node-listener.ts";
 import { readLimitedBody } from "./read-limited-body.ts";
 import { createUpgradeHandler, type UpgradeListener } from "./upgrade-handler.ts";
 
@@ -352,7 +353,13 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
       return errorResponse(error, options.onError);
     }
   };
-  return Object.assign(handle, { upgrade });
+  const nodeRoute: NodeRoute = async (req, res) => {
+    const previewId = gateway.previewIdOf(req.headers.host);
+    if (previewId === undefined) return false;
+    await gateway.handleNode(req, res, previewId);
+    return true;
+  };
+  return Object.assign(handle, { upgrade, [NODE_ROUTE]: nodeRoute });
 }
 
 function requireServices(runtime: AgentRuntime): RuntimeServices {

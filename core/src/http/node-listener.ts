@@ -1,6 +1,15 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { UpgradeListener } from "./upgrade-handler.ts";
 
+/**
+ * Where a handler answers a Node request itself, Node stream to Node stream (a preview's bodies), before the
+ * fetch-style path: it resolves `true` when it did.
+ */
+export const NODE_ROUTE = Symbol.for("pai.http.node-route");
+
+/** A handler's {@link NODE_ROUTE}. */
+export type NodeRoute = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
 /** A Node request listener, with the handler's `upgrade` when it has one. */
 export type NodeListener = ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & {
   readonly upgrade?: UpgradeListener;
@@ -15,9 +24,13 @@ export type NodeListener = ((req: IncomingMessage, res: ServerResponse) => Promi
  * whose very first request may be an upgrade attaches it itself: `server.on("upgrade", listener.upgrade)`.
  */
 export function toNodeListener(
-  handler: ((request: Request) => Promise<Response>) & { readonly upgrade?: UpgradeListener },
+  handler: ((request: Request) => Promise<Response>) & {
+    readonly upgrade?: UpgradeListener;
+    readonly [NODE_ROUTE]?: NodeRoute;
+  },
 ): NodeListener {
   const upgrade = handler.upgrade;
+  const nodeRoute = handler[NODE_ROUTE];
   const attached = new WeakSet<Server>();
   const attachUpgrade = (req: IncomingMessage) => {
     const server = (req.socket as { server?: Server }).server;
@@ -27,6 +40,7 @@ export function toNodeListener(
   };
   const listener = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     attachUpgrade(req);
+    if (nodeRoute && (await nodeRoute(req, res))) return;
     const controller = new AbortController();
     res.on("close", () => controller.abort());
     const origin = `http://${req.headers.host ?? "127.0.0.1"}`;

@@ -1,4 +1,9 @@
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import {
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
 import { type Duplex, Readable } from "node:stream";
 import { PaiError } from "../errors/pai-error.ts";
 import { refuseUpgrade, toFetchHeaders } from "../http/upgrade-socket.ts";
@@ -22,6 +27,11 @@ export interface PreviewGateway {
   previewIdOf(host: string | null | undefined): string | undefined;
   /** Answers a request to preview `id`: its port's response, streamed, or a refusal. */
   handle(request: Request, id: string): Promise<Response>;
+  /**
+   * {@link handle} for a Node server (`toNodeListener`): the same checks and answers, with the bodies piped between
+   * Node's streams instead of passing through web streams (about twice the throughput).
+   */
+  handleNode(req: IncomingMessage, res: ServerResponse, id: string): Promise<void>;
   /** Takes an upgrade request (a WebSocket) to preview `id` over: tunnels it to the port, or refuses it. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, id: string): Promise<void>;
 }
@@ -136,12 +146,97 @@ export function createPreviewGateway(options: PreviewGatewayOptions): PreviewGat
     }
   }
 
+  async function handleNode(req: IncomingMessage, res: ServerResponse, id: string): Promise<void> {
+    const startedAt = Date.now();
+    const url = nodeRequestUrl(req, registry.baseUrl);
+    const method = req.method ?? "GET";
+    const entry = registry.get(id);
+    const base = eventBase(entry, id, method, url, "http");
+    const asRequest = () => new Request(url, { method: "GET", headers: toFetchHeaders(req.headers) });
+    const decision = await decide(entry, method, url, req.headers.cookie, asRequest);
+    if (!decision.allowed) {
+      registry.report({
+        ...base,
+        ...refusal(decision),
+        bytesUp: 0,
+        bytesDown: 0,
+        durationMs: elapsed(startedAt),
+      });
+      return sendError(res, decision.status, decision.code, decision.reason);
+    }
+    if (decision.redirectTo !== undefined) {
+      registry.report({ ...base, decision: "allowed", status: 302, bytesUp: 0, bytesDown: 0, durationMs: 0 });
+      res.writeHead(302, {
+        location: decision.redirectTo,
+        "set-cookie": decision.setCookie ?? "",
+        "cache-control": "no-store",
+      });
+      res.end();
+      return;
+    }
+    const live = entry as PreviewEntry;
+    const controller = new AbortController();
+    res.once("close", () => controller.abort());
+    let connection: Duplex;
+    try {
+      connection = await options.connect(live, controller.signal);
+    } catch (error) {
+      const failure = unreachable(error);
+      registry.report({
+        ...base,
+        ...failure.event,
+        bytesUp: 0,
+        bytesDown: 0,
+        durationMs: elapsed(startedAt),
+      });
+      return sendError(res, failure.event.status, failure.code, failure.event.reason);
+    }
+    registry.track(live.id, connection);
+    const up = countData(req);
+    const down = countData(connection);
+    let status = 502;
+    let reason: string | undefined;
+    res.once("close", () => {
+      connection.destroy();
+      registry.report({
+        ...base,
+        decision: "allowed",
+        status,
+        ...(reason ? { reason } : {}),
+        bytesUp: up(),
+        bytesDown: down(),
+        durationMs: elapsed(startedAt),
+      });
+    });
+    const outgoing = httpRequest({
+      method,
+      path: withoutTokenParam(url),
+      headers: forwardedHeaders(req.headers, live, url, false),
+      createConnection: () => connection as never,
+    });
+    outgoing.once("error", (error) => {
+      reason = error.message;
+      if (res.headersSent) res.destroy();
+      else
+        sendError(
+          res,
+          502,
+          "PREVIEW_UNREACHABLE",
+          `the server on port ${live.port} did not answer: ${reason}`,
+        );
+    });
+    outgoing.once("response", (incoming) => {
+      status = incoming.statusCode ?? 502;
+      res.writeHead(status, incoming.statusMessage ?? "", responseHeaderPairs(incoming).flat());
+      incoming.pipe(res);
+      incoming.once("error", () => res.destroy());
+    });
+    req.pipe(outgoing);
+  }
+
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, id: string): Promise<void> {
     const startedAt = Date.now();
-    const url = new URL(
-      req.url ?? "/",
-      `${registry.baseUrl?.protocol ?? "http:"}//${req.headers.host ?? "localhost"}`,
-    );
+    const url = nodeRequestUrl(req, registry.baseUrl);
     const method = req.method ?? "GET";
     const entry = registry.get(id);
     const base = eventBase(entry, id, method, url, "upgrade");
@@ -220,7 +315,7 @@ export function createPreviewGateway(options: PreviewGatewayOptions): PreviewGat
     });
   }
 
-  return { previewIdOf, handle, upgrade };
+  return { previewIdOf, handle, handleNode, upgrade };
 }
 
 /**
@@ -301,15 +396,22 @@ function forwardedHeaders(
 /** The port's response headers for the browser: no hop-by-hop ones, and cookies only for the preview's own host. */
 function responseHeaders(incoming: IncomingMessage): Headers {
   const headers = new Headers();
+  for (const [name, value] of responseHeaderPairs(incoming)) headers.append(name, value);
+  return headers;
+}
+
+/** {@link responseHeaders} as the name/value pairs Node's `writeHead` takes, in order. */
+function responseHeaderPairs(incoming: IncomingMessage): Array<[string, string]> {
+  const pairs: Array<[string, string]> = [];
   const raw = incoming.rawHeaders;
   for (let at = 0; at + 1 < raw.length; at += 2) {
     const name = raw[at]!.toLowerCase();
     const value = raw[at + 1]!;
     if (HOP_BY_HOP.has(name) || (name === "content-length" && incoming.headers["transfer-encoding"]))
       continue;
-    headers.append(name, name === "set-cookie" ? hostOnlyCookie(value) : value);
+    pairs.push([name, name === "set-cookie" ? hostOnlyCookie(value) : value]);
   }
-  return headers;
+  return pairs;
 }
 
 /** A `Set-Cookie` value without a `Domain` attribute: a preview sets cookies for its own host only. */
@@ -375,8 +477,19 @@ function unreachable(error: unknown): {
   return { code, event: { decision: "refused", status, reason } };
 }
 
+/** The URL a Node request asked for, as the browser saw it (the base URL's scheme, the request's `Host`). */
+function nodeRequestUrl(req: IncomingMessage, baseUrl: URL | undefined): URL {
+  return new URL(req.url ?? "/", `${baseUrl?.protocol ?? "http:"}//${req.headers.host ?? "localhost"}`);
+}
+
 function elapsed(startedAt: number): number {
   return Date.now() - startedAt;
+}
+
+/** Answers a Node request with a JSON error, as {@link errorResponse} does. */
+function sendError(res: ServerResponse, status: number, code: string, message: string): void {
+  res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
+  res.end(JSON.stringify({ error: { code, message } }));
 }
 
 function errorResponse(status: number, code: string, message: string): Response {
