@@ -5,6 +5,8 @@
 import type { Duplex } from "node:stream";
 import { ContainerAgentError } from "@pai/container-agent";
 import {
+  createDockerExecExecutor,
+  createSandboxFacade,
   type DockerSandboxBinding,
   dockerSandbox,
   type ProvisionedSandbox,
@@ -18,6 +20,7 @@ import {
   poolContainers,
   removePoolContainers,
   sandboxImage,
+  testDriver,
   uniquePoolId,
   waitFor,
 } from "./docker-helpers.ts";
@@ -208,6 +211,22 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       expect(screen.text().length).toBeLessThan(8192 + 200);
       expect(screen.text()).toMatch(/\[pai: \d+ bytes of terminal output dropped\]/);
       expect(await processes()).not.toMatch(/ sleep 100/);
+    });
+
+    it("is refused with AGENT_REQUIRED, as ports are, on the docker exec executor", async () => {
+      const { id, image } = await box.info();
+      const executor = createDockerExecExecutor({ driver: testDriver, containerId: id });
+      try {
+        const viaExec = createSandboxFacade({ executor, driver: testDriver, containerId: id, image });
+        const refused = await viaExec.openTerminal({ cols: 80, rows: 24 }).catch((error: unknown) => error);
+        expect(codeOf(refused)).toBe("AGENT_REQUIRED");
+        expect(codeOf(await executor.openPort(8000, {}).catch((error: unknown) => error))).toBe(
+          "AGENT_REQUIRED",
+        );
+        expect((await viaExec.runCommand({ command: "echo still here" })).stdout).toBe("still here\n");
+      } finally {
+        await executor.close();
+      }
     });
 
     it("fails to open with a bad size or a command that does not exist", async () => {
