@@ -758,13 +758,22 @@ describe("AgentClient.connect with the real agent", () => {
 
   it("gives up a connection whose signal aborts", async ({ agent }) => {
     await withServer(
-      (socket) => socket.resume(),
+      (socket) => socket.pipe(socket),
       async (port) => {
         const controller = new AbortController();
         controller.abort(new Error("gave up"));
         await expect(agent.client.connect(port, { signal: controller.signal })).rejects.toThrow("gave up");
+        // Given up while the agent connects: the connection it made is closed, nothing stays open.
+        for (let i = 0; i < 20; i++) {
+          const late = new AbortController();
+          const connecting = agent.client.connect(port, { signal: late.signal });
+          late.abort(new Error("gave up late"));
+          await expect(connecting).rejects.toThrow("gave up late");
+        }
         const stream = await agent.client.connect(port, { signal: new AbortController().signal });
-        stream.destroy();
+        stream.end("still works");
+        await once(stream.resume(), "end");
+        await eventually(async () => (await readdir(`/proc/${agent.child.pid}/fd`)).length < 10);
       },
     );
   });
