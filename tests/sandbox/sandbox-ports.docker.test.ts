@@ -157,8 +157,8 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       const screen = reader(terminal);
       try {
         expect(terminal.pid).toBeGreaterThan(1);
-        await terminal.write("echo hi-$((40 + 2)); id -u; pwd; echo $TERM; stty size\n");
-        let at = await screen.waitFor(/hi-42\r\n1000\r\n\/workspace\r\nxterm-256color\r\n24 80\r\n/);
+        await terminal.write("echo hi-$((40 + 2)); id -u; pwd; echo $TERM; stty size; stat -c %u $(tty)\n");
+        let at = await screen.waitFor(/hi-42\r\n1000\r\n\/workspace\r\nxterm-256color\r\n24 80\r\n1000\r\n/);
         await terminal.resize({ cols: 120, rows: 40 });
         await terminal.write("stty size\n");
         at = await screen.waitFor(/40 120\r\n/, at);

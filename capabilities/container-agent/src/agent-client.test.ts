@@ -756,6 +756,29 @@ describe("AgentClient.connect with the real agent", () => {
     );
   });
 
+  it("refuses a connection past its bound of 1024 with SANDBOX_CONNECT_FAILED, and takes one again once one closes", async ({
+    agent,
+  }) => {
+    await withServer(
+      (socket) => socket.resume(),
+      async (port) => {
+        const streams = [];
+        for (let i = 0; i < 1024; i++) streams.push(await agent.client.connect(port));
+        const refused = await agent.client.connect(port).catch((error: unknown) => error);
+        expect(refused).toMatchObject({ code: "SANDBOX_CONNECT_FAILED", details: { errnoName: "EMFILE" } });
+        const closed = once(streams.pop()!.destroy(), "close");
+        await closed;
+        await eventually(async () => {
+          const again = await agent.client.connect(port).catch(() => undefined);
+          if (again) streams.push(again);
+          return again !== undefined;
+        });
+        for (const stream of streams) stream.destroy();
+        await eventually(async () => (await readdir(`/proc/${agent.child.pid}/fd`)).length < 10);
+      },
+    );
+  });
+
   it("gives up a connection whose signal aborts", async ({ agent }) => {
     await withServer(
       (socket) => socket.pipe(socket),
