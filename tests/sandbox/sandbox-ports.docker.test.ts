@@ -5,6 +5,8 @@
 import type { Duplex } from "node:stream";
 import { ContainerAgentError } from "@pai/container-agent";
 import {
+  createDockerExecExecutor,
+  createSandboxFacade,
   type DockerSandboxBinding,
   dockerSandbox,
   type ProvisionedSandbox,
@@ -18,6 +20,7 @@ import {
   poolContainers,
   removePoolContainers,
   sandboxImage,
+  testDriver,
   uniquePoolId,
   waitFor,
 } from "./docker-helpers.ts";
@@ -154,8 +157,8 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       const screen = reader(terminal);
       try {
         expect(terminal.pid).toBeGreaterThan(1);
-        await terminal.write("echo hi-$((40 + 2)); id -u; pwd; echo $TERM; stty size\n");
-        let at = await screen.waitFor(/hi-42\r\n1000\r\n\/workspace\r\nxterm-256color\r\n24 80\r\n/);
+        await terminal.write("echo hi-$((40 + 2)); id -u; pwd; echo $TERM; stty size; stat -c %u $(tty)\n");
+        let at = await screen.waitFor(/hi-42\r\n1000\r\n\/workspace\r\nxterm-256color\r\n24 80\r\n1000\r\n/);
         await terminal.resize({ cols: 120, rows: 40 });
         await terminal.write("stty size\n");
         at = await screen.waitFor(/40 120\r\n/, at);
@@ -208,6 +211,22 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       expect(screen.text().length).toBeLessThan(8192 + 200);
       expect(screen.text()).toMatch(/\[pai: \d+ bytes of terminal output dropped\]/);
       expect(await processes()).not.toMatch(/ sleep 100/);
+    });
+
+    it("is refused with AGENT_REQUIRED, as ports are, on the docker exec executor", async () => {
+      const { id, image } = await box.info();
+      const executor = createDockerExecExecutor({ driver: testDriver, containerId: id });
+      try {
+        const viaExec = createSandboxFacade({ executor, driver: testDriver, containerId: id, image });
+        const refused = await viaExec.openTerminal({ cols: 80, rows: 24 }).catch((error: unknown) => error);
+        expect(codeOf(refused)).toBe("AGENT_REQUIRED");
+        expect(codeOf(await executor.openPort(8000, {}).catch((error: unknown) => error))).toBe(
+          "AGENT_REQUIRED",
+        );
+        expect((await viaExec.runCommand({ command: "echo still here" })).stdout).toBe("still here\n");
+      } finally {
+        await executor.close();
+      }
     });
 
     it("fails to open with a bad size or a command that does not exist", async () => {

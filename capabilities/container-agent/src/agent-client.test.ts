@@ -756,15 +756,47 @@ describe("AgentClient.connect with the real agent", () => {
     );
   });
 
-  it("gives up a connection whose signal aborts", async ({ agent }) => {
+  it("refuses a connection past its bound of 1024 with SANDBOX_CONNECT_FAILED, and takes one again once one closes", async ({
+    agent,
+  }) => {
     await withServer(
       (socket) => socket.resume(),
+      async (port) => {
+        const streams = [];
+        for (let i = 0; i < 1024; i++) streams.push(await agent.client.connect(port));
+        const refused = await agent.client.connect(port).catch((error: unknown) => error);
+        expect(refused).toMatchObject({ code: "SANDBOX_CONNECT_FAILED", details: { errnoName: "EMFILE" } });
+        const closed = once(streams.pop()!.destroy(), "close");
+        await closed;
+        await eventually(async () => {
+          const again = await agent.client.connect(port).catch(() => undefined);
+          if (again) streams.push(again);
+          return again !== undefined;
+        });
+        for (const stream of streams) stream.destroy();
+        await eventually(async () => (await readdir(`/proc/${agent.child.pid}/fd`)).length < 10);
+      },
+    );
+  });
+
+  it("gives up a connection whose signal aborts", async ({ agent }) => {
+    await withServer(
+      (socket) => socket.pipe(socket),
       async (port) => {
         const controller = new AbortController();
         controller.abort(new Error("gave up"));
         await expect(agent.client.connect(port, { signal: controller.signal })).rejects.toThrow("gave up");
+        // Given up while the agent connects: the connection it made is closed, nothing stays open.
+        for (let i = 0; i < 20; i++) {
+          const late = new AbortController();
+          const connecting = agent.client.connect(port, { signal: late.signal });
+          late.abort(new Error("gave up late"));
+          await expect(connecting).rejects.toThrow("gave up late");
+        }
         const stream = await agent.client.connect(port, { signal: new AbortController().signal });
-        stream.destroy();
+        stream.end("still works");
+        await once(stream.resume(), "end");
+        await eventually(async () => (await readdir(`/proc/${agent.child.pid}/fd`)).length < 10);
       },
     );
   });
