@@ -43,7 +43,10 @@ export async function waitForPort(options: WaitForPortOptions): Promise<PortWait
     if (waitFailed !== undefined) throw waitFailed;
     if (exited) return { outcome: "exited", result: exited };
     if (Date.now() >= deadline) return { outcome: "timeout" };
-    await sleep(intervalMs, undefined, signal ? { signal } : {});
+    await sleep(intervalMs, undefined, signal ? { signal } : {}).catch((error: unknown) => {
+      signal?.throwIfAborted(); // with the signal's own reason, not the timer's AbortError
+      throw error;
+    });
   }
 }
 
