@@ -97,13 +97,17 @@ export async function createChatServer(options: ChatServerOptions = {}): Promise
     }),
   );
   const page = createStaticHandler(pageDist);
+  const host = options.host ?? "127.0.0.1";
   const server = createServer((req, res) => {
     const path = req.url ?? "/";
-    void (path === "/api" || path.startsWith("/api/") ? api(req, res) : page(req, res));
+    // the app's own host gets the page and the API; any other (a preview's `<id>.localhost`) only PAI's handler,
+    // which serves a live preview and refuses the rest
+    const forPage = isAppHost(req.headers.host, host) && path !== "/api" && !path.startsWith("/api/");
+    void (forPage ? page(req, res) : api(req, res));
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
+    server.listen(options.port ?? 0, host, () => {
       server.off("error", reject);
       resolve();
     });
@@ -126,4 +130,16 @@ export async function createChatServer(options: ChatServerOptions = {}): Promise
     close,
     [Symbol.asyncDispose]: close,
   };
+}
+
+/** Whether a request's `Host` names the app itself (its listening host, or loopback by name or address). */
+function isAppHost(header: string | undefined, host: string): boolean {
+  if (!header) return false;
+  let hostname: string;
+  try {
+    hostname = new URL(`http://${header}`).hostname;
+  } catch {
+    return false;
+  }
+  return hostname === host || hostname === "127.0.0.1" || hostname === "localhost" || hostname === "[::1]";
 }
