@@ -39,12 +39,6 @@ export type {
   ResourceRestart,
 } from "./capabilities/capability-binding.ts";
 export type { CapabilityStatusEvent } from "./capabilities/capability-status-event.ts";
-export type {
-  ExposePortOptions,
-  PortPreview,
-  PreviewAccess,
-  PreviewExposer,
-} from "./previews/port-preview.ts";
 export {
   type Capability,
   type CapabilityFacades,
@@ -55,9 +49,24 @@ export {
   type FacadeOf,
 } from "./capabilities/define-capability.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";
-export { createPaiHandler, type PaiHandlerOptions } from "./http/create-pai-handler.ts";
-export { toNodeListener } from "./http/node-listener.ts";
+export { createPaiHandler, type PaiHandler, type PaiHandlerOptions } from "./http/create-pai-handler.ts";
+export {
+  createPreviewServer,
+  type PreviewServer,
+  type PreviewServerOptions,
+} from "./http/create-preview-server.ts";
+export { type NodeListener, toNodeListener } from "./http/node-listener.ts";
+export type { TerminalSessionLike } from "./http/terminal-socket.ts";
+export type { UpgradeListener } from "./http/upgrade-handler.ts";
 export type { AgentManifest, PaiManifest, ToolManifest } from "./manifest/manifest.ts";
+export type {
+  ExposePortOptions,
+  PortPreview,
+  PreviewAccess,
+  PreviewExposer,
+} from "./previews/port-preview.ts";
+export type { PreviewOptions } from "./previews/preview-options.ts";
+export type { PreviewRequestEvent } from "./previews/preview-request-event.ts";
 export type { AgentRun, RunResult } from "./runtime/agent-run.ts";
 export {
   type AgentRuntime,

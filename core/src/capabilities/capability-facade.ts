@@ -1,3 +1,4 @@
+import type { PreviewExposer } from "../previews/port-preview.ts";
 import type { CapabilityLifetime } from "../threads/thread-store.ts";
 import type { CapabilityConnectionEvent, ProvisionedResource } from "./capability-binding.ts";
 import type { LeaseScope } from "./lease-scope.ts";
@@ -12,6 +13,8 @@ export interface CapabilityFacadeOptions {
   scope: LeaseScope;
   /** The scope's resource, running (provisioned, woken or started again as needed): awaited before every call. */
   awake: () => Promise<ProvisionedResource>;
+  /** How the facade opens previews of the resource's ports; absent where the runtime serves none. */
+  previews?: PreviewExposer | undefined;
 }
 
 /** A facade method as tools call it: every one is async, since the resource may first have to be provisioned. */
@@ -49,6 +52,7 @@ function createBoundFacade({
   capability,
   lifetime,
   scope,
+  previews,
 }: CapabilityFacadeOptions): (resource: ProvisionedResource) => Record<string, unknown> {
   let bound: { resource: ProvisionedResource; source: unknown; facade: Record<string, unknown> } | undefined;
   return (resource) => {
@@ -62,7 +66,9 @@ function createBoundFacade({
           resourceId: resource.resourceId,
           connection,
         });
-      const facade = resource.bind ? resource.bind({ signal: scope.signal, report }) : resource.facade;
+      const facade = resource.bind
+        ? resource.bind({ signal: scope.signal, report, ...(previews ? { previews } : {}) })
+        : resource.facade;
       bound = { resource, source, facade: facade as Record<string, unknown> };
     }
     return bound.facade;

@@ -1,3 +1,7 @@
+import type { Duplex } from "node:stream";
+import { PaiError } from "../errors/pai-error.ts";
+import type { PreviewExposer } from "../previews/port-preview.ts";
+import type { PreviewRegistry } from "../previews/preview-registry.ts";
 import type { CapabilityLifetime, ThreadStore } from "../threads/thread-store.ts";
 import { BindingStarter } from "./binding-starter.ts";
 import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
@@ -7,7 +11,7 @@ import { LeaseHandover } from "./lease-handover.ts";
 import { LeaseProvisioner } from "./lease-provisioner.ts";
 import { LeaseReconciler } from "./lease-reconciler.ts";
 import type { LeaseScope } from "./lease-scope.ts";
-import { type HeldLease, LeaseTable, outlivesRuns } from "./lease-table.ts";
+import { type HeldLease, LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
 import type { OwnerLiveness } from "./owner-liveness.ts";
 import { endLeases, releaseLease } from "./release-lease.ts";
 import { ResourceWaker } from "./resource-waker.ts";
@@ -29,6 +33,8 @@ export interface CapabilityManagerOptions {
    * reconcile tries again.
    */
   onError?: (error: unknown) => void;
+  /** The previews of this process: the facades' `bind` gets a way to open them; they end with their leases. */
+  previews?: PreviewRegistry;
 }
 
 /**
@@ -54,6 +60,7 @@ export class CapabilityManager {
   readonly #starter: BindingStarter;
   readonly #handover: LeaseHandover;
   readonly #waker: ResourceWaker;
+  readonly #previews: PreviewRegistry | undefined;
 
   constructor(options: CapabilityManagerOptions) {
     const { bindings, declarations, store, owners } = options;
@@ -62,6 +69,7 @@ export class CapabilityManager {
     this.#declarations = declarations;
     this.#store = store;
     this.#owners = owners;
+    this.#previews = options.previews;
     this.#leases = new LeaseTable({ bindings, declarations, store, ownerId });
     this.#reconciler = new LeaseReconciler({ store, ownerId, leases: this.#leases });
     this.#starter = new BindingStarter({
@@ -102,7 +110,43 @@ export class CapabilityManager {
       members: this.#declarations.get(capability)?.members ?? [],
       scope,
       awake: () => this.#waker.awake(capability, scope),
+      previews: this.#exposerFor(capability, scope),
     });
+  }
+
+  /**
+   * A new connection to `port` on the resource of `capability` in `scope`, woken first if it hibernates. Only a
+   * lease this process holds is reached (a preview never provisions a resource). The connection counts as a use of
+   * the lease (it does not hibernate while the connection is open); `scope.runId` names that use.
+   * @throws PaiError `PREVIEW_NOT_FOUND` when the lease is not held here, `PREVIEW_UNREACHABLE` when the resource
+   * cannot open ports or nothing listens on `port`
+   */
+  async openPort(capability: string, scope: LeaseScope, port: number): Promise<Duplex> {
+    const address = this.#leases.addressOf(capability, scope);
+    if (!this.#leases.has(address.id))
+      throw new PaiError("PREVIEW_NOT_FOUND", "the preview's resource is no longer held");
+    let connection: Duplex | undefined;
+    try {
+      const resource = await this.#waker.awake(capability, scope);
+      if (!resource.openPort)
+        throw new PaiError("PREVIEW_UNREACHABLE", `the ${capability} binding cannot open ports`);
+      connection = await resource.openPort(port, scope.signal).catch((error: unknown) => {
+        throw new PaiError(
+          "PREVIEW_UNREACHABLE",
+          `nothing answers on port ${port} in the ${capability}${causeOf(error)}`,
+          { cause: error },
+        );
+      });
+      connection.once("close", () => void this.endRun(scope.runId));
+      return connection;
+    } finally {
+      if (!connection) await this.endRun(scope.runId);
+    }
+  }
+
+  /** The lifetime `capability`'s leases have. */
+  lifetimeOf(capability: string): CapabilityLifetime {
+    return this.#leases.lifetimeOf(capability);
   }
 
   /** Prepares every binding now (warm pools, take over dead owners' leases) instead of on first use. */
@@ -203,15 +247,48 @@ export class CapabilityManager {
 
   /** Frees the leases `predicate` picks: their resources and their records (see {@link releaseLease}). */
   #releaseWhere(predicate: (lease: HeldLease) => boolean): Promise<void> {
-    return endLeases(this.#leases.takeWhere(predicate), (lease, resource) => this.#release(lease, resource));
+    return endLeases(this.#take(predicate), (lease, resource) => this.#release(lease, resource));
   }
 
   /** Lets go of the leases `predicate` picks: their resources stay, their records too. */
   #detachWhere(predicate: (lease: HeldLease) => boolean): Promise<void> {
-    return endLeases(this.#leases.takeWhere(predicate), async (_lease, resource) => resource.detach?.());
+    return endLeases(this.#take(predicate), async (_lease, resource) => resource.detach?.());
+  }
+
+  /** Removes the leases `predicate` picks from the table; their previews close with them. */
+  #take(predicate: (lease: HeldLease) => boolean): HeldLease[] {
+    const taken = this.#leases.takeWhere(predicate);
+    for (const lease of taken)
+      this.#previews?.closeLease(leaseId(lease.capability, lease.lifetime, lease.key));
+    return taken;
+  }
+
+  /** How a facade of `capability` in `scope` opens previews of its ports, when this process serves previews. */
+  #exposerFor(capability: string, scope: LeaseScope): PreviewExposer | undefined {
+    const previews = this.#previews;
+    if (!previews) return undefined;
+    return {
+      expose: async (port, options) =>
+        previews.expose(
+          {
+            capability,
+            leaseId: this.#leases.addressOf(capability, scope).id,
+            threadId: scope.threadId,
+            identityKey: scope.identityKey,
+          },
+          port,
+          options,
+        ),
+    };
   }
 
   #release(lease: HeldLease, resource: ProvisionedResource): Promise<void> {
     return releaseLease({ store: this.#store, ownerId: this.#owners.ownerId, lease, resource });
   }
+}
+
+/** `: <message>` of an error, for a message that goes on. */
+function causeOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : "";
+  return message ? `: ${message}` : "";
 }

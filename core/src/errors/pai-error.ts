@@ -33,7 +33,11 @@ export type PaiErrorCode =
   | "MESSAGE_TOO_LARGE"
   | "TOO_MANY_PARTS"
   | "ANSWER_TOO_LARGE"
-  | "CLIENT_DATA_TOO_LARGE";
+  | "CLIENT_DATA_TOO_LARGE"
+  | "PREVIEWS_UNAVAILABLE"
+  | "PREVIEW_NOT_FOUND"
+  | "PREVIEW_FORBIDDEN"
+  | "PREVIEW_UNREACHABLE";
 
 /**
  * The error `@pai/core` throws on purpose. `code` says what went wrong; `cause` holds the original error.

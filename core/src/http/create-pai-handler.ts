@@ -3,9 +3,13 @@ import { z } from "zod";
 import { catchUpChunks, nativeAnswersOf } from "../actions/native-answers.ts";
 import { pendingActionAnswerSchema } from "../actions/pending-action-answer.ts";
 import { PaiError, type PaiErrorCode } from "../errors/pai-error.ts";
+import { createPreviewGateway, type PreviewGateway } from "../previews/preview-gateway.ts";
+import { isPreviewOrigin } from "../previews/preview-origin.ts";
 import type { AgentRun } from "../runtime/agent-run.ts";
 import type { AgentRuntime } from "../runtime/create-agent-runtime.ts";
+import { type RuntimeServices, runtimeServices } from "../runtime/runtime-services.ts";
 import { readLimitedBody } from "./read-limited-body.ts";
+import { createUpgradeHandler, type UpgradeListener } from "./upgrade-handler.ts";
 
 /** What `createPaiHandler` accepts. */
 export interface PaiHandlerOptions {
@@ -27,7 +31,15 @@ export interface PaiHandlerOptions {
    * @default 1048576 (1 MiB)
    */
   maxBodyBytes?: number;
+  /** The capability whose `openTerminal` the terminal route opens. @default "sandbox" */
+  terminalCapability?: string;
 }
+
+/**
+ * The handler `createPaiHandler` returns: fetch-style, plus `upgrade` for a Node server's `upgrade` event (WebSockets
+ * to previews and terminals; `toNodeListener` attaches it by itself).
+ */
+export type PaiHandler = ((request: Request) => Promise<Response>) & { readonly upgrade: UpgradeListener };
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
@@ -54,6 +66,10 @@ const statusOf: Partial<Record<PaiErrorCode, number>> = {
   INVALID_INPUT: 400,
   INVALID_OUTPUT: 400,
   INVALID_IDENTITY: 403,
+  PREVIEW_FORBIDDEN: 403,
+  PREVIEW_NOT_FOUND: 404,
+  PREVIEW_UNREACHABLE: 502,
+  PREVIEWS_UNAVAILABLE: 409,
   TOOL_DISABLED: 403,
   NOT_FOUND: 404,
   UNKNOWN_AGENT: 404,
@@ -85,9 +101,13 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  * - `GET /threads` — the caller's threads, each with `pendingActionCount` (actions waiting for an answer);
  *   `GET /threads/:threadId` — messages, pending actions, tool data
  * - `DELETE /threads/:threadId`; `GET /manifest`
+ * - `GET /threads/:threadId/terminal` (WebSocket, through `upgrade`) — a terminal in the thread's sandbox, for the
+ *   thread's own identity, from the app's own origin
+ * - any request whose `Host` is a preview's (`<id>.localhost:<port>`, see `sandbox.exposePort`) goes to the
+ *   preview's port, after its token or identity is checked; API requests from a preview's origin are refused
  * Another identity's thread is a 404. Errors are `{ error: { code, message } }`; server errors are redacted.
  */
-export function createPaiHandler(options: PaiHandlerOptions): (request: Request) => Promise<Response> {
+export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
   const { runtime } = options;
   const basePath = (options.basePath ?? "/api").replace(/\/$/, "");
   const agentIds = Object.keys(runtime.pai.agents);
@@ -98,6 +118,18 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
       "INVALID_ARGUMENT",
       `maxBodyBytes must be a whole number of bytes, not ${maxBodyBytes}`,
     );
+
+  const services = requireServices(runtime);
+  const gateway = previewGatewayOf(services, runtime, options.authenticate);
+  const upgrade = createUpgradeHandler({
+    runtime,
+    services,
+    gateway,
+    authenticate: options.authenticate,
+    basePath,
+    terminalCapability: options.terminalCapability ?? "sandbox",
+    onError: options.onError,
+  });
 
   const routes: Array<{ method: string; pattern: RegExp; route: Route }> = [
     { method: "POST", pattern: /^\/chat$/, route: sendMessage },
@@ -293,9 +325,14 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
     await runtime.access.requireThread(threadId, identity);
   }
 
-  return async (request) => {
+  const handle = async (request: Request): Promise<Response> => {
     try {
       const url = new URL(request.url);
+      const previewId = gateway.previewIdOf(request.headers.get("host") ?? url.host);
+      if (previewId !== undefined) return await gateway.handle(request, previewId);
+      if (isPreviewOrigin(request.headers.get("origin"), services.previews.baseUrl))
+        throw new PaiError("PREVIEW_FORBIDDEN", "a preview's page cannot call the app's API");
+      if (isLoopback(url.hostname)) services.previews.learnBaseUrl(url.origin);
       if (!url.pathname.startsWith(basePath)) throw new PaiError("NOT_FOUND", `no route ${url.pathname}`);
       const path = url.pathname.slice(basePath.length) || "/";
       const candidates = routes.filter((entry) => entry.pattern.test(path));
@@ -315,6 +352,39 @@ export function createPaiHandler(options: PaiHandlerOptions): (request: Request)
       return errorResponse(error, options.onError);
     }
   };
+  return Object.assign(handle, { upgrade });
+}
+
+function requireServices(runtime: AgentRuntime): RuntimeServices {
+  const services = runtimeServices(runtime);
+  if (!services)
+    throw new PaiError("INVALID_ARGUMENT", "createPaiHandler needs a runtime made by createAgentRuntime");
+  return services;
+}
+
+/** The gateway to the runtime's previews, with `access: "identity"` checked through `authenticate`. */
+export function previewGatewayOf(
+  services: RuntimeServices,
+  runtime: AgentRuntime,
+  authenticate: (request: Request) => unknown | Promise<unknown>,
+): PreviewGateway {
+  return createPreviewGateway({
+    registry: services.previews,
+    connect: (entry, signal) => services.connectPreview(entry, signal),
+    async identityKeyOf(request) {
+      try {
+        const identity = await authenticate(request);
+        return identity === null || identity === undefined ? undefined : runtime.identityKey(identity);
+      } catch {
+        return undefined;
+      }
+    },
+  });
+}
+
+/** A host a browser reaches only on this machine: previews under it are `<id>.localhost`. */
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]";
 }
 
 /** Whether the client asked for the continuation as a UI message stream instead of JSON. */

@@ -1,14 +1,32 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { UpgradeListener } from "./upgrade-handler.ts";
+
+/** A Node request listener, with the handler's `upgrade` when it has one. */
+export type NodeListener = ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & {
+  readonly upgrade?: UpgradeListener;
+};
 
 /**
  * Adapts a fetch-style handler to `node:http`: `http.createServer(toNodeListener(handler))`.
  * Streams both ways; a client that goes away cancels the response body. The request body is read only as fast
  * as the handler reads it, and a body the handler leaves unread closes the connection after the response.
+ * A handler with `upgrade` (`createPaiHandler`'s) also gets the server's WebSocket upgrades: the listener attaches
+ * it to its server on the first request it serves, unless the server has an `upgrade` listener already. A server
+ * whose very first request may be an upgrade attaches it itself: `server.on("upgrade", listener.upgrade)`.
  */
 export function toNodeListener(
-  handler: (request: Request) => Promise<Response>,
-): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  return async (req, res) => {
+  handler: ((request: Request) => Promise<Response>) & { readonly upgrade?: UpgradeListener },
+): NodeListener {
+  const upgrade = handler.upgrade;
+  const attached = new WeakSet<Server>();
+  const attachUpgrade = (req: IncomingMessage) => {
+    const server = (req.socket as { server?: Server }).server;
+    if (!upgrade || !server || attached.has(server)) return;
+    attached.add(server);
+    if (server.listenerCount("upgrade") === 0) server.on("upgrade", upgrade);
+  };
+  const listener = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    attachUpgrade(req);
     const controller = new AbortController();
     res.on("close", () => controller.abort());
     const origin = `http://${req.headers.host ?? "127.0.0.1"}`;
@@ -37,7 +55,7 @@ export function toNodeListener(
     // A body the handler left unread (refused as too large, or not needed) is not drained: the connection
     // closes once the response is out, so the client stops sending.
     if (hasBody && !req.complete) res.setHeader("connection", "close");
-    res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
+    res.writeHead(response.status, nodeHeaders(response.headers));
     if (!response.body) {
       res.end();
       return;
@@ -58,6 +76,15 @@ export function toNodeListener(
       res.end();
     }
   };
+  return upgrade ? Object.assign(listener, { upgrade }) : listener;
+}
+
+/** A response's headers for `writeHead`, each `Set-Cookie` kept apart (fetch joins other repeated headers). */
+function nodeHeaders(headers: Headers): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = Object.fromEntries(headers.entries());
+  const cookies = headers.getSetCookie();
+  if (cookies.length > 0) out["set-cookie"] = cookies;
+  return out;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { LanguageModel, UIMessageChunk } from "ai";
 import type { PublicPendingAction } from "../actions/public-action.ts";
 import type { Pai, RegisteredAgent } from "../agents/create-pai.ts";
@@ -6,6 +7,9 @@ import { CapabilityManager } from "../capabilities/capability-manager.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PaiManifest } from "../manifest/manifest.ts";
 import { createOwnerRegistry } from "../ownership/owner-registry.ts";
+import type { PortPreview } from "../previews/port-preview.ts";
+import type { PreviewOptions } from "../previews/preview-options.ts";
+import { PreviewRegistry } from "../previews/preview-registry.ts";
 import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
 import type { ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { AgentRun } from "./agent-run.ts";
@@ -19,6 +23,7 @@ import type { CapabilityBindingsOf } from "./required-capabilities.ts";
 import { type RespondOptions, type RespondResult, respondToAction } from "./respond-to-action.ts";
 import { createRuntimeMaintenance } from "./runtime-maintenance.ts";
 import type { RuntimeParts } from "./runtime-parts.ts";
+import { registerRuntimeServices } from "./runtime-services.ts";
 import { type RunOptions, startUserRun } from "./start-user-run.ts";
 import { runToStop, type StopResult, stopAnywhere } from "./stop-anywhere.ts";
 import { createThreadAccess, type ThreadAccess } from "./thread-access.ts";
@@ -46,6 +51,8 @@ export type AgentRuntimeOptions<PAI extends Pai> = {
   identityKey?: (identity: unknown) => string;
   /** Caps on a new user message (bytes, parts), an answer and `clientData`, checked before anything is stored. */
   limits?: MessageLimits;
+  /** Where and how previews of the resources' ports (`sandbox.exposePort`) are served. */
+  previews?: PreviewOptions;
 } & OwnershipOptions &
   CapabilityBindingsOf<PAI>;
 
@@ -134,6 +141,8 @@ export interface AgentRuntime {
   getThread(threadId: string, options?: { identity?: unknown }): Promise<ThreadSnapshot | undefined>;
   /** A caller's threads, newest first. */
   listThreads(query: { identity?: unknown; agentId?: string; limit?: number }): Promise<ThreadRecord[]>;
+  /** The open previews of a thread's resources (`sandbox.exposePort`). Check the caller's access first (`access`). */
+  listPreviews(threadId: string): PortPreview[];
   /** Ends a thread's `thread`-lifetime capabilities (its sandbox). The conversation stays stored. */
   endThread(threadId: string): Promise<void>;
   /** Deletes a thread, its records, and its capabilities. */
@@ -198,7 +207,9 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   });
   const onBackgroundError =
     options.onBackgroundError ?? ((error: unknown) => console.error("[pai] background maintenance:", error));
+  const previews = new PreviewRegistry(options.previews ?? {});
   const capabilities = new CapabilityManager({
+    previews,
     bindings,
     declarations,
     store,
@@ -290,6 +301,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     followRun: (threadId) => followThreadRun(parts, threadId),
     getThread: (threadId, query = {}) => readThread(parts, threadId, query),
     listThreads: (query) => listOwnedThreads(parts, query),
+    listPreviews: (threadId) => previews.listThread(threadId),
     endThread: (threadId) => capabilities.endThread(threadId),
     async deleteThread(threadId) {
       await runs.stop(threadId);
@@ -309,6 +321,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       if (closed) return;
       closed = true;
       await runs.stop();
+      previews.closeAll();
       await Promise.all([maintenance.close(), runs.close()]);
       await capabilities.close(closeOptions);
       await owners.remove().catch(() => undefined);
@@ -316,6 +329,26 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     },
     [Symbol.asyncDispose]: () => runtime.close(),
   };
+  registerRuntimeServices(runtime, {
+    previews,
+    connectPreview(entry, signal) {
+      const runId = `preview:${entry.id}:${randomUUID()}`;
+      const scope = { runId, threadId: entry.threadId, identityKey: entry.identityKey, signal };
+      return capabilities.openPort(entry.capability, scope, entry.port);
+    },
+    useThreadFacade({ threadId, identityKey, capability, signal }) {
+      assertOpen();
+      const lifetime = capabilities.lifetimeOf(capability);
+      if (lifetime !== "thread" && lifetime !== "user")
+        throw new PaiError(
+          "INVALID_ARGUMENT",
+          `the ${capability} capability lives per ${lifetime}: only a thread's or a user's can be used outside a run`,
+        );
+      const runId = `use:${randomUUID()}`;
+      const facade = capabilities.facade(capability, { runId, threadId, identityKey, signal });
+      return { facade: facade as Record<string, unknown>, release: () => capabilities.endRun(runId) };
+    },
+  });
   return runtime;
 }
 

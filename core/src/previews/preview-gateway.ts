@@ -1,0 +1,387 @@
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { type Duplex, Readable } from "node:stream";
+import { PaiError } from "../errors/pai-error.ts";
+import { refuseUpgrade, toFetchHeaders } from "../http/upgrade-socket.ts";
+import { decidePreviewAccess, type PreviewAccessDecision, withoutCookie } from "./preview-access.ts";
+import { PREVIEW_TOKEN_COOKIE, PREVIEW_TOKEN_PARAM, parsePreviewHost } from "./preview-origin.ts";
+import type { PreviewEntry, PreviewRegistry } from "./preview-registry.ts";
+import type { PreviewRequestEvent } from "./preview-request-event.ts";
+
+/** Options of {@link createPreviewGateway}. */
+export interface PreviewGatewayOptions {
+  registry: PreviewRegistry;
+  /** A new connection to the preview's port (the resource woken first); its close ends the use. */
+  connect(entry: PreviewEntry, signal: AbortSignal): Promise<Duplex>;
+  /** The identity key of a request's caller (the app's `authenticate`), or `undefined` for nobody. */
+  identityKeyOf(request: Request): Promise<string | undefined>;
+}
+
+/** Serves the previews of a {@link PreviewRegistry}: plain requests (fetch-style) and upgrades (Node). */
+export interface PreviewGateway {
+  /** The preview id a request's `Host` names, or `undefined` when the request is not a preview's. */
+  previewIdOf(host: string | null | undefined): string | undefined;
+  /** Answers a request to preview `id`: its port's response, streamed, or a refusal. */
+  handle(request: Request, id: string): Promise<Response>;
+  /** Takes an upgrade request (a WebSocket) to preview `id` over: tunnels it to the port, or refuses it. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, id: string): Promise<void>;
+}
+
+/** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/** Serves previews over the connections `options.connect` opens. */
+export function createPreviewGateway(options: PreviewGatewayOptions): PreviewGateway {
+  const { registry } = options;
+
+  function previewIdOf(host: string | null | undefined): string | undefined {
+    const parsed = parsePreviewHost(host, registry.baseUrl);
+    return parsed.preview ? parsed.id : undefined;
+  }
+
+  async function handle(request: Request, id: string): Promise<Response> {
+    const startedAt = Date.now();
+    const url = new URL(request.url);
+    const entry = registry.get(id);
+    const base = eventBase(entry, id, request.method, url, "http");
+    const decision = await decide(entry, request.method, url, request.headers.get("cookie"), request);
+    if (!decision.allowed) {
+      registry.report({
+        ...base,
+        ...refusal(decision),
+        bytesUp: 0,
+        bytesDown: 0,
+        durationMs: elapsed(startedAt),
+      });
+      return errorResponse(decision.status, decision.code, decision.reason);
+    }
+    if (decision.redirectTo !== undefined) {
+      registry.report({ ...base, decision: "allowed", status: 302, bytesUp: 0, bytesDown: 0, durationMs: 0 });
+      return new Response(null, {
+        status: 302,
+        headers: {
+          location: decision.redirectTo,
+          "set-cookie": decision.setCookie ?? "",
+          "cache-control": "no-store",
+        },
+      });
+    }
+    const live = entry as PreviewEntry;
+    let connection: Duplex;
+    try {
+      connection = await options.connect(live, request.signal);
+    } catch (error) {
+      const failure = unreachable(error);
+      registry.report({
+        ...base,
+        ...failure.event,
+        bytesUp: 0,
+        bytesDown: 0,
+        durationMs: elapsed(startedAt),
+      });
+      return errorResponse(failure.event.status, failure.code, failure.event.reason);
+    }
+    registry.track(live.id, connection);
+    const down = countData(connection);
+    let up = () => 0;
+    const finish = (status: number, reason?: string) =>
+      registry.report({
+        ...base,
+        decision: "allowed",
+        status,
+        ...(reason ? { reason } : {}),
+        bytesUp: up(),
+        bytesDown: down(),
+        durationMs: elapsed(startedAt),
+      });
+    try {
+      const response = await forward(request, url, live, connection, (source) => {
+        up = countData(source);
+      });
+      const body = response.body;
+      if (!body) {
+        finish(response.status);
+        connection.destroy();
+        return response;
+      }
+      return new Response(
+        body.pipeThrough(
+          new TransformStream({
+            flush: () => {
+              finish(response.status);
+              connection.destroy();
+            },
+          }),
+        ),
+        { status: response.status, statusText: response.statusText, headers: response.headers },
+      );
+    } catch (error) {
+      connection.destroy();
+      const reason = error instanceof Error ? error.message : String(error);
+      finish(502, reason);
+      return errorResponse(
+        502,
+        "PREVIEW_UNREACHABLE",
+        `the server on port ${live.port} did not answer: ${reason}`,
+      );
+    }
+  }
+
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, id: string): Promise<void> {
+    const startedAt = Date.now();
+    const url = new URL(
+      req.url ?? "/",
+      `${registry.baseUrl?.protocol ?? "http:"}//${req.headers.host ?? "localhost"}`,
+    );
+    const method = req.method ?? "GET";
+    const entry = registry.get(id);
+    const base = eventBase(entry, id, method, url, "upgrade");
+    const asRequest = () => new Request(url, { method, headers: toFetchHeaders(req.headers) });
+    const decision = await decide(entry, method, url, req.headers.cookie, asRequest);
+    if (!decision.allowed) {
+      registry.report({
+        ...base,
+        ...refusal(decision),
+        bytesUp: 0,
+        bytesDown: 0,
+        durationMs: elapsed(startedAt),
+      });
+      refuseUpgrade(socket, decision.status, decision.code, decision.reason);
+      return;
+    }
+    const live = entry as PreviewEntry;
+    const controller = new AbortController();
+    socket.once("close", () => controller.abort());
+    let connection: Duplex;
+    try {
+      connection = await options.connect(live, controller.signal);
+    } catch (error) {
+      const failure = unreachable(error);
+      registry.report({
+        ...base,
+        ...failure.event,
+        bytesUp: 0,
+        bytesDown: 0,
+        durationMs: elapsed(startedAt),
+      });
+      refuseUpgrade(socket, failure.event.status, failure.code, failure.event.reason);
+      return;
+    }
+    registry.track(live.id, connection);
+    const up = countData(socket);
+    const down = countData(connection);
+    const path = withoutTokenParam(url);
+    const headers = forwardedHeaders(req.headers, live, url, true);
+    connection.write(requestHead(method, path, headers));
+    if (head.length > 0) connection.write(head);
+    socket.pipe(connection);
+    connection.pipe(socket);
+    const end = () => {
+      socket.destroy();
+      connection.destroy();
+    };
+    socket.once("error", end);
+    connection.once("error", end);
+    socket.once("close", end);
+    connection.once("close", () => {
+      end();
+      registry.report({
+        ...base,
+        decision: "allowed",
+        status: 101,
+        bytesUp: up(),
+        bytesDown: down(),
+        durationMs: elapsed(startedAt),
+      });
+    });
+  }
+
+  async function decide(
+    entry: PreviewEntry | undefined,
+    method: string,
+    url: URL,
+    cookie: string | null | undefined,
+    request: Request | (() => Request),
+  ): Promise<PreviewAccessDecision> {
+    return decidePreviewAccess(entry, {
+      method,
+      url,
+      cookie,
+      identityKey: () => options.identityKeyOf(typeof request === "function" ? request() : request),
+    });
+  }
+
+  return { previewIdOf, handle, upgrade };
+}
+
+/**
+ * Sends `request` to the port over `connection` and resolves with the port's response, its body streaming.
+ * `onBody` gets the request body's stream, when there is one.
+ */
+function forward(
+  request: Request,
+  url: URL,
+  entry: PreviewEntry,
+  connection: Duplex,
+  onBody: (source: Readable) => void,
+): Promise<Response> {
+  return new Promise<Response>((resolve, reject) => {
+    const outgoing = httpRequest({
+      method: request.method,
+      path: withoutTokenParam(url),
+      headers: forwardedHeaders(Object.fromEntries(request.headers), entry, url, false),
+      createConnection: () => connection as never,
+      signal: request.signal,
+    });
+    outgoing.once("error", reject);
+    outgoing.once("response", (incoming) => {
+      const body =
+        request.method === "HEAD" || incoming.statusCode === 204 || incoming.statusCode === 304
+          ? null
+          : (Readable.toWeb(incoming) as ReadableStream<Uint8Array>);
+      if (!body) incoming.resume();
+      resolve(
+        new Response(body, {
+          status: incoming.statusCode ?? 502,
+          statusText: incoming.statusMessage ?? "",
+          headers: responseHeaders(incoming),
+        }),
+      );
+    });
+    if (request.body) {
+      const source = Readable.fromWeb(request.body as never);
+      onBody(source);
+      source.once("error", (error) => outgoing.destroy(error));
+      source.pipe(outgoing);
+    } else {
+      outgoing.end();
+    }
+  });
+}
+
+/**
+ * The headers the port's server gets: the browser's, less hop-by-hop ones (unless `upgrade`) and the preview's
+ * token cookie, with its own `Host` (`localhost:<port>`) and where the browser was in `X-Forwarded-*`.
+ */
+function forwardedHeaders(
+  incoming: IncomingHttpHeaders | Record<string, string>,
+  entry: PreviewEntry,
+  url: URL,
+  upgrade: boolean,
+): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(incoming)) {
+    if (value === undefined) continue;
+    const lower = name.toLowerCase();
+    if (lower === "host" || lower.startsWith("x-forwarded-")) continue;
+    if (HOP_BY_HOP.has(lower) && !(upgrade && (lower === "connection" || lower === "upgrade"))) continue;
+    headers[lower] = value;
+  }
+  const cookie = withoutCookie(
+    typeof headers.cookie === "string" ? headers.cookie : undefined,
+    PREVIEW_TOKEN_COOKIE,
+  );
+  if (cookie === undefined) delete headers.cookie;
+  else headers.cookie = cookie;
+  headers.host = `localhost:${entry.port}`;
+  headers["x-forwarded-host"] = url.host;
+  headers["x-forwarded-proto"] = url.protocol.replace(":", "");
+  return headers;
+}
+
+/** The port's response headers for the browser: no hop-by-hop ones, and cookies only for the preview's own host. */
+function responseHeaders(incoming: IncomingMessage): Headers {
+  const headers = new Headers();
+  const raw = incoming.rawHeaders;
+  for (let at = 0; at + 1 < raw.length; at += 2) {
+    const name = raw[at]!.toLowerCase();
+    const value = raw[at + 1]!;
+    if (HOP_BY_HOP.has(name) || (name === "content-length" && incoming.headers["transfer-encoding"]))
+      continue;
+    headers.append(name, name === "set-cookie" ? hostOnlyCookie(value) : value);
+  }
+  return headers;
+}
+
+/** A `Set-Cookie` value without a `Domain` attribute: a preview sets cookies for its own host only. */
+function hostOnlyCookie(value: string): string {
+  return value
+    .split(";")
+    .filter((part, index) => index === 0 || !/^\s*domain\s*=/i.test(part))
+    .join(";");
+}
+
+/** The path and query of `url` without the preview's token parameter. */
+function withoutTokenParam(url: URL): string {
+  if (!url.searchParams.has(PREVIEW_TOKEN_PARAM)) return url.pathname + url.search;
+  const clean = new URL(url);
+  clean.searchParams.delete(PREVIEW_TOKEN_PARAM);
+  return clean.pathname + clean.search;
+}
+
+/** An HTTP/1.1 request head. Node's parser validated the header names and values the browser sent. */
+function requestHead(method: string, path: string, headers: Record<string, string | string[]>): string {
+  const lines = [`${method} ${path} HTTP/1.1`];
+  for (const [name, value] of Object.entries(headers)) {
+    for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
+  }
+  return `${lines.join("\r\n")}\r\n\r\n`;
+}
+
+/** Counts the bytes `stream` emits (alongside whoever reads them). */
+function countData(stream: Readable | Duplex): () => number {
+  let bytes = 0;
+  stream.on("data", (chunk: Uint8Array) => {
+    bytes += chunk.length;
+  });
+  return () => bytes;
+}
+
+function eventBase(
+  entry: PreviewEntry | undefined,
+  id: string,
+  method: string,
+  url: URL,
+  kind: "http" | "upgrade",
+): Pick<PreviewRequestEvent, "previewId" | "threadId" | "port" | "method" | "path" | "kind"> {
+  return {
+    ...(entry ? { previewId: id, threadId: entry.threadId, port: entry.port } : {}),
+    method,
+    path: withoutTokenParam(url),
+    kind,
+  };
+}
+
+function refusal(decision: Extract<PreviewAccessDecision, { allowed: false }>) {
+  return { decision: "refused" as const, status: decision.status, reason: decision.reason };
+}
+
+function unreachable(error: unknown): {
+  code: string;
+  event: { decision: "refused"; status: number; reason: string };
+} {
+  const code = PaiError.isInstance(error) ? error.code : "PREVIEW_UNREACHABLE";
+  const reason = error instanceof Error ? error.message : String(error);
+  const status = code === "PREVIEW_NOT_FOUND" ? 404 : 502;
+  return { code, event: { decision: "refused", status, reason } };
+}
+
+function elapsed(startedAt: number): number {
+  return Date.now() - startedAt;
+}
+
+function errorResponse(status: number, code: string, message: string): Response {
+  return new Response(JSON.stringify({ error: { code, message } }), {
+    status,
+    headers: { "content-type": "application/json", "cache-control": "no-store" },
+  });
+}
