@@ -53,7 +53,8 @@ export interface ChatServer {
 export const CHAT_AGENT_ID = "chat";
 
 /**
- * Starts the chat app: PAI's HTTP handler under `/api` and the Vite-built page for everything else.
+ * Starts the chat app: PAI's HTTP handler under `/api` (and for the previews of servers started in sandboxes, on
+ * hosts of their own) with its WebSockets (the terminal, previews), and the Vite-built page for everything else.
  * @example
  * await using server = await createChatServer({ port: 3000 });
  * console.log(`PAI chat on ${server.url}`);
@@ -105,6 +106,9 @@ export async function createChatServer(options: ChatServerOptions = {}): Promise
     const forPage = isAppHost(req.headers.host, host) && path !== "/api" && !path.startsWith("/api/");
     void (forPage ? page(req, res) : api(req, res));
   });
+  // WebSockets: the Terminal panel's, and those of the pages previews serve (from the first request on, which may
+  // well be the page's)
+  if (api.upgrade) server.on("upgrade", api.upgrade);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, host, () => {
