@@ -4,9 +4,11 @@
  * A small static program (built by ./build.sh for x86_64 and aarch64) that runs inside a container (a sandbox or a
  * browser) and serves the host over ONE long-lived byte stream: its own stdin (host -> agent) and stdout
  * (agent -> host), the stdio of a `docker exec` session. Nothing but frames is ever written to stdout;
- * diagnostics go to stderr. That one stream carries everything between host and container: commands, small
- * file operations, a command's extra pipe (Chromium's --remote-debugging-pipe) and the TCP connections
- * accepted on a loopback listener (the egress proxy's tunnel), so nothing needs a network.
+ * diagnostics go to stderr. That one stream carries everything between host and container: commands (on pipes, or
+ * on a pseudo-terminal: a shell for a person), small file operations, a command's extra pipe (Chromium's
+ * --remote-debugging-pipe), the TCP connections accepted on a loopback listener (the egress proxy's tunnel) and
+ * those the host opens to a loopback port with CONNECT (previews of a server in the container), so nothing needs
+ * a network.
  *
  * Frame (both directions): u32 BE payload length | u8 type | u32 BE request id | payload.
  * Payloads are at most MAX_PAYLOAD bytes. See ../README.md for the frame table.
@@ -47,8 +49,12 @@
  *    SIGPIPE); a SIGNAL for the request still reaches the group while any of it holds the pipes.
  *    If the host signalled the command, or asked for it in SPAWN (flag 0x10), the rest of its group is
  *    killed when the leader exits.
- *  - Connections accepted on the listener are relayed byte for byte; the agent makes no decision about
- *    them (the host does, see the egress proxy). Both directions are flow-controlled by acknowledgements.
+ *  - Connections accepted on the listener, and those CONNECT opens, are relayed byte for byte; the agent makes no
+ *    decision about them (the host does, see the egress proxy). Both directions are flow-controlled by
+ *    acknowledgements, and both kinds count against MAX_STREAMS.
+ *  - A command on a terminal (SPAWN_PTY) leads its own session; the agent holds the master, so what a program
+ *    writes there is read like a pipe (paused with the others) and when the leader exits the master is closed,
+ *    hanging the terminal up. If the host signalled it, every process of its session is killed on exit too.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -65,7 +71,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/fsuid.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -75,6 +83,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,7 +94,7 @@
 #define PAI_AGENT_BUILD "dev"
 #endif
 #define AGENT_VERSION "0.2.0+" PAI_AGENT_BUILD
-#define PROTOCOL_VERSION 2
+#define PROTOCOL_VERSION 3
 
 #define HDR 9u
 #define MAX_PAYLOAD (1024u * 1024u)
@@ -100,19 +109,22 @@
 #define DRAIN_MAX (1024u * 1024u)               /* per stream, when a leader exits */
 #define STREAM_ID_BASE 0x80000000u              /* connection ids; host request ids stay below */
 #define MAX_TOKEN 128u                          /* the host socket's token */
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41) /* Linux 4.13 */
+#endif
 
 /* host -> agent */
 enum {
   T_PING = 0x01, T_SPAWN = 0x02, T_STDIN = 0x03, T_STDIN_EOF = 0x04, T_SIGNAL = 0x05, T_WRITE_FILE = 0x06,
   T_READ_FILE = 0x07, T_PIPE_IN = 0x08, T_LISTEN = 0x09, T_STREAM_DATA = 0x0A, T_STREAM_EOF = 0x0B,
-  T_STREAM_CLOSE = 0x0C, T_STREAM_ACK = 0x0D
+  T_STREAM_CLOSE = 0x0C, T_STREAM_ACK = 0x0D, T_CONNECT = 0x0E, T_RESIZE = 0x0F
 };
 /* agent -> host */
 enum {
   T_HELLO = 0x81, T_PONG = 0x82, T_SPAWNED = 0x83, T_STDOUT = 0x84, T_STDERR = 0x85, T_EXIT = 0x86,
   T_ERROR = 0x87, T_FILE_DATA = 0x88, T_FILE_MISSING = 0x89, T_FILE_WRITTEN = 0x8A, T_STDIN_ACK = 0x8B,
   T_PIPE_OUT = 0x8C, T_PIPE_ACK = 0x8D, T_LISTENING = 0x8E, T_STREAM_OPEN = 0x8F, T_STREAM_DATA_OUT = 0x90,
-  T_STREAM_EOF_OUT = 0x91, T_STREAM_CLOSED = 0x92, T_STREAM_ACK_OUT = 0x93
+  T_STREAM_EOF_OUT = 0x91, T_STREAM_CLOSED = 0x92, T_STREAM_ACK_OUT = 0x93, T_CONNECTED = 0x94
 };
 /* SPAWN flags */
 #define SPAWN_STDIN 0x01u
@@ -121,6 +133,7 @@ enum {
 #define SPAWN_INHERIT_ENV 0x08u
 #define SPAWN_KILL_GROUP_ON_EXIT 0x10u
 #define SPAWN_PIPE 0x20u /* fd 3: PIPE_IN bytes, fd 4: PIPE_OUT bytes (Chromium's --remote-debugging-pipe) */
+#define SPAWN_PTY 0x40u  /* stdin/stdout/stderr on a new pseudo-terminal, the command its session's leader */
 /* WRITE_FILE / READ_FILE flags */
 #define FILE_HAS_UID 0x01u
 #define FILE_HAS_GID 0x02u
@@ -185,14 +198,20 @@ typedef struct {
   sink_t in;                  /* stdin */
   sink_t pin;                 /* fd 3 (SPAWN_PIPE) */
   int out_fd, err_fd, pout_fd; /* stdout, stderr, fd 4; -1 when closed */
+  int pty;                    /* SPAWN_PTY: out_fd and in.fd are the terminal's master (two fds), err_fd is -1 */
   int exited;                 /* leader reaped and EXIT sent; pipes are drained and discarded */
   int signalled;              /* the host sent a signal: kill the rest of the group on exit */
 } cmd_t;
 
-/* A connection accepted on the listener. */
+/*
+ * A TCP connection relayed in frames: one the listener accepted (id from STREAM_ID_BASE, announced by STREAM_OPEN)
+ * or one the host asked for with CONNECT (the request's id, announced by CONNECTED). Both are the same thing from
+ * then on: the same frames, the same window.
+ */
 typedef struct {
   uint32_t id;
   sink_t in;         /* host -> connection; in.fd is the socket */
+  int connecting;    /* a CONNECT whose non-blocking connect has not completed yet */
   int rd_open;       /* still reading the connection */
   int wr_open;       /* still writing to it (not shut down) */
   uint32_t unacked;  /* STREAM_DATA bytes the host has not acknowledged */
@@ -402,6 +421,27 @@ static void send_acks(cmd_t *c) {
   }
 }
 
+/*
+ * SIGKILLs every process of session `sid` (a PTY command's: its jobs have process groups of their own), a few
+ * rounds over /proc in case one forks meanwhile. Processes that made a session of their own escape, as with groups.
+ */
+static void kill_session(pid_t sid) {
+  for (int round = 0; round < 4; round++) {
+    DIR *proc = opendir("/proc");
+    if (!proc) return;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(proc))) {
+      char *end;
+      long pid = strtol(e->d_name, &end, 10);
+      if (*end || pid <= 1 || pid == getpid()) continue;
+      if (getsid((pid_t)pid) == sid && kill((pid_t)pid, SIGKILL) == 0) found = 1;
+    }
+    closedir(proc);
+    if (!found) return;
+  }
+}
+
 static void on_exit_status(cmd_t *c, int status) {
   /* The leader has exited, so everything it wrote is already in the pipes: forward it first. */
   int *fds[3] = {&c->out_fd, &c->err_fd, &c->pout_fd};
@@ -427,6 +467,11 @@ static void on_exit_status(cmd_t *c, int status) {
   if (c->signalled)
     for (int i = 0; i < 16 && kill(-c->pid, SIGKILL) == 0; i++) {
     }
+  if (c->pty) {
+    /* The session is over: closing the master hangs the terminal up for whatever still holds it. */
+    close_fd(&c->out_fd);
+    if (c->signalled) kill_session(c->pid);
+  }
 }
 
 static void reap(void) {
@@ -463,9 +508,10 @@ static void kill_all(void) {
 
 /* ------------------------------------------------------------------ connections (the egress tunnel) */
 
+/* The live connection with this id (a closed one waits in the table until the end of the round). */
 static stream_t *find_stream(uint32_t id) {
   for (size_t i = 0; i < nstreams; i++)
-    if (streams[i]->id == id) return streams[i];
+    if (streams[i]->id == id && streams[i]->in.fd >= 0) return streams[i];
   return NULL;
 }
 
@@ -479,12 +525,38 @@ static void stream_close(stream_t *s) {
   send_frame(T_STREAM_CLOSED, s->id, NULL, 0);
 }
 
+/* A CONNECT that failed: ERROR (not STREAM_CLOSED) is the last frame of its id. */
+static void stream_connect_failed(stream_t *s, int err) {
+  close_fd(&s->in.fd);
+  s->connecting = 0;
+  send_error(s->id, err, "connect to 127.0.0.1: %s", strerror(err));
+}
+
+/* The connection is up: from now on its bytes flow both ways. */
+static void stream_connected(stream_t *s) {
+  s->connecting = 0;
+  s->rd_open = s->wr_open = 1;
+}
+
 static void stream_check_done(stream_t *s) {
   if (!s->rd_open && !s->wr_open) stream_close(s);
 }
 
 static void stream_pump(stream_t *s) {
   if (s->in.fd < 0) return;
+  if (s->connecting) { /* writable: the non-blocking connect has completed, one way or the other */
+    int err = 0;
+    socklen_t elen = sizeof err;
+    if (getsockopt(s->in.fd, SOL_SOCKET, SO_ERROR, &err, &elen)) err = errno;
+    if (err == EINPROGRESS || err == EALREADY) return;
+    if (err) {
+      stream_connect_failed(s, err);
+    } else {
+      stream_connected(s);
+      send_frame(T_CONNECTED, s->id, NULL, 0);
+    }
+    return;
+  }
   int r = sink_pump(&s->in);
   if (r < 0) {
     stream_close(s);
@@ -561,6 +633,21 @@ static void remove_closed_relays(void) {
   }
 }
 
+/* A new connection in the table, not yet flowing (see stream_connected). */
+static stream_t *stream_add(uint32_t id, int fd) {
+  stream_t *s = calloc(1, sizeof *s);
+  if (!s) die("out of memory");
+  s->id = id;
+  sink_init(&s->in, fd);
+  if (nstreams == streams_cap) {
+    streams_cap = streams_cap ? streams_cap * 2 : 16;
+    streams = realloc(streams, streams_cap * sizeof *streams);
+    if (!streams) die("out of memory");
+  }
+  streams[nstreams++] = s;
+  return s;
+}
+
 static void accept_streams(void) {
   for (int rounds = 0; rounds < 16; rounds++) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -576,19 +663,60 @@ static void accept_streams(void) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* relayed bytes go out as they come */
     if (host_sock.sun_path[0] && relay_open(fd) == 0) continue;
     while (find_stream(next_stream_id)) next_stream_id = next_stream_id == UINT32_MAX ? STREAM_ID_BASE : next_stream_id + 1;
-    stream_t *s = calloc(1, sizeof *s);
-    if (!s) die("out of memory");
-    s->id = next_stream_id;
+    stream_t *s = stream_add(next_stream_id, fd);
     next_stream_id = next_stream_id == UINT32_MAX ? STREAM_ID_BASE : next_stream_id + 1;
-    sink_init(&s->in, fd);
-    s->rd_open = s->wr_open = 1;
-    if (nstreams == streams_cap) {
-      streams_cap = streams_cap ? streams_cap * 2 : 16;
-      streams = realloc(streams, streams_cap * sizeof *streams);
-      if (!streams) die("out of memory");
-    }
-    streams[nstreams++] = s;
+    stream_connected(s);
     send_frame(T_STREAM_OPEN, s->id, NULL, 0);
+  }
+}
+
+/*
+ * CONNECT payload: u16 port (1-65535). Connects to 127.0.0.1:port inside the container, without blocking; answers
+ * CONNECTED, after which the request id is a connection like an accepted one (STREAM_* frames both ways, the same
+ * window), or ERROR with the errno (ECONNREFUSED: nothing listens there). Frames the host sends for the id before
+ * CONNECTED are ignored, except STREAM_CLOSE, which abandons the connect (STREAM_CLOSED then ends the id).
+ */
+static void do_connect(uint32_t id, const unsigned char *p, size_t len) {
+  unsigned port = len == 2 ? (unsigned)((p[0] << 8) | p[1]) : 0;
+  if (port == 0 || id == 0 || id >= STREAM_ID_BASE) {
+    send_error(id, EINVAL, "malformed CONNECT request");
+    return;
+  }
+  if (find_stream(id)) {
+    send_error(id, EEXIST, "request id %u is already in use", id);
+    return;
+  }
+  if (nstreams + nrelays >= MAX_STREAMS) {
+    send_error(id, EMFILE, "connect to 127.0.0.1:%u: over %u connections", port, MAX_STREAMS);
+    return;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    send_error(id, errno, "connect to 127.0.0.1:%u: socket: %s", port, strerror(errno));
+    return;
+  }
+  struct sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons((uint16_t)port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* relayed bytes go out as they come */
+  int r;
+  do r = connect(fd, (struct sockaddr *)&addr, sizeof addr);
+  while (r < 0 && errno == EINTR);
+  if (r < 0 && errno != EINPROGRESS) {
+    int e = errno;
+    close(fd);
+    send_error(id, e, "connect to 127.0.0.1:%u: %s", port, strerror(e));
+    return;
+  }
+  stream_t *s = stream_add(id, fd);
+  if (r == 0) {
+    stream_connected(s);
+    send_frame(T_CONNECTED, id, NULL, 0);
+  } else {
+    s->connecting = 1; /* the poll loop waits for it to be writable */
   }
 }
 
@@ -733,10 +861,53 @@ static const char *stage_name(int stage) {
   }
 }
 
+/* The filesystem side of a user switch, for the terminal below; defined with the file requests. */
+static int fs_become(uid_t uid, gid_t gid);
+static void fs_restore(void);
+
 /*
- * SPAWN payload: u8 flags | u32 uid | u32 gid | u16 argc | u16 envc | cwd\0 | argv[argc]\0 | env[envc]\0.
+ * Opens a new pseudo-terminal of cols x rows for a command running as uid:gid: the master (non-blocking) and the
+ * slave, both close-on-exec and neither the agent's controlling terminal. The terminal belongs to the command's
+ * user (devpts gives a new one the opener's filesystem uid), as login(1) would make it. 0, or -1 with errno.
+ */
+static int open_pty(uid_t uid, gid_t gid, unsigned cols, unsigned rows, int *master, int *slave) {
+  if (fs_become(uid, gid)) return -1;
+  int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+  int e = errno;
+  fs_restore();
+  if (m < 0) {
+    errno = e;
+    return -1;
+  }
+  int unlock = 0, s = -1;
+  struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+  if (ioctl(m, TIOCSPTLCK, &unlock) == 0 && ioctl(m, TIOCSWINSZ, &ws) == 0) {
+    s = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC); /* no path lookup in /dev/pts */
+    if (s < 0 && (errno == EINVAL || errno == ENOTTY)) {
+      char name[64];
+      if (ptsname_r(m, name, sizeof name) == 0) s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    }
+  }
+  if (s < 0) {
+    e = errno;
+    close(m);
+    errno = e;
+    return -1;
+  }
+  *master = m;
+  *slave = s;
+  return 0;
+}
+
+/*
+ * SPAWN payload: u8 flags | u32 uid | u32 gid | u16 argc | u16 envc | [u16 cols | u16 rows, with SPAWN_PTY] |
+ * cwd\0 | argv[argc]\0 | env[envc]\0.
  * With SPAWN_PIPE the command also gets fd 3 (it reads PIPE_IN bytes there) and fd 4 (what it writes there
  * comes back as PIPE_OUT): Chromium's --remote-debugging-pipe.
+ * With SPAWN_PTY the command leads a new session whose controlling terminal is a new pseudo-terminal of cols x rows,
+ * on its stdin, stdout and stderr: what it writes comes back as STDOUT, STDIN bytes are typed on the terminal
+ * (0x03 is Ctrl-C), RESIZE changes its size, and STDIN_EOF only stops the typing. When the command exits the
+ * terminal is hung up.
  */
 static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
   if (find_cmd(id)) {
@@ -753,6 +924,16 @@ static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
   size_t argc = ((size_t)p[9] << 8) | p[10];
   size_t envc = ((size_t)p[11] << 8) | p[12];
   size_t off = 13;
+  unsigned cols = 0, rows = 0;
+  if (flags & SPAWN_PTY) {
+    if (len < 17) {
+      send_error(id, EINVAL, "malformed SPAWN payload");
+      return;
+    }
+    cols = ((unsigned)p[13] << 8) | p[14];
+    rows = ((unsigned)p[15] << 8) | p[16];
+    off = 17;
+  }
   char *cwd = NULL;
   char **argv = calloc(argc + 1, sizeof *argv);
   char **given = calloc(envc + 1, sizeof *given);
@@ -780,26 +961,33 @@ static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
   }
   for (size_t j = 0; j < envc; j++) envp[nenv++] = given[j];
 
+  /* With SPAWN_PTY, the terminal stands in for the stdin/stdout/stderr pipes: tty[0] the master, tty[1] the slave. */
   int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1}, ctl[2] = {-1, -1};
-  int pinp[2] = {-1, -1}, poutp[2] = {-1, -1};
-  int *fds[] = {inp, outp, errp, ctl, pinp, poutp};
-  if (pipe2(inp, O_CLOEXEC) || pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) || pipe2(ctl, O_CLOEXEC) ||
-      ((flags & SPAWN_PIPE) && (pipe2(pinp, O_CLOEXEC) || pipe2(poutp, O_CLOEXEC)))) {
+  int pinp[2] = {-1, -1}, poutp[2] = {-1, -1}, tty[2] = {-1, -1};
+  int *fds[] = {inp, outp, errp, ctl, pinp, poutp, tty};
+  int pty = (flags & SPAWN_PTY) != 0;
+  if (pipe2(ctl, O_CLOEXEC) ||
+      (pty ? open_pty(uid, gid, cols, rows, &tty[0], &tty[1])
+           : pipe2(inp, O_CLOEXEC) || pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) ||
+      ((flags & SPAWN_PIPE) && (pipe2(pinp, O_CLOEXEC) || pipe2(poutp, O_CLOEXEC))) ||
+      (pty && (inp[1] = fcntl(tty[0], F_DUPFD_CLOEXEC, 0)) < 0)) {
     int e = errno;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
       close_fd(&fds[i][0]);
       close_fd(&fds[i][1]);
     }
-    send_error(id, e, "spawn %s: pipe: %s", argv[0], strerror(e));
+    send_error(id, e, "spawn %s: %s: %s", argv[0], pty ? "terminal" : "pipe", strerror(e));
     goto done;
   }
+  if (pty) outp[0] = tty[0]; /* read the master as the pipes are read; inp[1] (its copy) takes the typing */
 
   pid_t pid = fork();
   if (pid == 0) {
-    /* child: own process group, default signals, pipes on 0/1/2, nothing else open */
+    /* child: own process group (with a terminal: own session), default signals, pipes on 0/1/2, nothing else open */
     sigset_t none;
     sigemptyset(&none);
-    setpgid(0, 0);
+    if (pty) setsid();
+    else setpgid(0, 0);
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* Move the control pipe and the fd 3/4 ends out of the way first: any of them may already be 0-4. */
@@ -809,7 +997,14 @@ static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
     if ((flags & SPAWN_PIPE) &&
         ((pin_fd = fcntl(pinp[0], F_DUPFD, 10)) < 0 || (pout_fd = fcntl(poutp[1], F_DUPFD, 10)) < 0))
       child_fail(ctl_fd, STAGE_SETUP);
-    if (dup2(inp[0], 0) < 0 || dup2(outp[1], 1) < 0 || dup2(errp[1], 2) < 0) child_fail(ctl_fd, STAGE_SETUP);
+    if (pty) {
+      int tty_fd = fcntl(tty[1], F_DUPFD, 10);
+      if (tty_fd < 0 || ioctl(tty_fd, TIOCSCTTY, 0) || dup2(tty_fd, 0) < 0 || dup2(tty_fd, 1) < 0 ||
+          dup2(tty_fd, 2) < 0)
+        child_fail(ctl_fd, STAGE_SETUP);
+    } else if (dup2(inp[0], 0) < 0 || dup2(outp[1], 1) < 0 || dup2(errp[1], 2) < 0) {
+      child_fail(ctl_fd, STAGE_SETUP);
+    }
     if ((flags & SPAWN_PIPE) && (dup2(pin_fd, 3) < 0 || dup2(pout_fd, 4) < 0)) child_fail(ctl_fd, STAGE_SETUP);
     close_other_fds((flags & SPAWN_PIPE) ? 5 : 3, ctl_fd);
     struct rlimit rl;
@@ -838,6 +1033,7 @@ static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
   close_fd(&ctl[1]);
   close_fd(&pinp[0]);
   close_fd(&poutp[1]);
+  close_fd(&tty[1]);
   if (pid < 0) {
     close_fd(&inp[1]);
     close_fd(&outp[0]);
@@ -868,7 +1064,7 @@ static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
   }
   set_nonblock(inp[1]);
   set_nonblock(outp[0]);
-  set_nonblock(errp[0]);
+  if (!pty) set_nonblock(errp[0]);
   if (flags & SPAWN_PIPE) {
     set_nonblock(pinp[1]);
     set_nonblock(poutp[0]);
@@ -878,6 +1074,7 @@ static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
   c->id = id;
   c->pid = pid;
   c->signalled = (flags & SPAWN_KILL_GROUP_ON_EXIT) != 0;
+  c->pty = pty;
   sink_init(&c->in, inp[1]);
   sink_init(&c->pin, pinp[1]);
   c->out_fd = outp[0];
@@ -1263,6 +1460,23 @@ static void handle_frame(unsigned type, uint32_t id, unsigned char *p, size_t le
     c->signalled = 1;
     if (kill(-c->pid, (int)sig) && errno == ESRCH && !c->exited) kill(c->pid, (int)sig);
     break;
+  case T_RESIZE: /* u16 cols | u16 rows, for a command on a terminal */
+    c = find_cmd(id);
+    if (len != 4) {
+      send_error(id, EINVAL, "malformed RESIZE payload");
+      break;
+    }
+    if (!c || c->exited) break; /* already gone */
+    if (!c->pty) {
+      send_error(id, ENOTTY, "request %u is not on a terminal", id);
+      break;
+    }
+    {
+      struct winsize ws = {.ws_col = (unsigned short)((p[0] << 8) | p[1]), .ws_row = (unsigned short)((p[2] << 8) | p[3])};
+      int master = c->out_fd >= 0 ? c->out_fd : c->in.fd;
+      if (master >= 0) ioctl(master, TIOCSWINSZ, &ws); /* the kernel sends SIGWINCH to the foreground group */
+    }
+    break;
   case T_WRITE_FILE:
     do_write_file(id, p, len);
     break;
@@ -1272,10 +1486,13 @@ static void handle_frame(unsigned type, uint32_t id, unsigned char *p, size_t le
   case T_LISTEN:
     do_listen(id, p, len);
     break;
+  case T_CONNECT:
+    do_connect(id, p, len);
+    break;
   case T_STREAM_DATA:
     st = find_stream(id);
     if (!st || st->in.fd < 0) break; /* closed meanwhile */
-    if (!st->wr_open) break;         /* after the host's own EOF: ignore */
+    if (!st->wr_open) break;         /* after the host's own EOF, or before CONNECTED: ignore */
     if (sink_push(&st->in, p, len)) {
       stream_close(st); /* the host ignored the window */
       break;
@@ -1526,6 +1743,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nstreams; i++) {
       stream_t *s = streams[i];
       if (s->in.fd < 0) continue;
+      if (s->connecting) WATCH(s->in.fd, POLLOUT, P_STREAM_IN, i);
       if (s->rd_open && !paused && s->unacked < STREAM_WINDOW) WATCH(s->in.fd, POLLIN, P_STREAM_OUT, i);
       if (s->in.q.len > 0) WATCH(s->in.fd, POLLOUT, P_STREAM_IN, i);
     }

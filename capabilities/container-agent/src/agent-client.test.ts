@@ -1,13 +1,20 @@
 import { type ChildProcessByStdio, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Duplex, PassThrough, type Readable, type Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { it as baseIt, beforeAll, describe, expect } from "vitest";
 import { type AgentClient, createAgentClient } from "./agent-client.ts";
-import { AGENT_PROTOCOL_VERSION, FrameType, MAX_FRAME_PAYLOAD_BYTES } from "./agent-protocol.ts";
+import {
+  AGENT_PROTOCOL_VERSION,
+  FIRST_STREAM_ID,
+  FrameType,
+  MAX_FRAME_PAYLOAD_BYTES,
+} from "./agent-protocol.ts";
 import { ContainerAgentError } from "./container-agent-error.ts";
 import { encodeFrame } from "./frame-codec.ts";
 import { findPrebuiltBinary } from "./prebuilt-binary.ts";
@@ -74,7 +81,6 @@ async function eventually(check: () => boolean | Promise<boolean>, ms = 3000): P
 
 /** Children of `pid` in state Z (zombie), from /proc. */
 async function zombieChildren(pid: number): Promise<number[]> {
-  const { readdir } = await import("node:fs/promises");
   const zombies: number[] = [];
   for (const entry of await readdir("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
@@ -83,6 +89,20 @@ async function zombieChildren(pid: number): Promise<number[]> {
     if (fields[1] === String(pid) && fields[0] === "Z") zombies.push(Number(entry));
   }
   return zombies;
+}
+
+/** The processes of session `sid` (pid and command name), from /proc. */
+async function sessionMembers(sid: number): Promise<Array<{ pid: number; comm: string }>> {
+  const members: Array<{ pid: number; comm: string }> = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // state, ppid, pgrp, session
+    if (fields[3] === String(sid) && fields[0] !== "Z")
+      members.push({ pid: Number(entry), comm: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) });
+  }
+  return members;
 }
 
 describe("createAgentClient with the real agent", () => {
@@ -592,6 +612,246 @@ describe("createAgentClient with the real agent", () => {
     expect(await exited).toBe(0);
     expect(agent.closeErrors).toEqual([undefined]);
     await eventually(() => !isAlive(pid));
+  });
+});
+
+describe("AgentClient.connect with the real agent", () => {
+  /** A server on this machine's loopback (where the local agent's 127.0.0.1 is), closed after `use`. */
+  async function withServer(
+    onSocket: (socket: Socket) => void,
+    use: (port: number) => Promise<void>,
+  ): Promise<void> {
+    const server = createServer(onSocket);
+    const sockets = new Set<Socket>();
+    server.on("connection", (socket) => {
+      sockets.add(socket);
+      socket.on("close", () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      await use((server.address() as AddressInfo).port);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
+
+  it("relays 100 MiB both ways through an echo server, flow-controlled, with bounded agent memory", async ({
+    agent,
+  }) => {
+    await withServer(
+      (socket) => socket.pipe(socket),
+      async (port) => {
+        const stream = await agent.client.connect(port);
+        expect(stream.id).toBeLessThan(FIRST_STREAM_ID);
+        const block = randomBytes(1024 * 1024);
+        const sent = createHash("sha256");
+        const received = createHash("sha256");
+        let receivedBytes = 0;
+        let maxRssKiB = 0;
+        const sampler = setInterval(() => {
+          readFile(`/proc/${agent.child.pid}/status`, "utf8")
+            .then((status) => {
+              maxRssKiB = Math.max(maxRssKiB, Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]));
+            })
+            .catch(() => {});
+        }, 20);
+        try {
+          const done = new Promise<void>((resolve, reject) => {
+            stream.on("data", (chunk: Buffer) => {
+              received.update(chunk);
+              receivedBytes += chunk.length;
+            });
+            stream.on("end", resolve);
+            stream.on("error", reject);
+          });
+          for (let i = 0; i < 100; i++) {
+            const piece = Buffer.from(block);
+            piece.writeUInt32BE(i, 0);
+            sent.update(piece);
+            if (!stream.write(piece)) await once(stream, "drain");
+          }
+          stream.end();
+          await done;
+        } finally {
+          clearInterval(sampler);
+        }
+        expect(receivedBytes).toBe(100 * 1024 * 1024);
+        expect(received.digest("hex")).toBe(sent.digest("hex"));
+        // Windows of 4 MiB each way, and a paused read of the host above 16 MiB queued.
+        expect(maxRssKiB).toBeLessThan(48 * 1024);
+      },
+    );
+  });
+
+  it("rejects a port where nothing listens with SANDBOX_PORT_CLOSED, and a bad port with INVALID_ARGUMENT", async ({
+    agent,
+  }) => {
+    let freePort = 0;
+    await withServer(
+      () => {},
+      async (port) => {
+        freePort = port;
+      },
+    );
+    const refused = await agent.client.connect(freePort).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ContainerAgentError);
+    expect(refused).toMatchObject({
+      code: "SANDBOX_PORT_CLOSED",
+      details: { port: freePort, errnoName: "ECONNREFUSED" },
+    });
+    for (const port of [0, 65536, 1.5, -1]) {
+      await expect(agent.client.connect(port)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    }
+    // The agent is still fine.
+    expect(text((await agent.client.spawn({ argv: ["echo", "ok"] }).wait()).stdout)).toBe("ok\n");
+  });
+
+  it("ends the stream when the server closes, in order, and closes it when the server resets", async ({
+    agent,
+  }) => {
+    let mode: "end" | "reset" = "end";
+    await withServer(
+      (socket) => {
+        if (mode === "end") socket.end("bye");
+        else socket.resetAndDestroy();
+      },
+      async (port) => {
+        const stream = await agent.client.connect(port);
+        const chunks: Buffer[] = [];
+        stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+        await once(stream, "end");
+        expect(Buffer.concat(chunks).toString()).toBe("bye");
+        stream.end();
+        await once(stream, "close");
+        mode = "reset";
+        const reset = await agent.client.connect(port);
+        reset.resume();
+        await once(reset, "close");
+      },
+    );
+  });
+
+  it("closes the server's socket when the host destroys the stream, and frees the connection", async ({
+    agent,
+  }) => {
+    const closedOnServer: Array<Promise<unknown>> = [];
+    await withServer(
+      (socket) => {
+        socket.resume();
+        closedOnServer.push(once(socket, "close"));
+      },
+      async (port) => {
+        for (let i = 0; i < 50; i++) {
+          const stream = await agent.client.connect(port);
+          stream.write("hello");
+          stream.destroy();
+        }
+        await eventually(() => closedOnServer.length === 50);
+        await Promise.all(closedOnServer);
+        // Nothing is left open in the agent: its descriptors are back to what a fresh one holds.
+        const fds = await readdir(`/proc/${agent.child.pid}/fd`);
+        expect(fds.length).toBeLessThan(10);
+      },
+    );
+  });
+
+  it("gives up a connection whose signal aborts", async ({ agent }) => {
+    await withServer(
+      (socket) => socket.resume(),
+      async (port) => {
+        const controller = new AbortController();
+        controller.abort(new Error("gave up"));
+        await expect(agent.client.connect(port, { signal: controller.signal })).rejects.toThrow("gave up");
+        const stream = await agent.client.connect(port, { signal: new AbortController().signal });
+        stream.destroy();
+      },
+    );
+  });
+});
+
+describe("AgentClient.spawn with a terminal", () => {
+  /** A shell on a terminal, its output (as text) gathered. */
+  function shell(agent: Agent, size = { cols: 80, rows: 24 }) {
+    let output = "";
+    const process = agent.client.spawn({
+      argv: ["bash", "--norc", "--noprofile", "-i"],
+      env: { PS1: "$ ", TERM: "xterm-256color" },
+      stdin: "pipe",
+      pty: size,
+      maxOutputBytes: 0,
+      killGroupOnExit: true,
+      onStdout: (chunk) => {
+        output += Buffer.from(chunk).toString();
+      },
+    });
+    return {
+      process,
+      /** Waits until the output after `from` matches `pattern`; returns the offset past the match. */
+      async waitFor(pattern: RegExp, from = 0): Promise<number> {
+        let match: RegExpExecArray | null = null;
+        await eventually(() => {
+          match = pattern.exec(output.slice(from));
+          return match !== null;
+        }, 10_000).catch(() => {
+          throw new Error(`no ${pattern} in ${JSON.stringify(output.slice(from))}`);
+        });
+        const found = match as unknown as RegExpExecArray;
+        return from + found.index + found[0].length;
+      },
+    };
+  }
+
+  it("runs a shell: echo shows its output, stty size the size given, then a new size after resize", async ({
+    agent,
+  }) => {
+    const { process, waitFor } = shell(agent);
+    await process.writeStdin("echo hi-$((40 + 2))\n");
+    let at = await waitFor(/hi-42\r\n/);
+    await process.writeStdin("stty size; tty\n");
+    at = await waitFor(/24 80\r\n\/dev\/pts\/\d+\r\n/, at);
+    process.resize({ cols: 132, rows: 43 });
+    await process.writeStdin("stty size\n");
+    await waitFor(/43 132\r\n/, at);
+    expect(() => process.resize({ cols: 0, rows: 10 })).toThrow(/cols/);
+    await process.writeStdin("exit 3\n");
+    expect(await process.wait()).toMatchObject({ exitCode: 3, terminationReason: "exit" });
+  });
+
+  it("interrupts the foreground job on Ctrl-C and the shell goes on", async ({ agent }) => {
+    const { process, waitFor } = shell(agent);
+    const shellPid = await process.pid;
+    await process.writeStdin("echo started-$((2 + 3)); sleep 100\n");
+    const at = await waitFor(/started-5\r\n/);
+    const sleepers = async () => (await sessionMembers(shellPid)).filter((member) => member.comm === "sleep");
+    await eventually(async () => (await sleepers()).length === 1);
+    await process.writeStdin("\x03");
+    await eventually(async () => (await sleepers()).length === 0);
+    await process.writeStdin("echo alive-$((1 + 1))\n");
+    await waitFor(/alive-2\r\n/, at);
+    await process.writeStdin("exit\n");
+    expect(await process.wait()).toMatchObject({ exitCode: 0 });
+  });
+
+  it("on SIGHUP ends the shell and every process of its session, even one that ignores SIGHUP", async ({
+    agent,
+  }) => {
+    const { process, waitFor } = shell(agent);
+    const shellPid = await process.pid;
+    await process.writeStdin("nohup sleep 200 >/dev/null 2>&1 & echo bg-$((1 + 2))\n");
+    await waitFor(/bg-3\r\n/);
+    await eventually(async () => (await sessionMembers(shellPid)).some((member) => member.comm === "sleep"));
+    process.kill("SIGHUP");
+    const result = await process.wait();
+    expect(result.terminationReason).toBe("abort");
+    await eventually(async () => (await sessionMembers(shellPid)).length === 0);
+    expect(await zombieChildren(agent.child.pid!)).toEqual([]);
+  });
+
+  it("refuses resize for a command without a terminal", async ({ agent }) => {
+    const process = agent.client.spawn({ argv: ["true"] });
+    expect(() => process.resize({ cols: 80, rows: 24 })).toThrow(/pty/);
+    await process.wait();
   });
 });
 

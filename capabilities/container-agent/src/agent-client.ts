@@ -1,3 +1,4 @@
+import { type AgentConnectOptions, connectAgentPort } from "./agent-connect.ts";
 import { type AgentConnection, type AgentTransport, createAgentConnection } from "./agent-connection.ts";
 import {
   type AgentReadFileOptions,
@@ -58,6 +59,13 @@ export interface AgentClient {
    */
   listen(options: AgentListenOptions): Promise<number>;
   /**
+   * Connects to `127.0.0.1:port` inside the container, through the agent (the container needs no network), and
+   * resolves to the connection as an {@link AgentStream}: flow-controlled both ways like the listener's
+   * connections, `end()` half-closes, `destroy()` closes. Rejects with `SANDBOX_PORT_CLOSED` when nothing listens
+   * there, `SANDBOX_CONNECT_FAILED` for another failure, `INVALID_ARGUMENT` for a port outside 1–65535.
+   */
+  connect(port: number, options?: AgentConnectOptions): Promise<AgentStream>;
+  /**
    * Ends the connection: every request in flight rejects with `SANDBOX_PROTOCOL`, and the agent, seeing its
    * stdin end, kills every command it started and exits. Resolves when its output has ended (at most ~2 s).
    */
@@ -106,6 +114,7 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     writeFile: (path, content, writeOptions) => writeAgentFile(connection, path, content, writeOptions),
     ping: createAgentPing(connection),
     listen: listener.listen,
+    connect: (port, connectOptions) => connectAgentPort(connection, port, connectOptions),
     close: connection.close,
     [Symbol.asyncDispose]: connection.close,
   };

@@ -1,13 +1,8 @@
 import { callAgent } from "./agent-call.ts";
 import type { AgentConnection } from "./agent-connection.ts";
-import {
-  decodeListeningPayload,
-  decodeU32Payload,
-  encodeListenPayload,
-  FrameType,
-} from "./agent-protocol.ts";
+import { decodeListeningPayload, encodeListenPayload, FrameType } from "./agent-protocol.ts";
 import { agentError, unexpectedFrame } from "./agent-reply-errors.ts";
-import { AgentStream, type AgentStreamLink } from "./agent-stream.ts";
+import { AgentStream, agentStreamLink, deliverStreamFrame } from "./agent-stream.ts";
 import { protocolError } from "./container-agent-error.ts";
 import type { Frame } from "./frame-codec.ts";
 
@@ -42,41 +37,17 @@ export function createAgentListener(connection: AgentConnection): AgentListener 
   const streams = new Map<number, AgentStream>();
   let onConnection: ((stream: AgentStream) => void) | undefined;
 
-  const link = (id: number): AgentStreamLink => ({
-    send: (type: number, payload?: Uint8Array) => connection.send(type, id, payload),
-    get open() {
-      return !connection.closed;
-    },
-  });
-
   function onFrame(frame: Frame): void {
     const id = frame.requestId;
     if (frame.type === FrameType.StreamOpen) {
       if (streams.has(id)) throw protocolError(`protocol error: connection ${id} opened twice`);
-      const stream = new AgentStream(id, link(id));
+      const stream = new AgentStream(id, agentStreamLink(connection, id));
       streams.set(id, stream);
       if (onConnection) onConnection(stream);
       else stream.destroy();
       return;
     }
-    const stream = streams.get(id);
-    switch (frame.type) {
-      case FrameType.StreamDataOut:
-        stream?.receive(frame.payload);
-        return;
-      case FrameType.StreamEofOut:
-        stream?.receiveEnd();
-        return;
-      case FrameType.StreamAckOut:
-        stream?.acknowledged(decodeU32Payload(frame.payload, "STREAM_ACK"));
-        return;
-      case FrameType.StreamClosed:
-        streams.delete(id);
-        stream?.closedByAgent();
-        return;
-      default:
-        unexpectedFrame(frame, "a connection");
-    }
+    if (deliverStreamFrame(streams.get(id), frame)) streams.delete(id);
   }
 
   function closeAll(): void {

@@ -1,4 +1,4 @@
-import type { AgentSignal } from "./agent-protocol.ts";
+import type { AgentSignal, TerminalSize } from "./agent-protocol.ts";
 
 /** Why a command ended. A caller's own `kill()` of a running command counts as `abort`. */
 export type TerminationReason = "exit" | "timeout" | "abort" | "output-limit";
@@ -55,6 +55,14 @@ export interface AgentSpawnOptions {
    * here, and {@link AgentProcess.writePipe} reaches its fd 3. Absent: the command gets neither.
    */
   onPipe?: ((chunk: Uint8Array) => void) | undefined;
+  /**
+   * Runs the command on a new pseudo-terminal of this size instead of pipes: its stdin, stdout and stderr, with the
+   * command leading a session of its own (a shell gets job control). Everything it writes arrives as stdout (with
+   * the terminal's `\r\n`); {@link AgentProcess.writeStdin} types on it (byte 0x03 is Ctrl-C, which the terminal
+   * turns into SIGINT for its foreground job); {@link AgentProcess.resize} changes its size. Closing stdin only
+   * stops the typing. When the command exits, the terminal is hung up.
+   */
+  pty?: TerminalSize | undefined;
 }
 
 /** How a command ended, with its (capped) output. */
@@ -103,6 +111,12 @@ export interface AgentProcess {
    * exited are dropped.
    */
   writePipe(data: Uint8Array | string): Promise<void>;
+  /**
+   * Changes the size of the command's terminal (needs `pty`); the kernel sends SIGWINCH to its foreground job.
+   * Throws `INVALID_ARGUMENT` for a size outside 1–65535 or a command without a terminal; does nothing once it
+   * has ended.
+   */
+  resize(size: TerminalSize): void;
 }
 
 /** The output kept per stream when `maxOutputBytes` is not given. */

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   decodeExitPayload,
   decodeHelloPayload,
+  encodeConnectPayload,
   encodeReadFilePayload,
   encodeSpawnPayload,
   encodeWriteFilePayload,
@@ -25,9 +26,43 @@ describe("agent protocol payloads", () => {
     expect(new TextDecoder().decode(payload.subarray(13))).toBe("/w\0sh\0-c\0x\0A=1\0");
   });
 
+  it("puts a terminal's size after the counts of a spawn request, with flag 0x40", () => {
+    const payload = encodeSpawnPayload({
+      argv: ["sh"],
+      stdin: true,
+      inheritEnv: false,
+      pty: { cols: 300, rows: 2 },
+    });
+    expect([...payload.subarray(0, 17)]).toEqual([
+      0x01 | 0x40,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      1,
+      0,
+      0,
+      1,
+      44,
+      0,
+      2,
+    ]);
+    expect(new TextDecoder().decode(payload.subarray(17))).toBe("\0sh\0");
+    expect([...encodeConnectPayload(8080)]).toEqual([0x1f, 0x90]);
+  });
+
   it("refuses what cannot be encoded faithfully", () => {
     const cases = [
       () => encodeSpawnPayload({ argv: [], stdin: false }),
+      () => encodeSpawnPayload({ argv: ["sh"], stdin: false, pty: { cols: 0, rows: 24 } }),
+      () => encodeSpawnPayload({ argv: ["sh"], stdin: false, pty: { cols: 80, rows: 65536 } }),
+      () => encodeConnectPayload(0),
+      () => encodeConnectPayload(65536),
       () => encodeSpawnPayload({ argv: ["a\0b"], stdin: false }),
       () => encodeSpawnPayload({ argv: ["sh"], env: { "A=B": "1" }, stdin: false }),
       () => encodeSpawnPayload({ argv: ["sh"], uid: -1, stdin: false }),

@@ -7,10 +7,11 @@ import { ContainerAgentError, protocolError } from "./container-agent-error.ts";
  * `u32 BE payload length | u8 type | u32 BE request id | payload`, with payloads of at most
  * {@link MAX_FRAME_PAYLOAD_BYTES}. Host → agent types are below 0x80, agent → host types 0x80 and above.
  * Request id 0 is the connection itself (HELLO, connection errors); the host numbers its requests from 1 up to
- * {@link FIRST_STREAM_ID} − 1, and the agent numbers the connections it accepts from {@link FIRST_STREAM_ID}.
+ * {@link FIRST_STREAM_ID} − 1, and the agent numbers the connections it accepts from {@link FIRST_STREAM_ID}. A
+ * connection the host opens with CONNECT keeps the CONNECT's request id.
  * Command output and connection bytes travel raw; the few structured payloads are fixed binary layouts (below).
  */
-export const AGENT_PROTOCOL_VERSION = 2;
+export const AGENT_PROTOCOL_VERSION = 3;
 
 /** The first id of a connection the agent accepted; host request ids stay below it. */
 export const FIRST_STREAM_ID = 0x80000000;
@@ -52,6 +53,14 @@ export const FrameType = {
   StreamClose: 0x0c,
   /** host → agent (connection id): u32 count of STREAM_DATA bytes the host has consumed. */
   StreamAck: 0x0d,
+  /**
+   * host → agent: u16 port; connect to the container's 127.0.0.1:port. CONNECTED, after which the request id is a
+   * connection (the STREAM_* frames both ways, as for an accepted one), or ERROR (ECONNREFUSED: nothing listens).
+   * STREAM_CLOSE before CONNECTED abandons it (STREAM_CLOSED or ERROR then ends the id).
+   */
+  Connect: 0x0e,
+  /** host → agent (a command's request id): u16 cols | u16 rows, the new size of the command's terminal. */
+  Resize: 0x0f,
   /** agent → host, request id 0, sent once at start (see {@link decodeHelloPayload}). */
   Hello: 0x81,
   /** agent → host: the PING payload. */
@@ -90,6 +99,8 @@ export const FrameType = {
   StreamClosed: 0x92,
   /** agent → host (connection id): u32 count of STREAM_DATA bytes written to the connection. */
   StreamAckOut: 0x93,
+  /** agent → host (the CONNECT's request id), empty: the connection is open. */
+  Connected: 0x94,
 } as const;
 
 /** One of the {@link FrameType} numbers. */
@@ -116,6 +127,7 @@ export const AGENT_FRAME_TYPES: ReadonlySet<number> = new Set([
   FrameType.StreamEofOut,
   FrameType.StreamClosed,
   FrameType.StreamAckOut,
+  FrameType.Connected,
 ]);
 
 /** The frame types the host may send. */
@@ -133,6 +145,8 @@ export const HOST_FRAME_TYPES: ReadonlySet<number> = new Set([
   FrameType.StreamEof,
   FrameType.StreamClose,
   FrameType.StreamAck,
+  FrameType.Connect,
+  FrameType.Resize,
 ]);
 
 const SPAWN_STDIN = 0x01;
@@ -141,6 +155,7 @@ const SPAWN_HAS_GID = 0x04;
 const SPAWN_INHERIT_ENV = 0x08;
 const SPAWN_KILL_GROUP_ON_EXIT = 0x10;
 const SPAWN_PIPE = 0x20;
+const SPAWN_PTY = 0x40;
 const FILE_HAS_UID = 0x01;
 const FILE_HAS_GID = 0x02;
 const FILE_HAS_MODE = 0x04;
@@ -197,9 +212,44 @@ export interface SpawnRequest {
   killGroupOnExit?: boolean | undefined;
   /** Give the command fd 3 (PIPE_IN bytes) and fd 4 (PIPE_OUT bytes) (SPAWN flag 0x20). */
   pipe?: boolean | undefined;
+  /**
+   * Run the command on a new pseudo-terminal of this size (SPAWN flag 0x40): its stdin, stdout and stderr, the
+   * command leading a session of its own. Its output arrives as STDOUT; STDIN bytes are typed on it.
+   */
+  pty?: TerminalSize | undefined;
 }
 
-/** SPAWN payload: `u8 flags | u32 uid | u32 gid | u16 argc | u16 envc | cwd\0 | argv[argc]\0 | KEY=VALUE[envc]\0`. */
+/** A terminal's size in character cells. */
+export interface TerminalSize {
+  /** Columns, 1–65535. */
+  cols: number;
+  /** Rows, 1–65535. */
+  rows: number;
+}
+
+/** `u16 cols | u16 rows`: a terminal size (in SPAWN with the PTY flag, and RESIZE). */
+export function encodeTerminalSize(size: TerminalSize): Uint8Array {
+  const { cols, rows } = size;
+  for (const [name, value] of [
+    ["cols", cols],
+    ["rows", rows],
+  ] as const) {
+    if (!Number.isInteger(value) || value < 1 || value > 0xffff)
+      throw invalid(`terminal ${name} must be an integer from 1 to 65535, got ${value}`);
+  }
+  return new Uint8Array([cols >> 8, cols & 0xff, rows >> 8, rows & 0xff]);
+}
+
+/** CONNECT payload: `u16 port` (1–65535). */
+export function encodeConnectPayload(port: number): Uint8Array {
+  if (!Number.isInteger(port) || port < 1 || port > 0xffff) throw invalid(`invalid port ${port}`);
+  return new Uint8Array([port >> 8, port & 0xff]);
+}
+
+/**
+ * SPAWN payload: `u8 flags | u32 uid | u32 gid | u16 argc | u16 envc | [u16 cols | u16 rows, with a pty] | cwd\0 |
+ * argv[argc]\0 | KEY=VALUE[envc]\0`.
+ */
 export function encodeSpawnPayload(request: SpawnRequest): Uint8Array {
   const { argv } = request;
   if (argv.length === 0 || argv[0] === "") throw invalid("argv must name a program");
@@ -216,12 +266,15 @@ export function encodeSpawnPayload(request: SpawnRequest): Uint8Array {
   if (request.inheritEnv ?? true) flags |= SPAWN_INHERIT_ENV;
   if (request.killGroupOnExit) flags |= SPAWN_KILL_GROUP_ON_EXIT;
   if (request.pipe) flags |= SPAWN_PIPE;
+  if (request.pty) flags |= SPAWN_PTY;
   head[0] = flags;
   view.setUint32(1, checkId(request.uid, "uid"));
   view.setUint32(5, checkId(request.gid, "gid"));
   view.setUint16(9, argv.length);
   view.setUint16(11, env.length);
-  parts.push(head, cString(request.cwd ?? "", "cwd"));
+  parts.push(head);
+  if (request.pty) parts.push(encodeTerminalSize(request.pty));
+  parts.push(cString(request.cwd ?? "", "cwd"));
   for (const arg of argv) parts.push(cString(arg, "argument"));
   for (const [key, value] of env) {
     if (key === "" || key.includes("="))
@@ -500,6 +553,8 @@ const LINUX_ERRNO: Readonly<Record<number, string>> = {
   99: "EADDRNOTAVAIL",
   104: "ECONNRESET",
   105: "ENOBUFS",
+  110: "ETIMEDOUT",
+  111: "ECONNREFUSED",
   122: "EDQUOT",
 };
 

@@ -4,7 +4,7 @@ import type { Frame } from "./frame-codec.ts";
 
 /** The error an ERROR frame of the agent reports (its errno and message), with `details` about the request. */
 export function agentError(
-  code: "SANDBOX_SPAWN_FAILED" | "SANDBOX_FILE_FAILED",
+  code: "SANDBOX_SPAWN_FAILED" | "SANDBOX_FILE_FAILED" | "SANDBOX_PORT_CLOSED" | "SANDBOX_CONNECT_FAILED",
   payload: Uint8Array,
   details: object,
 ): ContainerAgentError {

@@ -1,5 +1,8 @@
 import { Duplex } from "node:stream";
-import { FrameType } from "./agent-protocol.ts";
+import type { AgentConnection } from "./agent-connection.ts";
+import { decodeU32Payload, FrameType } from "./agent-protocol.ts";
+import { unexpectedFrame } from "./agent-reply-errors.ts";
+import type { Frame } from "./frame-codec.ts";
 
 /** Unacknowledged bytes each way per connection (the agent's own window matches it). */
 export const STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
@@ -14,9 +17,20 @@ export interface AgentStreamLink {
   readonly open: boolean;
 }
 
+/** The link of connection `id` over the agent connection `connection`. */
+export function agentStreamLink(connection: AgentConnection, id: number): AgentStreamLink {
+  return {
+    send: (type, payload) => connection.send(type, id, payload),
+    get open() {
+      return !connection.closed;
+    },
+  };
+}
+
 /**
- * One TCP connection a program in the container made to the agent's loopback listener, as a Node `Duplex` on
- * the host: what the program sends is readable here, what is written here reaches the program. Both directions
+ * One TCP connection relayed by the agent, as a Node `Duplex` on the host: one a program in the container made to
+ * the agent's loopback listener, or one the host made to a port in the container (`AgentClient.connect`). What the
+ * program sends is readable here, what is written here reaches the program. Both directions
  * are flow-controlled over the agent connection by acknowledgements ({@link STREAM_WINDOW_BYTES} in flight),
  * so neither side buffers without bound. `end()` half-closes the program's side; `destroy()` closes the
  * connection.
@@ -126,5 +140,29 @@ export class AgentStream extends Duplex {
     this.#waitingForWindow = undefined;
     resume?.();
     callback(error);
+  }
+}
+
+/**
+ * Hands a frame the agent sent about a connection to its stream (`undefined`: the host has forgotten it, and the
+ * frame is dropped). True when it was the connection's last frame (STREAM_CLOSED): its owner forgets it. A frame a
+ * connection cannot get throws `SANDBOX_PROTOCOL`.
+ */
+export function deliverStreamFrame(stream: AgentStream | undefined, frame: Frame): boolean {
+  switch (frame.type) {
+    case FrameType.StreamDataOut:
+      stream?.receive(frame.payload);
+      return false;
+    case FrameType.StreamEofOut:
+      stream?.receiveEnd();
+      return false;
+    case FrameType.StreamAckOut:
+      stream?.acknowledged(decodeU32Payload(frame.payload, "STREAM_ACK"));
+      return false;
+    case FrameType.StreamClosed:
+      stream?.closedByAgent();
+      return true;
+    default:
+      return unexpectedFrame(frame, "a connection");
   }
 }

@@ -11,6 +11,10 @@ const marker = Symbol.for("pai.error.ContainerAgentError");
  *   to the requested user). `details.errno` / `details.errnoName` say why.
  * - `SANDBOX_FILE_FAILED`: the agent could not read or write a file (permission, not a regular file, too
  *   large). A missing file is not an error: `readFile` returns `null`.
+ * - `SANDBOX_PORT_CLOSED`: nothing listens on the container's loopback port a connection was asked for
+ *   (`AgentClient.connect`; the agent's connect was refused). `details.port` says which.
+ * - `SANDBOX_CONNECT_FAILED`: the agent could not connect to that port for another reason (out of descriptors, too
+ *   many connections). `details.errno` / `details.errnoName` say why.
  * - `INVALID_ARGUMENT`: the request cannot be encoded (a NUL in an argument, a file over the frame limit).
  * - `PREBUILT_BINARY_MISSING`: this package ships no `pai-agent` or `pai-egress-relay` for the architecture that
  *   must run it (the engine's, or this machine's); the message names it and the fix. `details.program`,
@@ -20,6 +24,8 @@ export type ContainerAgentErrorCode =
   | "SANDBOX_PROTOCOL"
   | "SANDBOX_SPAWN_FAILED"
   | "SANDBOX_FILE_FAILED"
+  | "SANDBOX_PORT_CLOSED"
+  | "SANDBOX_CONNECT_FAILED"
   | "INVALID_ARGUMENT"
   | "PREBUILT_BINARY_MISSING";
 

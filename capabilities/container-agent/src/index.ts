@@ -1,4 +1,5 @@
 export { type AgentClient, type AgentClientOptions, createAgentClient } from "./agent-client.ts";
+export type { AgentConnectOptions } from "./agent-connect.ts";
 export type { AgentTransport } from "./agent-connection.ts";
 export { type AgentDialSocket, createAgentDialSocket } from "./agent-dial-socket.ts";
 export type { AgentReadFileOptions, AgentWriteFileOptions } from "./agent-files.ts";
@@ -24,6 +25,7 @@ export {
   maxWriteFileBytes,
   signalName,
   signalNumber,
+  type TerminalSize,
 } from "./agent-protocol.ts";
 export { AgentStream, STREAM_WINDOW_BYTES } from "./agent-stream.ts";
 export { agentSupervisorSpec, SANDBOX_USER } from "./agent-supervisor-spec.ts";

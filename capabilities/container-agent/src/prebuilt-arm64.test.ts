@@ -70,7 +70,9 @@ describe("the aarch64 pai-agent under qemu", () => {
   it("runs under qemu-aarch64 and tells the version of the x86_64 build: the same sources", async () => {
     // The version goes to stderr: the agent's stdout carries frames only.
     const version = (await execa(qemu, [agentBinary, "--version"])).stderr;
-    expect(version).toMatch(/^pai-agent 0\.2\.0\+[0-9a-f]{12} \(protocol 2\)$/);
+    expect(version).toMatch(
+      new RegExp(`^pai-agent 0\\.2\\.0\\+[0-9a-f]{12} \\(protocol ${AGENT_PROTOCOL_VERSION}\\)$`),
+    );
     if (process.arch === "x64") {
       const x64 = await findPrebuiltBinary({ program: "pai-agent", architecture: "x64" });
       expect((await execa(x64, ["--version"])).stderr).toBe(version);

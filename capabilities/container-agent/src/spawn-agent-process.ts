@@ -5,7 +5,13 @@ import {
   type AgentSpawnOptions,
   DEFAULT_MAX_OUTPUT_BYTES,
 } from "./agent-process.ts";
-import { encodeSpawnPayload, FrameType, LINUX_SIGNALS, signalNumber } from "./agent-protocol.ts";
+import {
+  encodeSpawnPayload,
+  encodeTerminalSize,
+  FrameType,
+  LINUX_SIGNALS,
+  signalNumber,
+} from "./agent-protocol.ts";
 import { ContainerAgentError, protocolError } from "./container-agent-error.ts";
 import { onProcessFrame } from "./process-frames.ts";
 import {
@@ -77,6 +83,13 @@ function processHandle(run: ProcessRun): AgentProcess {
       }
       return run.pipe.write(toBytes(data));
     },
+    resize(size) {
+      if (!run.options.pty) {
+        throw new ContainerAgentError("INVALID_ARGUMENT", "resize needs spawn({ pty: { cols, rows } })");
+      }
+      const payload = encodeTerminalSize(size);
+      if (!run.done && !run.connection.closed) run.connection.send(FrameType.Resize, run.id, payload);
+    },
   };
 }
 
@@ -122,6 +135,7 @@ export function spawnAgentProcess(
     stdin: options.stdin !== undefined,
     killGroupOnExit: options.killGroupOnExit,
     pipe: options.onPipe !== undefined,
+    pty: options.pty,
   });
   const run = createProcessRun({ connection, spawn: options, maxOutputBytes, stdinWindowBytes });
   const handle = processHandle(run);

@@ -29,7 +29,16 @@ export interface FacadeCall<METHOD = unknown> {
   readonly until?: (
     result: Awaited<METHOD extends (...args: never[]) => infer R ? R : never>,
   ) => PromiseLike<unknown>;
+  /**
+   * For a member that needs what the run's scope offers (its `previews`): the member the view calls instead of the
+   * facade's own, made from the scope (the previews absent where the runtime serves none, or in a view made outside
+   * a runtime).
+   */
+  readonly withScope?: (scope: FacadeScope) => METHOD;
 }
+
+/** What a run's scope offers a facade's members beyond its signal (see {@link FacadeCall.withScope}). */
+export type FacadeScope = Pick<BindScope, "previews">;
 
 /**
  * Every member of a facade, declared (`{ runCommand: { options: 0 }, info: {} }`): the type checker refuses one
@@ -60,6 +69,8 @@ export interface BindFacadeOptions<FACADE> {
   report?: BindScope["report"];
   /** Who is told of the resource's connections (one per container); needed by `report`. */
   audience?: ConnectionAudience | undefined;
+  /** The run's previews of the resource's ports, for the members that declare `withScope`. */
+  previews?: BindScope["previews"] | undefined;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -128,7 +139,8 @@ function reportUntilSettled(result: unknown, call: FacadeCall, leave: () => void
  *   because the engine has just gone away is answered with it once the health check says so (other failures pass
  *   through unchanged and at once);
  * - **connections reported**: every connection the container makes while the call runs (for a spawned process,
- *   until it ends: `until`) is told to `report`.
+ *   until it ends: `until`) is told to `report`;
+ * - **the run's previews** handed to the members that declare `withScope` (a sandbox's `exposePort`).
  *
  * A member that is not a function is copied as it is. A method that returns no promise is passed through until the
  * lease is lost; then every method returns a rejected promise.
@@ -141,10 +153,13 @@ export function bindFacade<FACADE extends object>(
   facade: FACADE,
   options: BindFacadeOptions<FACADE>,
 ): FACADE {
-  const { signal, lost, report, audience } = options;
+  const { signal, lost, report, audience, previews } = options;
+  const scope: FacadeScope = previews ? { previews } : {};
   const view: Record<string, unknown> = {};
   for (const [name, call] of Object.entries(options.calls) as Array<[string, FacadeCall]>) {
-    const member: unknown = (facade as Record<string, unknown>)[name];
+    const member: unknown = call.withScope
+      ? call.withScope(scope)
+      : (facade as Record<string, unknown>)[name];
     if (typeof member !== "function") {
       view[name] = member;
       continue;

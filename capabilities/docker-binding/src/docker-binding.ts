@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import {
   type AgentClient,
   type AgentVolumeMount,
@@ -89,6 +90,17 @@ export interface PreparedContainers<CONNECTION extends ContainerConnection, FACA
    * it the pool asks the engine.
    */
   healthy?: ((connection: CONNECTION) => boolean) | undefined;
+  /**
+   * A new connection to `port` on a connected container's loopback (see `ProvisionedResource.openPort`). Without it
+   * the binding's resources have no `openPort`.
+   */
+  openPort?:
+    | ((
+        context: { connection: CONNECTION; containerId: string },
+        port: number,
+        signal: AbortSignal,
+      ) => Promise<Duplex>)
+    | undefined;
   /** The facade over a connected container. */
   facade(context: {
     connection: CONNECTION;
@@ -221,7 +233,7 @@ export function createDockerBinding<CONNECTION extends ContainerConnection, FACA
     if (engine && local) await ensureImage({ engineId: engine.id, driver: engine.driver, signal });
     channel = network.fastEgress && local ? await prepareEgressChannel(local) : undefined;
     const prepared = await options.prepare({ image, agentVolume, channel, local, signal });
-    const { healthy } = prepared;
+    const { healthy, openPort } = prepared;
     return {
       image,
       spec: prepared.spec,
@@ -240,6 +252,12 @@ export function createDockerBinding<CONNECTION extends ContainerConnection, FACA
             prepareEngine: async ({ driver, signal }) => {
               await prepareAgentVolume({ driver, image, signal });
             },
+          }
+        : {}),
+      ...(openPort
+        ? {
+            openPort: (lease, port, signal) =>
+              openPort({ connection: lease.state.connection, containerId: lease.containerId }, port, signal),
           }
         : {}),
       facadeOf: (lease, pool) => ({

@@ -4,6 +4,7 @@ export {
   bindFacade,
   type FacadeCall,
   type FacadeCalls,
+  type FacadeScope,
   type LostWatch,
 } from "./bind-facade.ts";
 export { type BindingNetwork, parseBindingNetwork } from "./binding-network.ts";
@@ -23,4 +24,4 @@ export {
   type PooledBindingOptions,
   type PreparedPool,
 } from "./pooled-binding.ts";
-export type { FacadeOf, PooledResource, PooledResourceMeta } from "./pooled-resource.ts";
+export type { FacadeOf, PooledResource, PooledResourceMeta, PortOpener } from "./pooled-resource.ts";

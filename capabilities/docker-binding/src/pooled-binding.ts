@@ -25,7 +25,12 @@ import {
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
 } from "./multi-engine-pool-settings.ts";
-import { createPooledResource, type FacadeOf, type PooledResource } from "./pooled-resource.ts";
+import {
+  createPooledResource,
+  type FacadeOf,
+  type PooledResource,
+  type PortOpener,
+} from "./pooled-resource.ts";
 
 /**
  * What a pooled binding's `prepare` answers, once: the image, the pool's container options (spec and hooks, which
@@ -44,6 +49,8 @@ export interface PreparedPool<STATE, FACADE>
    * through `bindFacade`: once the lease is lost (its engine stopped answering), calls fail with `CONTAINER_LOST`.
    */
   facadeOf: FacadeOf<STATE, FACADE>;
+  /** Connections to a lease's container's ports (see `ProvisionedResource.openPort`); without it resources have none. */
+  openPort?: PortOpener<STATE> | undefined;
 }
 
 /** What {@link createPooledBinding} needs to know about one kind of pooled resource. */
@@ -134,6 +141,7 @@ interface OpenPool<STATE, FACADE> {
   image: string;
   poolId: string;
   facadeOf: FacadeOf<STATE, FACADE>;
+  openPort: PortOpener<STATE> | undefined;
 }
 
 /** The errors a reap leaves: containers it could not remove, engines it could not reach. */
@@ -178,7 +186,7 @@ export function createPooledBinding<STATE, FACADE extends object>(
 
   /** Prepares, makes and warms the pool. */
   async function openPool(): Promise<OpenPool<STATE, FACADE>> {
-    const { image, facadeOf, ...containers } = await options.prepare({ signal: closing.signal });
+    const { image, facadeOf, openPort, ...containers } = await options.prepare({ signal: closing.signal });
     const poolId = options.poolId ?? `pai-${capability}-${specHash(containers.spec)}`;
     const pool = createMultiEnginePool<STATE>({
       ...containers,
@@ -200,7 +208,7 @@ export function createPooledBinding<STATE, FACADE extends object>(
       await pool.close();
       throw error;
     }
-    return { pool, image, poolId, facadeOf };
+    return { pool, image, poolId, facadeOf, openPort };
   }
 
   function start(context?: BindingStartContext): Promise<void> {
@@ -245,6 +253,7 @@ export function createPooledBinding<STATE, FACADE extends object>(
       facadeOf: opened.facadeOf,
       carryOver: options.carryOver,
       restartLimit: options.pool?.restartLimit,
+      openPort: opened.openPort,
     });
   }
 

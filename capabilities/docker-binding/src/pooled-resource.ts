@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import type { ConnectionAudience } from "@pai/container-agent";
 import type { ProvisionedResource, ResourceHibernation, ResourceRestart } from "@pai/core";
 import { type EngineLease, type MultiEnginePool, PoolError, type PoolErrorCode } from "@pai/pool";
@@ -33,6 +34,15 @@ export interface PooledResource<FACADE> extends ProvisionedResource<FACADE> {
   readonly hibernation: ResourceHibernation;
 }
 
+/**
+ * A new connection to `port` on the loopback of a lease's running container (see `ProvisionedResource.openPort`).
+ */
+export type PortOpener<STATE> = (
+  lease: EngineLease<STATE>,
+  port: number,
+  signal: AbortSignal,
+) => Promise<Duplex>;
+
 /** The facade over a lease's container, made again after each wake; `audience` hears its connections. */
 export type FacadeOf<STATE, FACADE> = (
   lease: EngineLease<STATE>,
@@ -53,6 +63,8 @@ export interface PooledResourceOptions<STATE, FACADE> {
   /** Folders a successor inherits; without them a container that cannot be started again is not replaced. */
   carryOver?: readonly string[] | undefined;
   restartLimit?: { restarts?: number; withinMs?: number } | undefined;
+  /** Connections to the container's ports; without it the resource has no `openPort`. */
+  openPort?: PortOpener<STATE> | undefined;
 }
 
 /** Failures of a restart that a successor would not fix. */
@@ -160,7 +172,21 @@ export function createPooledResource<STATE, FACADE extends object>(
     }
   }
 
+  const { openPort } = options;
   return {
+    ...(openPort
+      ? {
+          openPort(port: number, signal: AbortSignal): Promise<Duplex> {
+            // The runtime wakes the resource first: a hibernated or lost one fails here, as its facade would.
+            try {
+              current();
+            } catch (error) {
+              return Promise.reject(error);
+            }
+            return openPort(lease, port, signal);
+          },
+        }
+      : {}),
     get facade() {
       return current().guarded;
     },
@@ -172,9 +198,9 @@ export function createPooledResource<STATE, FACADE extends object>(
     },
     release: () => lease.release(),
     detach: () => lease.detach(),
-    bind({ signal, report }) {
+    bind({ signal, report, previews }) {
       const { facade, audience, lease: watched } = current();
-      return bindFacade(facade, { calls, lost: watched, signal, report, audience });
+      return bindFacade(facade, { calls, lost: watched, signal, report, audience, previews });
     },
     hibernation: {
       async wake(signal) {

@@ -8,6 +8,7 @@ import {
   ContainerAgentError,
   connectContainerAgent,
   MAX_FRAME_PAYLOAD_BYTES,
+  signalName,
 } from "@pai/container-agent";
 import type { ContainerDriver } from "@pai/pool";
 import type {
@@ -16,6 +17,8 @@ import type {
   ExecutorProcess,
   ExecutorProcessResult,
   ExecutorSpawnOptions,
+  ExecutorTerminal,
+  ExecutorTerminalOptions,
 } from "./command-executor.ts";
 import { createDockerExecExecutor } from "./docker-exec-executor.ts";
 import {
@@ -128,6 +131,20 @@ function refusedSpawn(error: ContainerAgentError, startedAt: number): ExecutorPr
   };
 }
 
+/** The agent's refusal to start a command, as the sandbox reports it (`SANDBOX_SPAWN_FAILED`); other errors as they are. */
+function spawnError(error: unknown): unknown {
+  if (!ContainerAgentError.hasCode(error, "SANDBOX_SPAWN_FAILED")) return error;
+  return new SandboxError("SANDBOX_SPAWN_FAILED", error.message, {
+    cause: error,
+    details: error.details ?? {},
+  });
+}
+
+/** What a call that needs the agent gets while a lost one is being restarted. */
+function notConnected(): SandboxError {
+  return new SandboxError("SANDBOX_PROTOCOL", "the sandbox agent is not connected (it is being restarted)");
+}
+
 function fromAgentProcess(
   process: AgentProcess,
   startedAt: number,
@@ -144,12 +161,8 @@ function fromAgentProcess(
       if (ContainerAgentError.hasCode(error, "SANDBOX_SPAWN_FAILED")) {
         const refused = refusedSpawn(error, startedAt);
         if (refused) return refused;
-        throw new SandboxError("SANDBOX_SPAWN_FAILED", error.message, {
-          cause: error,
-          details: error.details ?? {},
-        });
       }
-      throw error;
+      throw spawnError(error);
     },
   );
   result.then(
@@ -367,11 +380,38 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     spawn,
     readFile,
     writeFiles,
+    openPort(port, portOptions) {
+      const client = agent();
+      if (!client) return Promise.reject(notConnected());
+      return client.connect(port, portOptions);
+    },
+    openTerminal(terminalOptions: ExecutorTerminalOptions): ExecutorTerminal {
+      const client = agent();
+      if (!client) throw notConnected();
+      const process = client.spawn({
+        ...terminalOptions,
+        stdin: "pipe",
+        maxOutputBytes: 0,
+        killGroupOnExit: true,
+      });
+      const exit = process.wait().then(
+        ({ exitCode, signal }) => ({ exitCode, signal: signal === null ? null : signalName(signal) }),
+        (error: unknown) => {
+          throw spawnError(error);
+        },
+      );
+      return {
+        pid: process.pid,
+        exit,
+        write: (data) => process.writeStdin(data),
+        resize: (size) => process.resize(size),
+        kill: (signal, killOptions) => process.kill(signal, killOptions),
+      };
+    },
     restart,
     ping(pingOptions = {}) {
       const client = agent();
-      if (!client)
-        return Promise.reject(new SandboxError("SANDBOX_PROTOCOL", "the sandbox agent is not connected"));
+      if (!client) return Promise.reject(notConnected());
       return client.ping(pingOptions);
     },
     async close() {

@@ -1,5 +1,9 @@
+import type { ExposePortOptions, PortPreview } from "@pai/core";
+import { bindFacade } from "@pai/docker-binding";
 import { describe, expect, it } from "vitest";
 import { bindSandboxFacade } from "./bind-sandbox-facade.ts";
+import { sandboxCalls } from "./sandbox-calls.ts";
+import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxFacade } from "./sandbox-facade.ts";
 
 /** A facade that records the signal each call received. */
@@ -25,6 +29,8 @@ function recordingFacade(seen: Array<AbortSignal | undefined>): SandboxFacade {
     restartCodeContext: (_context, options) => record(options),
     removeCodeContext: (_context, options) => record(options),
     runCode: (_code, options) => record(options),
+    exposePort: (_port, options) => record(options),
+    openTerminal: (options) => record(options),
   };
 }
 
@@ -47,5 +53,42 @@ describe("bindSandboxFacade", () => {
     expect(seen.map((signal) => signal?.aborted)).toEqual([false, true, false, false, false, false, false]);
     run.abort();
     expect(seen.every((signal) => signal?.aborted)).toBe(true);
+  });
+
+  it("exposes ports through the run's previews, checking the port first; without previews says how to serve them", async () => {
+    const seen: Array<AbortSignal | undefined> = [];
+    const exposed: Array<{ port: number; options: ExposePortOptions | undefined }> = [];
+    const previews = {
+      async expose(port: number, options?: ExposePortOptions): Promise<PortPreview> {
+        exposed.push({ port, options });
+        return {
+          id: "p1",
+          url: "http://p1.localhost:3000/?token=t",
+          port,
+          access: "token",
+          expiresAt: new Date(0).toISOString(),
+          close: async () => {},
+        };
+      },
+    };
+    const run = new AbortController();
+    const view = bindFacade(recordingFacade(seen), { calls: sandboxCalls, signal: run.signal, previews });
+    const preview = await view.exposePort(8000, { access: "identity", ttlMs: 60_000 });
+    expect(preview).toMatchObject({ port: 8000, url: "http://p1.localhost:3000/?token=t" });
+    expect(exposed).toEqual([{ port: 8000, options: { access: "identity", ttlMs: 60_000 } }]);
+    for (const port of [0, 70_000, 1.5]) {
+      const error = await view.exposePort(port).catch((caught: unknown) => caught);
+      expect(SandboxError.hasCode(error, "INVALID_ARGUMENT")).toBe(true);
+    }
+    expect(exposed).toHaveLength(1);
+    run.abort(new Error("stopped"));
+    await expect(view.exposePort(8000)).rejects.toThrow("stopped");
+
+    const withoutPreviews = await bindSandboxFacade(recordingFacade(seen), new AbortController().signal)
+      .exposePort(8000)
+      .catch((caught: unknown) => caught);
+    expect(SandboxError.hasCode(withoutPreviews, "PREVIEWS_UNAVAILABLE")).toBe(true);
+    expect((withoutPreviews as Error).message).toMatch(/createPaiHandler/);
+    expect(seen).toEqual([]); // the facade's own exposePort is never what a view calls
   });
 });

@@ -1,11 +1,31 @@
-import type { AgentProcessResult, AgentSpawnOptions } from "@pai/container-agent";
+import type { Duplex } from "node:stream";
+import type { AgentProcessResult, AgentSpawnOptions, TerminalSize } from "@pai/container-agent";
 import type { SandboxSignal } from "./sandbox-facade.ts";
 
 /**
  * Options of {@link CommandExecutor.spawn}: the in-container agent's `spawn` options, less what only the agent
  * decides (user, group, environment inheritance, the extra pipe), so the agent executor is a pass-through.
  */
-export type ExecutorSpawnOptions = Omit<AgentSpawnOptions, "uid" | "gid" | "inheritEnv" | "onPipe">;
+export type ExecutorSpawnOptions = Omit<AgentSpawnOptions, "uid" | "gid" | "inheritEnv" | "onPipe" | "pty">;
+
+/** Options of {@link CommandExecutor.openTerminal}: a command on a pseudo-terminal of `pty`'s size. */
+export type ExecutorTerminalOptions = Pick<AgentSpawnOptions, "argv" | "cwd" | "env" | "onStdout"> & {
+  pty: TerminalSize;
+};
+
+/** A command running on a terminal of an executor (see {@link CommandExecutor.openTerminal}). */
+export interface ExecutorTerminal {
+  /** The command's pid inside the container (its session and process group id too). */
+  readonly pid: Promise<number>;
+  /** How it ended (`signal` by name); rejects with `SANDBOX_SPAWN_FAILED` when it could not start. */
+  readonly exit: Promise<{ exitCode: number | null; signal: string | null }>;
+  /** Types bytes on the terminal, resolving when the connection has taken them. */
+  write(data: Uint8Array | string): Promise<void>;
+  /** Changes the terminal's size (SIGWINCH to its foreground job). */
+  resize(size: TerminalSize): void;
+  /** Signals the command's process group; a terminating signal is followed by SIGKILL after the grace. */
+  kill(signal: SandboxSignal, options?: { forceKillAfterMs?: number | undefined }): void;
+}
 
 /**
  * How a command ended, the same from both executors: `exitCode` as a shell reports it (`128 + n` when signal
@@ -66,6 +86,16 @@ export interface CommandExecutor {
    * workspace or is a directory fails the whole call.
    */
   writeFiles(files: readonly ExecutorFile[], options: { signal?: AbortSignal | undefined }): Promise<void>;
+  /**
+   * A new connection to `port` on the container's loopback, through the agent. Rejects with the agent's
+   * `SANDBOX_PORT_CLOSED` when nothing listens there, `AGENT_REQUIRED` without an agent.
+   */
+  openPort(port: number, options: { signal?: AbortSignal | undefined }): Promise<Duplex>;
+  /**
+   * Starts a command on a new pseudo-terminal, as the sandbox user, killing what is left of its session when it
+   * ends. Throws `AGENT_REQUIRED` without an agent.
+   */
+  openTerminal(options: ExecutorTerminalOptions): ExecutorTerminal;
   /** Stops every command it started and frees its connections. */
   close(): Promise<void>;
 }

@@ -7,6 +7,8 @@ import { createSandboxArchives } from "./sandbox-archives.ts";
 import { createSandboxCommands } from "./sandbox-commands.ts";
 import type { SandboxFacade, SandboxInfo } from "./sandbox-facade.ts";
 import { createSandboxFiles } from "./sandbox-files.ts";
+import { exposeSandboxPort } from "./sandbox-preview.ts";
+import { openSandboxTerminal } from "./sandbox-terminal.ts";
 
 /** Options of {@link createSandboxFacade}. */
 export interface SandboxFacadeOptions {
@@ -38,17 +40,19 @@ const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 /**
  * The {@link SandboxFacade} over one container: commands, `readFile` and `writeFiles` through `executor` (the
  * agent's frames, or `docker exec`), the other file methods through small scripts that resolve paths inside the
- * container, directory upload and download through the archive API, code contexts as driver processes it spawns.
+ * container, directory upload and download through the archive API, code contexts as driver processes it spawns,
+ * terminals on the executor's pseudo-terminals and ports previewed through the run's scope.
  */
 export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacade {
   const { executor, driver, containerId, image } = options;
   const workspace = options.workspace ?? "/workspace";
   const script: FileScriptRunner = (source, args, extra) =>
     runFileScript((spawnOptions) => executor.spawn(spawnOptions), workspace, source, args, extra);
+  const shell = options.shell ?? ["bash", "-c"];
   const commands = createSandboxCommands({
     executor,
     workspace,
-    shell: options.shell ?? ["bash", "-c"],
+    shell,
     maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
   });
   return {
@@ -65,6 +69,9 @@ export function createSandboxFacade(options: SandboxFacadeOptions): SandboxFacad
     async info(): Promise<SandboxInfo> {
       return { id: containerId, workspace, image, executor: executor.kind };
     },
+    // Outside a runtime there are no previews: PREVIEWS_UNAVAILABLE. A run's view gets its own (see sandboxCalls).
+    exposePort: (port, exposeOptions) => exposeSandboxPort(undefined, port, exposeOptions),
+    openTerminal: (terminal) => openSandboxTerminal({ executor, workspace, shell, terminal }),
     ...createCodeContexts({
       spawn: commands.spawn,
       runCommand: commands.runCommand,

@@ -163,6 +163,14 @@ function createControlShell(options: DockerExecExecutorOptions) {
   };
 }
 
+/** What `openPort` and `openTerminal` answer: `docker exec` carries neither. */
+function agentRequired(what: string): SandboxError {
+  return new SandboxError(
+    "AGENT_REQUIRED",
+    `sandbox ${what} need the in-container agent; this sandbox runs commands with docker exec (use dockerSandbox({ executor: "agent" }))`,
+  );
+}
+
 /**
  * A {@link CommandExecutor} on `docker exec` (the pool driver's `execDuplex`): ~60-70 ms per command here, the
  * agent executor's fallback and `createTestSandbox`'s executor. Each
@@ -395,6 +403,10 @@ export function createDockerExecExecutor(options: DockerExecExecutorOptions): Co
   const workspace = options.workspace ?? "/workspace";
   return {
     kind: "docker-exec",
+    openPort: () => Promise.reject(agentRequired("ports")),
+    openTerminal: () => {
+      throw agentRequired("terminals");
+    },
     spawn,
     readFile: (path, readOptions) => readFileByScript(spawn, workspace, path, readOptions),
     writeFiles: (files, writeOptions) => writeFilesByScript(spawn, workspace, files, writeOptions),

@@ -31,6 +31,7 @@ import { createSandboxCommands } from "./sandbox-commands.ts";
 import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxFacade } from "./sandbox-facade.ts";
 import { sandboxImage, sandboxImageError } from "./sandbox-image.ts";
+import { checkSandboxPort } from "./sandbox-port.ts";
 
 /** Options of {@link dockerSandbox}. */
 export interface DockerSandboxOptions {
@@ -147,9 +148,13 @@ export interface SandboxConnectionEvent extends EgressConnectionEvent {
 }
 
 /**
- * A provisioned sandbox. Besides the facade it offers `bind({ signal, report })`: the facade with every command
- * and file operation also aborted by that signal, so a runtime can hand each run a view its Stop reaches; the
- * connections made while one of its operations runs (a spawned process's, until it ends) are told to `report`.
+ * A provisioned sandbox. Besides the facade it offers `bind({ signal, report, previews })`: the facade with every
+ * command and file operation also aborted by that signal, so a runtime can hand each run a view its Stop reaches;
+ * the connections made while one of its operations runs (a spawned process's, until it ends) are told to `report`,
+ * and `exposePort` opens its previews through `previews`. `openPort(port, signal)` connects to a server listening on
+ * the container's loopback, over the agent's connection (the container keeps no network): `INVALID_ARGUMENT` for a
+ * port outside 1–65535, the agent's `SANDBOX_PORT_CLOSED` (a `ContainerAgentError`) when nothing listens there,
+ * `AGENT_REQUIRED` on the `docker-exec` executor.
  */
 export interface ProvisionedSandbox extends PooledResource<SandboxFacade> {}
 
@@ -287,6 +292,9 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       connect: (container) => connectSandbox(commands, container, prewarm, prewarmed),
       // A warm container is healthy while its agent is connected: no Docker round trip on borrow.
       ...(commands.useAgent ? { healthy: (executor: CommandExecutor) => executor.kind === "agent" } : {}),
+      // Previews reach a server in the sandbox over the agent's connection: the container keeps no network.
+      openPort: async ({ connection }, port, signal) =>
+        connection.openPort(checkSandboxPort(port), { signal }),
       facade: ({ connection, driver, containerId }) =>
         createSandboxFacade({
           executor: connection,

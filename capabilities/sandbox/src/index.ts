@@ -49,8 +49,10 @@ export { sandbox } from "./sandbox.ts";
 export { SandboxError, type SandboxErrorCode } from "./sandbox-error.ts";
 export type {
   CommandResult,
+  OpenTerminalOptions,
   ReadFileOptions,
   RunCommandOptions,
+  SandboxExposePortOptions,
   SandboxFacade,
   SandboxFileEntry,
   SandboxFileOptions,
@@ -60,6 +62,8 @@ export type {
   SandboxProcess,
   SandboxSignal,
   SpawnCommandOptions,
+  TerminalDimensions,
+  TerminalSession,
   TerminationReason,
   UploadResult,
   WriteFileEntry,

@@ -1,9 +1,11 @@
 import type { FacadeCalls } from "@pai/docker-binding";
 import type { SandboxFacade } from "./sandbox-facade.ts";
+import { exposeSandboxPort } from "./sandbox-preview.ts";
 
 /**
  * The sandbox facade's members as a run's view reaches them (see `bindFacade`): which argument of each takes the
- * run's signal, and that a spawned process's connections are the run's until the process ends.
+ * run's signal, that a spawned process's (or a terminal's) connections are the run's until it ends, and that
+ * `exposePort` opens its previews through the run's scope.
  */
 export const sandboxCalls: FacadeCalls<SandboxFacade> = {
   runCommand: { options: 0 },
@@ -22,4 +24,12 @@ export const sandboxCalls: FacadeCalls<SandboxFacade> = {
   restartCodeContext: { options: 1 },
   removeCodeContext: { options: 1 },
   runCode: { options: 1 },
+  exposePort: {
+    options: 1,
+    withScope:
+      ({ previews }) =>
+      (port, options) =>
+        exposeSandboxPort(previews, port, options),
+  },
+  openTerminal: { options: 0, until: (terminal) => terminal.exit },
 };

@@ -14,6 +14,11 @@ const marker = Symbol.for("pai.error.SandboxError");
  * - `CAPABILITY_UNAVAILABLE`: the sandbox, its binding or the test run's sandbox pool is closed or unreachable.
  * - `IMAGE_UNAVAILABLE`: the sandbox image is not on an engine and could not be provided there (a given image is
  *   missing, or PAI's own could not be built: no base, a failed build); the message says what to do.
+ * - `AGENT_REQUIRED`: ports and terminals (`openPort`, `openTerminal`) need the in-container agent, and the sandbox
+ *   runs its commands with `docker exec` only (`dockerSandbox({ executor: "docker-exec" })`). While a lost agent
+ *   is being restarted they fail with `SANDBOX_PROTOCOL` instead (a later call may succeed).
+ * - `PREVIEWS_UNAVAILABLE`: `exposePort` was called where no runtime serves previews (a runtime whose HTTP handler
+ *   is not mounted, or the facade used outside a runtime); serve them with the handler `createPaiHandler` makes.
  * - `INTERPRETER_UNAVAILABLE`: a code context cannot start: the image lacks its interpreter (python3 with IPython,
  *   node), it failed before it was ready, or the host lacks Node's TypeScript stripping; the message names what.
  */
@@ -26,6 +31,8 @@ export type SandboxErrorCode =
   | "CONTAINER_FAILED"
   | "CAPABILITY_UNAVAILABLE"
   | "IMAGE_UNAVAILABLE"
+  | "AGENT_REQUIRED"
+  | "PREVIEWS_UNAVAILABLE"
   | "INTERPRETER_UNAVAILABLE";
 
 /**

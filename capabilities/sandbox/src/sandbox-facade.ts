@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import type { ExposePortOptions, PortPreview } from "@pai/core";
 import type { CodeInterpreter } from "./code-interpreter/code-context.ts";
 
 /** Why a command ended: by itself, or stopped by its timeout, an abort/kill, or the output limit. */
@@ -189,6 +190,68 @@ export interface SandboxInfo {
   executor: string;
 }
 
+/** Options of {@link SandboxFacade.exposePort}. */
+export interface SandboxExposePortOptions extends ExposePortOptions {
+  /** A signal already aborted rejects the call with its reason. */
+  signal?: AbortSignal;
+}
+
+/** A terminal's size in character cells. */
+export interface TerminalDimensions {
+  /** Columns, 1–65535. */
+  cols: number;
+  /** Rows, 1–65535. */
+  rows: number;
+}
+
+/** Options of {@link SandboxFacade.openTerminal}. */
+export interface OpenTerminalOptions extends TerminalDimensions {
+  /**
+   * A command line to run on the terminal (with the sandbox's shell, `bash -c` by default).
+   * @default the user's login shell, `bash -l`
+   */
+  command?: string;
+  /**
+   * Working directory. Relative paths resolve against the workspace.
+   * @default the workspace (`/workspace`)
+   */
+  cwd?: string;
+  /** Extra environment variables, over the sandbox's own and `TERM=xterm-256color`. */
+  env?: Readonly<Record<string, string>>;
+  /** Aborting closes the session (as `close()` does). A signal already aborted rejects the call. */
+  signal?: AbortSignal;
+  /**
+   * Unread output bytes `output` buffers. Past it, output is dropped (the terminal's output is not flow-controlled
+   * end to end) and, once the reader catches up, a line `[pai: N bytes of terminal output dropped]` marks the gap.
+   * @default 1048576
+   */
+  maxBufferedBytes?: number;
+}
+
+/** A shell (or another command) on a pseudo-terminal in the sandbox; see {@link SandboxFacade.openTerminal}. */
+export interface TerminalSession {
+  /** The command's pid inside the container (its session and process group id too). */
+  readonly pid: number;
+  /** Types on the terminal: keystrokes as text or bytes (`"\x03"` is Ctrl-C, `"\x04"` Ctrl-D at an empty line). */
+  write(data: string | Uint8Array): Promise<void>;
+  /** Changes the terminal's size; its foreground program gets SIGWINCH. */
+  resize(size: TerminalDimensions): Promise<void>;
+  /** Sends a signal to the command's process group (no SIGKILL follows). */
+  signal(signal: SandboxSignal): Promise<void>;
+  /**
+   * Everything the terminal shows, as bytes (escape sequences included, `\r\n` line ends): a web stream that ends
+   * when the command exits. Bounded: see `maxBufferedBytes`.
+   */
+  readonly output: ReadableStream<Uint8Array>;
+  /** How the command ended: its exit code, or the name of the signal that killed it. */
+  readonly exit: Promise<{ exitCode: number | null; signal: string | null }>;
+  /**
+   * Ends the session: SIGHUP to the command's process group, SIGKILL after a short grace (2 s), and every process
+   * left in its session killed; resolves once the command has exited.
+   */
+  close(): Promise<void>;
+}
+
 /**
  * What tools see at `ctx.capabilities.sandbox`: a Linux container with a writable `/workspace`, no network by
  * default, running as a non-root user. Every member is an async method (the runtime provisions the container
@@ -254,4 +317,25 @@ export interface SandboxFacade extends CodeInterpreter {
   downloadDirectory(directory: string, options?: SandboxFileOptions): Promise<Readable>;
   /** The container id, workspace, image and executor. */
   info(): Promise<SandboxInfo>;
+  /**
+   * Opens a preview of a server listening on `port` inside the sandbox: a URL a browser opens, on an origin of its
+   * own, whose requests (HTTP, streaming, WebSocket upgrades) reach the server over the sandbox's agent connection
+   * (the container keeps no network). Served by the runtime's HTTP handler (`createPaiHandler`); ends with the
+   * lease, on `close()` and at `expiresAt`.
+   * @throws SandboxError `INVALID_ARGUMENT` for a port outside 1–65535; `PREVIEWS_UNAVAILABLE` where no runtime
+   * serves previews (the facade used outside a runtime, or a runtime without the handler)
+   * @example
+   * await sandbox.spawn({ command: "python3 -m http.server 8000" });
+   * const { url } = await sandbox.exposePort(8000);
+   */
+  exposePort(port: number, options?: SandboxExposePortOptions): Promise<PortPreview>;
+  /**
+   * Opens a terminal in the sandbox: a login shell (or `command`) on a new pseudo-terminal, as the sandbox user with
+   * its limits and environment, in the workspace. Needs the agent executor (`AGENT_REQUIRED` on `docker-exec`).
+   * @example
+   * const terminal = await sandbox.openTerminal({ cols: 80, rows: 24 });
+   * await terminal.write("echo hi\n");
+   * await terminal.close();
+   */
+  openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>;
 }

@@ -37,5 +37,7 @@ export const sandbox = defineCapability<"sandbox", SandboxFacade>({
     restartCodeContext: true,
     removeCodeContext: true,
     runCode: true,
+    exposePort: true,
+    openTerminal: true,
   },
 });

@@ -43,6 +43,8 @@ function memoryFacade(files: Map<string, Uint8Array>): SandboxFacade {
     removeFile: async (path) => files.delete(key(path)),
     uploadDirectory: unsupported,
     downloadDirectory: unsupported,
+    exposePort: unsupported,
+    openTerminal: unsupported,
     info: unsupported,
     createCodeContext: unsupported,
     listCodeContexts: unsupported,

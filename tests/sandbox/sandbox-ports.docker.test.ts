@@ -1,0 +1,221 @@
+// Ports and terminals of a real sandbox container (network `none`), over its agent's connection: `openPort` reaches
+// a server a program listens on inside the container, `exposePort` needs a runtime that serves previews, and
+// `openTerminal` gives a shell on a pseudo-terminal, as the sandbox user, with resize, Ctrl-C and a clean close.
+
+import type { Duplex } from "node:stream";
+import { ContainerAgentError } from "@pai/container-agent";
+import {
+  type DockerSandboxBinding,
+  dockerSandbox,
+  type ProvisionedSandbox,
+  SandboxError,
+  type SandboxFacade,
+  type TerminalSession,
+} from "@pai/sandbox";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  dockerOptedOut,
+  poolContainers,
+  removePoolContainers,
+  sandboxImage,
+  uniquePoolId,
+  waitFor,
+} from "./docker-helpers.ts";
+
+const poolId = uniquePoolId("ports");
+let binding: DockerSandboxBinding;
+let resource: ProvisionedSandbox;
+let box: SandboxFacade;
+
+/** Sends `request` through `stream` and reads the whole answer (the server closes after it: HTTP/1.0). */
+async function exchange(stream: Duplex, request: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+  const ended = new Promise<void>((resolve, reject) => {
+    stream.on("end", resolve);
+    stream.on("error", reject);
+  });
+  stream.write(request);
+  await ended;
+  stream.destroy();
+  return Buffer.concat(chunks).toString();
+}
+
+function codeOf(error: unknown): string | undefined {
+  return SandboxError.isInstance(error) || ContainerAgentError.isInstance(error) ? error.code : String(error);
+}
+
+describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-container agent)", () => {
+  beforeAll(async () => {
+    binding = dockerSandbox({ image: sandboxImage, poolId, pool: { min: 0, max: 1 } });
+    resource = await binding.provision({
+      leaseKey: "thread:ports",
+      lifetime: "thread",
+      signal: new AbortController().signal,
+    });
+    box = resource.facade;
+  });
+
+  afterAll(async () => {
+    try {
+      await resource?.release();
+      await binding?.close();
+      expect(await poolContainers(poolId)).toEqual([]);
+    } finally {
+      await removePoolContainers(poolId);
+    }
+  });
+
+  describe("openPort", () => {
+    it("reaches python3 -m http.server started with spawn: a GET through the connection", async () => {
+      await box.writeFiles([{ path: "site/hello.txt", content: "hello from the sandbox\n" }]);
+      const server = await box.spawn({
+        command: "python3",
+        args: ["-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "site"],
+      });
+      try {
+        const signal = new AbortController().signal;
+        let stream: Duplex | undefined;
+        await waitFor(async () => {
+          stream = await resource.openPort!(8000, signal).catch((error: unknown) => {
+            if (codeOf(error) !== "SANDBOX_PORT_CLOSED") throw error;
+            return undefined;
+          });
+          return stream !== undefined;
+        }, "the server to listen");
+        const answer = await exchange(stream!, "GET /hello.txt HTTP/1.0\r\nHost: localhost:8000\r\n\r\n");
+        expect(answer).toMatch(/^HTTP\/1\.0 200 OK\r\n/);
+        expect(answer.endsWith("\r\n\r\nhello from the sandbox\n")).toBe(true);
+        // Another request, another connection: the server saw both come from its own loopback.
+        const again = await exchange(await resource.openPort!(8000, signal), "GET /missing HTTP/1.0\r\n\r\n");
+        expect(again).toMatch(/^HTTP\/1\.0 404 /);
+        expect(server.output().stderr).toMatch(/127\.0\.0\.1 .*"GET \/hello\.txt HTTP\/1\.0" 200/);
+      } finally {
+        await server.kill("SIGKILL");
+      }
+    });
+
+    it("answers SANDBOX_PORT_CLOSED when nothing listens, INVALID_ARGUMENT for a bad port", async () => {
+      const signal = new AbortController().signal;
+      expect(codeOf(await resource.openPort!(8001, signal).catch((error: unknown) => error))).toBe(
+        "SANDBOX_PORT_CLOSED",
+      );
+      for (const port of [0, 65536, 80.5, Number.NaN]) {
+        expect(codeOf(await resource.openPort!(port, signal).catch((error: unknown) => error))).toBe(
+          "INVALID_ARGUMENT",
+        );
+      }
+    });
+  });
+
+  describe("exposePort", () => {
+    it("says how to serve previews where no runtime serves them", async () => {
+      for (const facade of [box, resource.bind({ signal: new AbortController().signal })]) {
+        const error = await facade.exposePort(8000).catch((caught: unknown) => caught);
+        expect(codeOf(error)).toBe("PREVIEWS_UNAVAILABLE");
+        expect((error as Error).message).toMatch(/createPaiHandler/);
+      }
+      expect(codeOf(await box.exposePort(0).catch((caught: unknown) => caught))).toBe("INVALID_ARGUMENT");
+    });
+  });
+
+  describe("openTerminal", () => {
+    /** The terminal's output as text, read as it comes; `waitFor` waits for a pattern after an offset. */
+    function reader(terminal: TerminalSession) {
+      let text = "";
+      const decoder = new TextDecoder();
+      const done = (async () => {
+        for await (const chunk of terminal.output) text += decoder.decode(chunk, { stream: true });
+      })();
+      return {
+        done,
+        text: () => text,
+        async waitFor(pattern: RegExp, from = 0): Promise<number> {
+          let match: RegExpExecArray | null = null;
+          await waitFor(
+            () => {
+              match = pattern.exec(text.slice(from));
+              return match !== null;
+            },
+            `${pattern} in ${JSON.stringify(text.slice(from))}`,
+          );
+          const found = match as unknown as RegExpExecArray;
+          return from + found.index + found[0].length;
+        },
+      };
+    }
+
+    async function processes(): Promise<string> {
+      return (await box.runCommand({ command: "ps", args: ["-eo", "pid,sid,user,args"] })).stdout;
+    }
+
+    it("runs a login shell as the sandbox user in the workspace: echo, resize and stty size, Ctrl-C, exit", async () => {
+      const terminal = await box.openTerminal({ cols: 80, rows: 24 });
+      const screen = reader(terminal);
+      try {
+        expect(terminal.pid).toBeGreaterThan(1);
+        await terminal.write("echo hi-$((40 + 2)); id -u; pwd; echo $TERM; stty size\n");
+        let at = await screen.waitFor(/hi-42\r\n1000\r\n\/workspace\r\nxterm-256color\r\n24 80\r\n/);
+        await terminal.resize({ cols: 120, rows: 40 });
+        await terminal.write("stty size\n");
+        at = await screen.waitFor(/40 120\r\n/, at);
+        await terminal.write("echo started-$((2 + 3)); sleep 100\n");
+        at = await screen.waitFor(/started-5\r\n/, at);
+        await waitFor(async () => / sleep 100/.test(await processes()), "sleep to run");
+        await terminal.write("\x03");
+        await waitFor(async () => !/ sleep 100/.test(await processes()), "sleep to be interrupted");
+        await terminal.write("echo alive-$((1 + 1))\n");
+        at = await screen.waitFor(/alive-2\r\n/, at);
+        await expect(terminal.resize({ cols: 0, rows: 10 })).rejects.toMatchObject({
+          code: "INVALID_ARGUMENT",
+        });
+        await terminal.write("exit 7\n");
+        expect(await terminal.exit).toEqual({ exitCode: 7, signal: null });
+        await screen.done;
+      } finally {
+        await terminal.close();
+      }
+    });
+
+    it("close() ends the shell and every process it started, leaving none in the sandbox", async () => {
+      const terminal = await box.openTerminal({ cols: 80, rows: 24 });
+      const screen = reader(terminal);
+      await terminal.write("sleep 300 & nohup sleep 301 >/dev/null 2>&1 & echo bg-$((1 + 2))\n");
+      await screen.waitFor(/bg-3\r\n/);
+      await waitFor(async () => / sleep 301/.test(await processes()), "the background jobs to run");
+      await terminal.close();
+      expect(await terminal.exit).toMatchObject({ exitCode: null, signal: "SIGHUP" });
+      await screen.done;
+      const left = await processes();
+      expect(left).not.toMatch(/ sleep 30[01]/);
+      expect(left).not.toMatch(/ -?bash -l/);
+    });
+
+    it("a caller's signal closes the session; unread output past the buffer is dropped with a marker", async () => {
+      const controller = new AbortController();
+      const terminal = await box.openTerminal({
+        cols: 80,
+        rows: 24,
+        command: "head -c 200000 /dev/zero | tr '\\0' x; echo; echo end-$((3 + 4)); sleep 100",
+        maxBufferedBytes: 8192,
+        signal: controller.signal,
+      });
+      await waitFor(async () => / sleep 100/.test(await processes()), "the command to reach its sleep");
+      controller.abort();
+      expect((await terminal.exit).signal).toBe("SIGHUP");
+      const screen = reader(terminal);
+      await screen.done;
+      expect(screen.text().length).toBeLessThan(8192 + 200);
+      expect(screen.text()).toMatch(/\[pai: \d+ bytes of terminal output dropped\]/);
+      expect(await processes()).not.toMatch(/ sleep 100/);
+    });
+
+    it("fails to open with a bad size or a command that does not exist", async () => {
+      await expect(box.openTerminal({ cols: 80, rows: 0 })).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+      });
+      const terminal = await box.openTerminal({ cols: 80, rows: 24, command: "no-such-program-xyz" });
+      expect((await terminal.exit).exitCode).toBe(127);
+    });
+  });
+});
