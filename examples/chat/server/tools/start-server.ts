@@ -73,7 +73,7 @@ export const startServer = defineTool({
             `(it was stopped).${outputOf(server)}`,
         );
       }
-      const preview = await box.exposePort(port);
+      const preview = await box.exposePort(port, { signal: ctx.signal });
       live = true;
       return { url: preview.url, port: preview.port, expiresAt: preview.expiresAt, command };
     } finally {
