@@ -66,7 +66,8 @@ describe("the chat app's preview card and Terminal in headless Chromium", () => 
   }, 120_000);
 
   async function openPage(viewport: { width: number; height: number }): Promise<Page> {
-    const page = await browser!.newPage({ viewport });
+    const context = await browser!.newContext({ viewport });
+    const page = await context.newPage();
     page.on("pageerror", (error) => pageErrors.push(error.message));
     page.on("console", (message) => {
       if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
@@ -139,10 +140,12 @@ describe("the chat app's preview card and Terminal in headless Chromium", () => 
             }),
           ).toBe("SecurityError");
 
-          // the Open link works in a tab of its own
-          const tab = await page.context().newPage();
+          // the Open link opens it in a tab of its own
+          const [tab] = await Promise.all([
+            page.context().waitForEvent("page"),
+            card.locator("a.preview-open").click(),
+          ]);
           try {
-            await tab.goto(href);
             await tab.locator("h1", { hasText: "Directory listing for /" }).waitFor();
             expect(new URL(tab.url()).host).toBe(previewUrl.host);
           } finally {
@@ -205,7 +208,7 @@ describe("the chat app's preview card and Terminal in headless Chromium", () => 
           await expectNoSidewaysOverflow(page);
         });
       } finally {
-        await page.close();
+        await page.context().close();
       }
     }, 360_000);
   }
