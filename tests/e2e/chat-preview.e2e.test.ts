@@ -35,6 +35,22 @@ function terminalRows(page: Page): Promise<string[]> {
     .evaluateAll((rows) => rows.map((row) => (row.textContent ?? "").trimEnd()));
 }
 
+/** Asks the shell for its terminal's size (`stty size`), read from the screen. */
+async function shellSize(page: Page): Promise<{ cols: number; rows: number }> {
+  await page.keyboard.type("clear; echo size:$(stty size)");
+  await page.keyboard.press("Enter");
+  let found: RegExpExecArray | null = null;
+  await expect
+    .poll(async () => {
+      found =
+        (await terminalRows(page)).map((row) => /^size:(\d+) (\d+)$/.exec(row)).findLast(Boolean) ?? null;
+      return found !== null;
+    })
+    .toBe(true);
+  const [, rows, cols] = found as unknown as RegExpExecArray;
+  return { cols: Number(cols), rows: Number(rows) };
+}
+
 describe("the chat app's preview card and Terminal in headless Chromium", () => {
   const poolId = uniquePoolId("chat-preview");
   let dataDir: string;
@@ -186,6 +202,26 @@ describe("the chat app's preview card and Terminal in headless Chromium", () => 
           await expect.poll(() => terminalRows(page), { timeout: 30_000 }).toContain(SERVED_FILE);
           await expectNoSidewaysOverflow(page);
           await shot("terminal");
+
+          // Ctrl-C reaches the foreground command (once it runs: it says so)
+          await page.keyboard.type(`python3 -c "import time; print('waiting', flush=True); time.sleep(600)"`);
+          await page.keyboard.press("Enter");
+          await expect.poll(() => terminalRows(page), { timeout: 30_000 }).toContain("waiting");
+          await page.keyboard.press("Control+C");
+          await expect.poll(() => terminalRows(page), { timeout: 30_000 }).toContain("KeyboardInterrupt");
+          await page.keyboard.type("echo interrupted");
+          await page.keyboard.press("Enter");
+          await expect.poll(() => terminalRows(page), { timeout: 30_000 }).toContain("interrupted");
+
+          // the shell's terminal has the panel's size, and follows it when the window resizes
+          const initial = await shellSize(page);
+          expect(initial).toEqual({ cols: Number(query.get("cols")), rows: Number(query.get("rows")) });
+          await page.setViewportSize({ width: viewport.width - 200, height: viewport.height - 200 });
+          await expect.poll(() => shellSize(page), { timeout: 30_000 }).not.toEqual(initial);
+          const resized = await shellSize(page);
+          expect(resized.cols).toBeLessThan(initial.cols);
+          expect(resized.rows).toBeLessThan(initial.rows);
+          await page.setViewportSize(viewport);
 
           // the shell ends: the panel says how, and Reconnect opens a new one
           await page.keyboard.type("exit 3");
