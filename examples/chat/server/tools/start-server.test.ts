@@ -73,13 +73,30 @@ describe("startServer in a real sandbox", () => {
       ),
     });
 
-    expect(served!.type).toBe("json");
-    const preview = served!.value as { url: string; port: number; expiresAt: string; command: string };
+    // the model is told the port and the expiry, never the URL with its token
+    expect(served).toEqual({
+      type: "json",
+      value: {
+        port: 8000,
+        expiresAt: expect.any(String),
+        command: SERVE.command,
+        shown: expect.stringContaining("preview card"),
+      },
+    });
+    expect(JSON.stringify(model.doStreamCalls[3]!.prompt)).not.toContain("pai_preview_token");
+    // the thread (and the card) keep it
+    const stored = (await runtime.store.loadMessages(result.threadId)).flatMap((message) => message.parts);
+    const preview = (
+      stored.find(
+        (part) =>
+          part.type === "tool-startServer" && (part as { state?: string }).state === "output-available",
+      ) as unknown as { output: { url: string; port: number; expiresAt: string; command: string } }
+    ).output;
     expect(preview.url).toMatch(/^http:\/\/[a-z0-9]+\.localhost:3000\/\?pai_preview_token=[\w-]+$/);
     expect(preview.port).toBe(8000);
     expect(preview.command).toBe(SERVE.command);
     expect(Date.parse(preview.expiresAt)).toBeGreaterThan(Date.now());
-    expect(runtime.listPreviews(result.threadId).map((open) => open.port)).toEqual([8000]);
+    expect(runtime.listPreviews(result.threadId).map((open) => open.url)).toEqual([preview.url]);
 
     expect(taken).toEqual({
       type: "error-text",

@@ -39,6 +39,17 @@ export const startServer = defineTool({
     command: z.string(),
   }),
   capabilities: { sandbox },
+  // the URL carries the preview's access token: the card shows it to the person, the model is not told it
+  toModelOutput: ({ output }) => ({
+    type: "json",
+    value: {
+      port: output.port,
+      expiresAt: output.expiresAt,
+      command: output.command,
+      shown:
+        "The person sees the page in a preview card in the chat, with a link that opens it in a new tab.",
+    },
+  }),
   execute: async (ctx) => {
     const box = ctx.capabilities.sandbox;
     const { command, port } = ctx.input;
