@@ -24,6 +24,7 @@ export default defineConfig({
   },
   server: {
     host: "127.0.0.1",
-    proxy: { "/api": "http://127.0.0.1:3000" },
+    // ws: the Terminal panel's WebSocket (`/api/threads/:id/terminal`)
+    proxy: { "/api": { target: "http://127.0.0.1:3000", ws: true } },
   },
 });

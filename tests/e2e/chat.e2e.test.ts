@@ -6,12 +6,13 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectNoSidewaysOverflow } from "./expect-no-sideways-overflow.ts";
+import { launchChromium } from "./launch-chromium.ts";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const outputDir = join(repoRoot, "test-results", "e2e");
-const CHROMIUM = "/usr/bin/chromium";
 const MODEL_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PAI_MODEL_BASE_URL", "PAI_MODEL"];
 
 /** Starts `examples/chat/server.ts` on a free port with its own database and pool; resolves with its URL. */
@@ -66,22 +67,6 @@ async function stopServer(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-}
-
 const toolCard = (page: Page, toolId: string) => page.locator(`.pai-tool[data-tool-id="${toolId}"]`).last();
 
 const WIDE = { width: 1280, height: 800 };
@@ -95,41 +80,6 @@ async function send(page: Page, text: string): Promise<void> {
 async function screenshot(page: Page, name: string): Promise<void> {
   const { width, height } = page.viewportSize()!;
   await page.screenshot({ path: join(outputDir, `chat-${name}-${width}x${height}.png`) });
-}
-
-/**
- * Nothing scrolls sideways: not the page, not the conversation, and no message, card, button or the composer
- * reaches past the window's right edge (where `overflow-x: hidden` would cut it off unseen).
- */
-async function expectNoSidewaysOverflow(page: Page): Promise<void> {
-  const found = await page.evaluate(() => {
-    const width = document.documentElement.clientWidth;
-    const offenders: string[] = [];
-    const selectors = [
-      ".main",
-      ".messages",
-      ".message",
-      ".pai-tool",
-      ".pai-tool button",
-      ".composer",
-      ".composer textarea",
-      ".composer button",
-      ".topbar",
-    ];
-    for (const element of document.querySelectorAll<HTMLElement>(selectors.join(","))) {
-      const rect = element.getBoundingClientRect();
-      if (rect.width > 0 && (rect.left < -1 || rect.right > width + 1)) {
-        offenders.push(`${element.tagName.toLowerCase()}.${element.className} ${rect.left}..${rect.right}`);
-      }
-    }
-    const messages = document.querySelector<HTMLElement>(".messages");
-    return {
-      page: document.documentElement.scrollWidth - width,
-      conversation: messages ? messages.scrollWidth - messages.clientWidth : 0,
-      offenders,
-    };
-  });
-  expect(found).toEqual({ page: 0, conversation: 0, offenders: [] });
 }
 
 /** Records every `data-status` each tool card takes, in order, from now on (read with `statusesOf`). */
@@ -175,7 +125,6 @@ describe("chat app in headless Chromium", () => {
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run tests/e2e/ensure-chromium`);
     await mkdir(outputDir, { recursive: true });
     dataDir = await mkdtemp(join(tmpdir(), "pai-chat-e2e-"));
     server = await startServer(dataDir);

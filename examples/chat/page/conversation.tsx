@@ -20,17 +20,20 @@ import {
 import type { ChatMessage } from "./chat-message.ts";
 import { Composer } from "./composer.tsx";
 import { MessageView } from "./message-view.tsx";
+import { PreviewCard } from "./preview-card.tsx";
 import { RunScriptCard } from "./run-script-card.tsx";
+import { TerminalPanel } from "./terminal-panel.tsx";
 
 /**
  * Custom cards by tool id; `codeInterpreter` gets `@pai/react`'s own card, every other tool its default card.
  */
-const cards = { runScript: RunScriptCard };
+const cards = { runScript: RunScriptCard, startServer: PreviewCard };
 
 /** What the cards call the agent's tools. */
 const titles = {
   runScript: "Run a script",
   codeInterpreter: "Code interpreter",
+  startServer: "Start a server",
   commitWork: "Commit to git",
 };
 
@@ -39,6 +42,7 @@ const SUGGESTIONS = [
   "Show me the sandbox at work",
   "Write a script that prints Fibonacci numbers",
   "Plot a chart of some data",
+  "Start a web server and show me the page",
 ];
 
 /** What {@link Conversation} accepts. */
@@ -54,6 +58,8 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
   const [error, setError] = useState<string | undefined>(undefined);
   const [runs, setRuns] = useState<RunStatuses>(initial.runs);
   const [rejoin] = useState(() => !isUnsentThread(threadId));
+  const [terminalOpen, setTerminalOpen] = useState(false);
+  const terminalButton = useRef<HTMLButtonElement>(null);
   const input = useRef<HTMLTextAreaElement>(null);
   const scroller = useRef<HTMLDivElement>(null);
   const pinned = useRef(true);
@@ -145,6 +151,11 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
     wasBusy.current = chat.busy;
   }, [chat.busy, restoreFocus]);
 
+  const closeTerminal = useCallback(() => {
+    setTerminalOpen(false);
+    terminalButton.current?.focus();
+  }, []);
+
   const last = chat.messages.at(-1);
   const lastAssistant = last?.role === "assistant" ? last : undefined;
   const starting = lastAssistant ? startingCapabilitiesOf(lastAssistant) : [];
@@ -167,6 +178,21 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
   return (
     <PaiProvider api={API} threadId={threadId} cards={cards} titles={titles} onAnswer={answer}>
       <div className="conversation" data-status={chat.busy ? "busy" : "idle"}>
+        {/* the sandbox is the thread's: it exists once the thread has a message */}
+        {chat.messages.length > 0 ? (
+          <div className="conversation-head">
+            <button
+              ref={terminalButton}
+              type="button"
+              className="terminal-toggle"
+              aria-expanded={terminalOpen}
+              aria-controls="terminal-panel"
+              onClick={() => (terminalOpen ? closeTerminal() : setTerminalOpen(true))}
+            >
+              <TerminalIcon /> Terminal
+            </button>
+          </div>
+        ) : null}
         <div
           className="messages"
           ref={scroller}
@@ -221,8 +247,24 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
           </p>
         ) : null}
         <Composer busy={chat.busy} onSend={send} onStop={() => void stop()} inputRef={input} />
+        {terminalOpen ? <TerminalPanel threadId={threadId} onClose={closeTerminal} /> : null}
       </div>
     </PaiProvider>
+  );
+}
+
+function TerminalIcon(): ReactNode {
+  return (
+    <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
+      <path
+        d="M4 6l6 6-6 6M12 18h8"
+        fill="none"
+        stroke="currentColor"
+        strokeWidth="2"
+        strokeLinecap="round"
+        strokeLinejoin="round"
+      />
+    </svg>
   );
 }
 

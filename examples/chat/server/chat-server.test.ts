@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from "node:fs/promises";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CapabilityBinding, PublicPendingAction } from "@pai/core";
@@ -121,6 +122,28 @@ describe("chat server with the scripted plan", () => {
     });
     expect(final.parts.at(-1)).toMatchObject({ text: expect.stringContaining("You denied the commit") });
     expect(sandbox.commands.some((command) => command.includes("git"))).toBe(false);
+  });
+
+  it("serves the page on its own host only: another Host (a preview's, a rebound name) gets PAI's handler", async () => {
+    const { port } = new URL(server.url);
+    const get = (host: string) =>
+      new Promise<{ status: number; type: string }>((resolve, reject) => {
+        const req = request({ host: "127.0.0.1", port, path: "/", headers: { host } }, (res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, type: String(res.headers["content-type"]) });
+        });
+        req.once("error", reject);
+        req.end();
+      });
+    for (const own of [`127.0.0.1:${port}`, `localhost:${port}`]) {
+      expect(await get(own)).not.toMatchObject({ type: expect.stringContaining("application/json") });
+    }
+    for (const other of [`p1234.localhost:${port}`, `evil.example:${port}`]) {
+      expect(await get(other)).toMatchObject({
+        status: 404,
+        type: expect.stringContaining("application/json"),
+      });
+    }
   });
 
   it("serves the thread to its owner only", async () => {

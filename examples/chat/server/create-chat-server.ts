@@ -53,7 +53,8 @@ export interface ChatServer {
 export const CHAT_AGENT_ID = "chat";
 
 /**
- * Starts the chat app: PAI's HTTP handler under `/api` and the Vite-built page for everything else.
+ * Starts the chat app: PAI's HTTP handler under `/api` (and for the previews of servers started in sandboxes, on
+ * hosts of their own) with its WebSockets (the terminal, previews), and the Vite-built page for everything else.
  * @example
  * await using server = await createChatServer({ port: 3000 });
  * console.log(`PAI chat on ${server.url}`);
@@ -97,13 +98,20 @@ export async function createChatServer(options: ChatServerOptions = {}): Promise
     }),
   );
   const page = createStaticHandler(pageDist);
+  const host = options.host ?? "127.0.0.1";
   const server = createServer((req, res) => {
     const path = req.url ?? "/";
-    void (path === "/api" || path.startsWith("/api/") ? api(req, res) : page(req, res));
+    // the app's own host gets the page and the API; any other (a preview's `<id>.localhost`) only PAI's handler,
+    // which serves a live preview and refuses the rest
+    const forPage = isAppHost(req.headers.host, host) && path !== "/api" && !path.startsWith("/api/");
+    void (forPage ? page(req, res) : api(req, res));
   });
+  // WebSockets: the Terminal panel's, and those of the pages previews serve (from the first request on, which may
+  // well be the page's)
+  if (api.upgrade) server.on("upgrade", api.upgrade);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
+    server.listen(options.port ?? 0, host, () => {
       server.off("error", reject);
       resolve();
     });
@@ -126,4 +134,16 @@ export async function createChatServer(options: ChatServerOptions = {}): Promise
     close,
     [Symbol.asyncDispose]: close,
   };
+}
+
+/** Whether a request's `Host` names the app itself (its listening host, or loopback by name or address). */
+function isAppHost(header: string | undefined, host: string): boolean {
+  if (!header) return false;
+  let hostname: string;
+  try {
+    hostname = new URL(`http://${header}`).hostname;
+  } catch {
+    return false;
+  }
+  return hostname === host || hostname === "127.0.0.1" || hostname === "localhost" || hostname === "[::1]";
 }

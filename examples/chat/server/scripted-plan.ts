@@ -37,13 +37,30 @@ print("warmest:", weather.loc[weather.high.idxmax(), "day"])`;
 /** A message that asks for the chart plan. */
 const CHART_REQUEST = /chart|plot|graph|data/i;
 
+/** A message that asks for the server plan. */
+const SERVER_REQUEST = /\bserve|server|preview|web ?(site|page)/i;
+
+/** The page the server plan writes, which the directory listing then shows. */
+export const SERVED_FILE = "hello.html";
+
+const SERVED_PAGE = `<!doctype html>
+<meta charset="utf-8">
+<title>Hello from the sandbox</title>
+<h1>Hello from the sandbox</h1>
+<p>python3 -m http.server serves this page from this conversation's /workspace.</p>
+`;
+
+/** The server the server plan starts. */
+export const SCRIPTED_SERVER = { command: "python3 -m http.server 8000", port: 8000 } as const;
+
 /** The file the scripted plan writes and commits. */
 export const SCRIPTED_FILE = "fib.py";
 
 /**
  * The chat server's model when no API key is set: a scripted model playing a fixed, honest plan for every
  * message — write and run a Python script in the sandbox, ask to commit it, then report — reading the tool
- * results from the prompt. It says plainly that it is scripted, in a little markdown (emphasis, inline code, a list, a
+ * results from the prompt; a message that asks for a chart plays the chart plan, one that asks for a server the
+ * server plan. It says plainly that it is scripted, in a little markdown (emphasis, inline code, a list, a
  * code block) so the page's markdown rendering shows.
  */
 export function createScriptedPlan(): ScriptedModel {
@@ -52,6 +69,7 @@ export function createScriptedPlan(): ScriptedModel {
 
 function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
   const results = toolResultsSinceLastUserMessage(call);
+  if (SERVER_REQUEST.test(lastUserText(call))) return serverStep(results);
   const chart = results.findLast((result) => result.toolName === "codeInterpreter");
   if (chart) return { text: describeChart(chart.output) };
   if (CHART_REQUEST.test(lastUserText(call)) && results.length === 0) {
@@ -102,11 +120,50 @@ function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
       "set), so I play a fixed plan whatever you ask:\n\n" +
       `1. write \`${SCRIPTED_FILE}\` in this conversation's sandbox and run it;\n` +
       "2. ask you before committing it.\n\n" +
-      "Ask for a *chart* to see the code interpreter instead.",
+      "Ask for a *chart* to see the code interpreter, or for a *web server* to see a preview, instead.",
     toolCalls: [
       {
         toolName: "runScript",
         input: { path: SCRIPTED_FILE, content: SCRIPT, command: `python3 ${SCRIPTED_FILE}` },
+      },
+    ],
+  };
+}
+
+/** The server plan: write a page, serve the folder with python's http.server, point at the preview. */
+function serverStep(results: ToolResult[]): ScriptedStep {
+  const served = results.findLast((result) => result.toolName === "startServer");
+  if (served) {
+    const outcome = served.output as { type?: string; value?: unknown } | undefined;
+    if (outcome?.type !== "json") {
+      return { text: `The server did not start: ${describe(outcome)}. End of the server plan.` };
+    }
+    const { port } = (outcome.value ?? {}) as { port?: number };
+    return {
+      text:
+        `python's http.server runs in the sandbox on port ${port}: the card above shows its directory listing ` +
+        `(click \`${SERVED_FILE}\`), and **Open** shows it in a tab of its own. End of the **server plan**.`,
+    };
+  }
+  const wrote = results.findLast((result) => result.toolName === "runScript");
+  if (wrote) {
+    const outcome = wrote.output as { type?: string } | undefined;
+    if (outcome?.type !== "json") {
+      return { text: `Writing the page failed: ${describe(outcome)}. End of the server plan.` };
+    }
+    return {
+      text: `\`${SERVED_FILE}\` is written. Now the server, and a preview of its port:`,
+      toolCalls: [{ toolName: "startServer", input: { ...SCRIPTED_SERVER } }],
+    };
+  }
+  return {
+    text:
+      "I am PAI's **scripted demo model**, playing the server plan: write a small page in this conversation's " +
+      `sandbox, serve the folder with \`${SCRIPTED_SERVER.command}\` and show you the preview.`,
+    toolCalls: [
+      {
+        toolName: "runScript",
+        input: { path: SERVED_FILE, content: SERVED_PAGE, command: "ls -l" },
       },
     ],
   };
