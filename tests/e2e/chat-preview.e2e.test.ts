@@ -184,6 +184,12 @@ describe("the chat app's preview card and Terminal in headless Chromium", () => 
           expect(await toggle.getAttribute("aria-expanded")).toBe("true");
           const panel = page.locator(".terminal-panel");
           await panel.locator(".terminal-status", { hasText: "Connected" }).waitFor({ timeout: 60_000 });
+          // docked under the conversation on a wide window, a bottom sheet over it on a phone: the window's full
+          // width, down to its bottom edge
+          const box = (await panel.boundingBox())!;
+          expect(box.y + box.height).toBeCloseTo(viewport.height, 0);
+          if (viewport.name === "phone") expect(box.width).toBe(viewport.width);
+          else expect(box.width).toBeLessThan(viewport.width);
           expect(sockets.map((socket) => new URL(socket.url()).pathname)).toEqual([
             `/api/threads/${page.url().split("#/threads/")[1]}/terminal`,
           ]);
