@@ -107,6 +107,24 @@ describe("connectTerminal", () => {
       .toEqual({ state: "failed", message: "the connection closed (1011: gone)" });
   });
 
+  it("says it could not connect when the upgrade is refused", async () => {
+    current = await terminalServer();
+    current.server.options.verifyClient = (_info, done) => done(false, 404, "no such thread");
+    const statuses: TerminalStatus[] = [];
+    connectTerminal({
+      threadId: "missing",
+      cols: 80,
+      rows: 24,
+      location: current.location,
+      onOutput: () => {},
+      onStatus: (status) => statuses.push(status),
+    });
+    await expect
+      .poll(() => statuses.at(-1))
+      .toEqual({ state: "failed", message: "the terminal could not connect (1006)" });
+    expect(current.connections).toEqual([]);
+  });
+
   it("closes the socket on close(), and reports nothing more", async () => {
     current = await terminalServer();
     const statuses: TerminalStatus[] = [];

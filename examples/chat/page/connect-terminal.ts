@@ -48,8 +48,8 @@ export function terminalUrl(
 /**
  * Opens a shell in the thread's sandbox over the handler's terminal WebSocket. Keystrokes go out as binary
  * messages, resizes as `{"type":"resize"}`; output comes in as binary messages, and `ready`, `exit` and `error`
- * as JSON text, which become {@link TerminalStatus} changes (a socket that closes without `exit` or `error`
- * fails with its close code).
+ * as JSON text, which become {@link TerminalStatus} changes (a socket that closes without `exit` or `error`, or
+ * never opens, fails with its close code).
  */
 export function connectTerminal(options: ConnectTerminalOptions): TerminalConnection {
   const { threadId, onOutput, onStatus } = options;
@@ -74,7 +74,11 @@ export function connectTerminal(options: ConnectTerminalOptions): TerminalConnec
     socket.send(JSON.stringify({ type: "resize", ...size }));
   };
 
-  socket.addEventListener("open", sendSize);
+  let opened = false;
+  socket.addEventListener("open", () => {
+    opened = true;
+    sendSize();
+  });
   socket.addEventListener("message", (event: MessageEvent<ArrayBuffer | string>) => {
     if (typeof event.data !== "string") {
       onOutput(new Uint8Array(event.data));
@@ -94,10 +98,9 @@ export function connectTerminal(options: ConnectTerminalOptions): TerminalConnec
     }
   });
   socket.addEventListener("close", (event) => {
-    settle({
-      state: "failed",
-      message: `the connection closed (${event.code}${event.reason ? `: ${event.reason}` : ""})`,
-    });
+    // a refused upgrade (no such thread, another identity) shows the page nothing but 1006
+    const what = opened ? "the connection closed" : "the terminal could not connect";
+    settle({ state: "failed", message: `${what} (${event.code}${event.reason ? `: ${event.reason}` : ""})` });
   });
 
   return {
