@@ -16,6 +16,7 @@ import { benchFirstUse } from "./first-use.ts";
 import { benchHibernatedMemory, benchWake } from "./hibernation.ts";
 import { benchIdleSandboxMemory } from "./idle-sandbox-memory.ts";
 import { benchPostgresStore } from "./postgres-store.ts";
+import { benchPreviews } from "./previews.ts";
 import { benchRuntimeOverhead } from "./runtime-overhead.ts";
 import { benchSmallFileFrames } from "./small-file-frames.ts";
 import { fmt } from "./stats.ts";
@@ -59,6 +60,7 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["hibernated memory", () => benchHibernatedMemory({ count: quick ? 8 : 16 })],
   ["file frames", () => benchSmallFileFrames({ rounds: quick ? 40 : 200 })],
   ["egress", () => benchEgressProxy({ rounds: quick ? 2 : 5, megabytes: 256 })],
+  ["previews", () => benchPreviews({ rounds: quick ? 2 : 5, megabytes: 100 })],
   [
     "code interpreter",
     () =>

@@ -13,7 +13,6 @@ import {
   createPaiHandler,
   defineAgent,
   defineTool,
-  type PortPreview,
   type PreviewRequestEvent,
   toNodeListener,
 } from "@pai/core";

@@ -47,6 +47,14 @@ export interface AgentConnection {
   close(): Promise<void>;
 }
 
+/** Frames whose payload is a stretch of a byte stream: handed on in pieces as they arrive, never gathered. */
+const BYTE_STREAM_FRAME_TYPES: ReadonlySet<number> = new Set([
+  FrameType.Stdout,
+  FrameType.Stderr,
+  FrameType.PipeOut,
+  FrameType.StreamDataOut,
+]);
+
 /** How long `close()` waits for the agent's output to end before it destroys the stream. */
 const CLOSE_WAIT_MS = 2000;
 
@@ -133,7 +141,11 @@ export function createAgentConnection(options: AgentConnectionOptions): AgentCon
   let closedByClient = false;
   let closing: Promise<void> | undefined;
 
-  const decoder = createFrameDecoder({ onFrame: dispatch, frameTypes: AGENT_FRAME_TYPES });
+  const decoder = createFrameDecoder({
+    onFrame: dispatch,
+    frameTypes: AGENT_FRAME_TYPES,
+    pieceTypes: BYTE_STREAM_FRAME_TYPES,
+  });
 
   const onData = (chunk: unknown) => {
     if (closed) return;

@@ -49,6 +49,12 @@ export interface FrameDecoderOptions {
   frameTypes?: ReadonlySet<number> | undefined;
   /** Largest payload accepted; a larger declared length is a protocol error. @default 1 MiB */
   maxPayloadBytes?: number | undefined;
+  /**
+   * Types whose payload is a stretch of a byte stream (a connection's or a command's output): a frame of such a
+   * type split across chunks is handed on as it arrives, in several `onFrame` calls (each a piece of the payload,
+   * in order), instead of gathered into a copy first. @default none
+   */
+  pieceTypes?: ReadonlySet<number> | undefined;
 }
 
 /** Incremental frame parser; see {@link createFrameDecoder}. */
@@ -71,6 +77,7 @@ export interface FrameDecoder {
  */
 export function createFrameDecoder(options: FrameDecoderOptions): FrameDecoder {
   const { onFrame, frameTypes } = options;
+  const pieceTypes = options.pieceTypes;
   const maxPayloadBytes = options.maxPayloadBytes ?? MAX_FRAME_PAYLOAD_BYTES;
   const header = new Uint8Array(FRAME_HEADER_BYTES);
   const headerView = new DataView(header.buffer);
@@ -79,6 +86,8 @@ export function createFrameDecoder(options: FrameDecoderOptions): FrameDecoder {
   let requestId = 0;
   let payload: Uint8Array | undefined; // set while a split payload is being gathered
   let payloadLength = 0;
+  /** Bytes still to come of a piece-type frame being handed on as it arrives. */
+  let pieceLeft = 0;
   let failure: ContainerAgentError | undefined;
 
   const fail = (message: string): never => {
@@ -113,6 +122,13 @@ export function createFrameDecoder(options: FrameDecoderOptions): FrameDecoder {
       if (failure) throw failure;
       let offset = 0;
       while (offset < chunk.length) {
+        if (pieceLeft > 0) {
+          const take = Math.min(pieceLeft, chunk.length - offset);
+          pieceLeft -= take;
+          offset += take;
+          onFrame({ type, requestId, payload: chunk.subarray(offset - take, offset) });
+          continue;
+        }
         if (payload) {
           const take = Math.min(payload.length - payloadLength, chunk.length - offset);
           payload.set(chunk.subarray(offset, offset + take), payloadLength);
@@ -140,6 +156,8 @@ export function createFrameDecoder(options: FrameDecoderOptions): FrameDecoder {
           const whole = chunk.subarray(offset, offset + length);
           offset += length;
           onFrame({ type, requestId, payload: whole });
+        } else if (pieceTypes?.has(type)) {
+          pieceLeft = length;
         } else {
           payload = new Uint8Array(length);
           payloadLength = 0;
@@ -148,9 +166,9 @@ export function createFrameDecoder(options: FrameDecoderOptions): FrameDecoder {
     },
     end() {
       if (failure) throw failure;
-      if (headerLength > 0 || payload) {
+      if (headerLength > 0 || payload || pieceLeft > 0) {
         fail(
-          `protocol error: stream ended inside a frame (${headerLength > 0 ? `${headerLength} header bytes` : `${payloadLength} of ${payload?.length} payload bytes`})`,
+          `protocol error: stream ended inside a frame (${headerLength > 0 ? `${headerLength} header bytes` : pieceLeft > 0 ? `${pieceLeft} payload bytes missing` : `${payloadLength} of ${payload?.length} payload bytes`})`,
         );
       }
     },
