@@ -60,6 +60,14 @@ const answerBody = z.object({
   clientData: z.unknown().optional(),
 });
 
+/** Longest title `PATCH /threads/:threadId` takes, in UTF-16 code units. */
+const MAX_TITLE_LENGTH = 200;
+
+const renameBody = z.object({
+  /** Trimmed; empty clears the title. */
+  title: z.string().trim().max(MAX_TITLE_LENGTH),
+});
+
 const statusOf: Partial<Record<PaiErrorCode, number>> = {
   BAD_REQUEST: 400,
   TOO_MANY_PARTS: 400,
@@ -101,7 +109,8 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  *   JSON, or (with `Accept: text/event-stream`) the continuation's UI message stream
  * - `GET /threads` — the caller's threads, each with `pendingActionCount` (actions waiting for an answer);
  *   `GET /threads/:threadId` — messages, pending actions, tool data
- * - `DELETE /threads/:threadId`; `GET /manifest`
+ * - `PATCH /threads/:threadId` — rename it `{ title }` (trimmed, at most 200 characters; empty clears it):
+ *   `{ thread }`; `DELETE /threads/:threadId`; `GET /manifest`
  * - `GET /threads/:threadId/terminal` (WebSocket, through `upgrade`) — a terminal in the thread's sandbox, for the
  *   thread's own identity, from the app's own origin
  * - any request whose `Host` is a preview's (`<id>.localhost:<port>`, see `sandbox.exposePort`) goes to the
@@ -140,6 +149,7 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     { method: "POST", pattern: /^\/threads\/([^/]+)\/actions\/([^/]+)$/, route: answerAction },
     { method: "GET", pattern: /^\/threads$/, route: listThreads },
     { method: "GET", pattern: /^\/threads\/([^/]+)$/, route: readThread },
+    { method: "PATCH", pattern: /^\/threads\/([^/]+)$/, route: renameThread },
     { method: "DELETE", pattern: /^\/threads\/([^/]+)$/, route: deleteThread },
     { method: "GET", pattern: /^\/manifest$/, route: async () => json(200, runtime.manifest()) },
   ];
@@ -314,6 +324,14 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     if (!snapshot) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
     const active = await runtime.followRun(threadId!);
     return json(200, { ...snapshot, activeRunId: active?.runId ?? null });
+  }
+
+  async function renameThread(request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
+    const body = await parseBody(request, renameBody, maxBodyBytes);
+    await requireThread(threadId!, identity);
+    const thread = await runtime.store.setThreadTitle(threadId!, body.title || undefined);
+    if (!thread) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
+    return json(200, { thread });
   }
 
   async function deleteThread(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
