@@ -157,7 +157,14 @@ describe("HTTP interface", () => {
     const read = await (await call("/threads/t1")).json();
     expect(read.pendingActions).toHaveLength(1);
     const waitingList = await (await call("/threads")).json();
-    expect(waitingList.threads).toEqual([expect.objectContaining({ id: "t1", pendingActionCount: 1 })]);
+    expect(waitingList.threads).toEqual([
+      expect.objectContaining({
+        id: "t1",
+        pendingActionCount: 1,
+        lastRunStatus: "suspended",
+        lastAnswer: null,
+      }),
+    ]);
     const action = read.pendingActions[0] as PublicPendingAction;
 
     const answer = await fetch(`${base}/threads/t1/actions/${action.actionId}`, {
@@ -203,7 +210,14 @@ describe("HTTP interface", () => {
     expect(thread.pendingActions).toEqual([]);
 
     const list = await (await call("/threads")).json();
-    expect(list.threads).toEqual([expect.objectContaining({ id: "t1", pendingActionCount: 0 })]);
+    expect(list.threads).toEqual([
+      expect.objectContaining({
+        id: "t1",
+        pendingActionCount: 0,
+        lastRunStatus: "completed",
+        lastAnswer: "resumed",
+      }),
+    ]);
   });
 
   it("hides a thread from another identity and requires authentication", async () => {
@@ -335,6 +349,9 @@ describe("HTTP interface", () => {
     const thread = await (await call("/threads/t3")).json();
     expect(thread.runs.map((run: { status: string }) => run.status)).toEqual(["cancelled"]);
     expect((await call("/chat/t3/stream")).status).toBe(204);
+    expect((await (await call("/threads")).json()).threads).toEqual([
+      expect.objectContaining({ id: "t3", lastRunStatus: "cancelled", lastAnswer: null }),
+    ]);
   });
 });
 

@@ -107,7 +107,9 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  *   it: `{ stopped, runId, where: "local" | "remote", status }` (see `runtime.stop`)
  * - `POST /threads/:threadId/actions/:actionId` — answer a pending action `{ toolCallId, toolId, inputHash, answer }`;
  *   JSON, or (with `Accept: text/event-stream`) the continuation's UI message stream
- * - `GET /threads` — the caller's threads, each with `pendingActionCount` (actions waiting for an answer);
+ * - `GET /threads` — the caller's threads, each with `pendingActionCount` (actions waiting for an answer),
+ *   `lastRunStatus` (how its newest run ended, or `running`) and `lastAnswer` (how the action answered last was
+ *   answered: `denied`, `resumed`…), `null` when there is none;
  *   `GET /threads/:threadId` — messages, pending actions, tool data
  * - `PATCH /threads/:threadId` — rename it `{ title }` (trimmed, at most 200 characters; empty clears it):
  *   `{ thread }`; `DELETE /threads/:threadId`; `GET /manifest`
@@ -308,15 +310,29 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
   async function listThreads(request: Request, identity: unknown): Promise<Response> {
     const agentId = new URL(request.url).searchParams.get("agentId") ?? undefined;
     const threads = await runtime.listThreads({ identity, ...(agentId ? { agentId } : {}) });
-    const waiting = await Promise.all(
+    const states = await Promise.all(
       threads.map(async (thread) => {
-        const pending = await runtime.store.listPendingActions({ threadId: thread.id, status: "pending" });
-        return pending.length;
+        const [actions, runs] = await Promise.all([
+          runtime.store.listPendingActions({ threadId: thread.id }),
+          runtime.store.listRuns(thread.id),
+        ]);
+        const settled = actions.filter((action) => action.status !== "pending");
+        const lastAnswered = settled.reduce<(typeof settled)[number] | undefined>(
+          (latest, action) => ((action.settledAt ?? 0) >= (latest?.settledAt ?? 0) ? action : latest),
+          undefined,
+        );
+        const lastRun = runs.reduce<(typeof runs)[number] | undefined>(
+          (latest, run) => (run.startedAt >= (latest?.startedAt ?? 0) ? run : latest),
+          undefined,
+        );
+        return {
+          pendingActionCount: actions.length - settled.length,
+          lastRunStatus: lastRun?.status ?? null,
+          lastAnswer: lastAnswered?.status ?? null,
+        };
       }),
     );
-    return json(200, {
-      threads: threads.map((thread, index) => ({ ...thread, pendingActionCount: waiting[index] })),
-    });
+    return json(200, { threads: threads.map((thread, index) => ({ ...thread, ...states[index] })) });
   }
 
   async function readThread(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
