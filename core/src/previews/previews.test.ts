@@ -339,6 +339,15 @@ describe("previews through createPaiHandler", () => {
 
     const second = await openPreview();
     expect(runtime.listPreviews("t1").map((entry) => entry.id)).toEqual([second.id]);
+    const listed = await send({ path: "/api/threads/t1/previews", headers: { "x-user": "alice" } });
+    expect(JSON.parse(listed.body.toString())).toEqual({
+      previews: [
+        { id: second.id, url: second.url, port: boxPort, access: "token", expiresAt: second.expiresAt },
+      ],
+    });
+    expect((await send({ path: "/api/threads/t1/previews", headers: { "x-user": "mallory" } })).status).toBe(
+      404,
+    );
     await runtime.endThread("t1");
     expect(
       (await send({ path: "/", host: hostOf(second), headers: { cookie: cookieOf(second) } })).status,
