@@ -157,7 +157,14 @@ describe("HTTP interface", () => {
     const read = await (await call("/threads/t1")).json();
     expect(read.pendingActions).toHaveLength(1);
     const waitingList = await (await call("/threads")).json();
-    expect(waitingList.threads).toEqual([expect.objectContaining({ id: "t1", pendingActionCount: 1 })]);
+    expect(waitingList.threads).toEqual([
+      expect.objectContaining({
+        id: "t1",
+        pendingActionCount: 1,
+        lastRunStatus: "suspended",
+        lastAnswer: null,
+      }),
+    ]);
     const action = read.pendingActions[0] as PublicPendingAction;
 
     const answer = await fetch(`${base}/threads/t1/actions/${action.actionId}`, {
@@ -203,7 +210,14 @@ describe("HTTP interface", () => {
     expect(thread.pendingActions).toEqual([]);
 
     const list = await (await call("/threads")).json();
-    expect(list.threads).toEqual([expect.objectContaining({ id: "t1", pendingActionCount: 0 })]);
+    expect(list.threads).toEqual([
+      expect.objectContaining({
+        id: "t1",
+        pendingActionCount: 0,
+        lastRunStatus: "completed",
+        lastAnswer: "resumed",
+      }),
+    ]);
   });
 
   it("hides a thread from another identity and requires authentication", async () => {
@@ -231,6 +245,65 @@ describe("HTTP interface", () => {
       }),
     });
     expect(hijack.status).toBe(404);
+  });
+
+  it("renames a thread for its owner only, keeps the name through a run, and deletes it", async () => {
+    await readMessage(
+      await call("/chat", {
+        method: "POST",
+        body: JSON.stringify({
+          id: "t3",
+          messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "deploy api" }] }],
+        }),
+      }),
+    );
+    const rename = (title: unknown, user?: string) =>
+      call("/threads/t3", { method: "PATCH", body: JSON.stringify({ title }), ...(user ? { user } : {}) });
+    const titles = async () =>
+      ((await (await call("/threads")).json()).threads as Array<{ title?: string }>).map((t) => t.title);
+    expect(await titles()).toEqual(["deploy api"]);
+
+    const renamed = await rename("  Deploy the API  ");
+    expect(renamed.status).toBe(200);
+    expect(await renamed.json()).toMatchObject({ thread: { id: "t3", title: "Deploy the API" } });
+    expect(await titles()).toEqual(["Deploy the API"]);
+
+    expect((await rename("Mine now", "mallory")).status).toBe(404);
+    expect(
+      (await call("/threads/nope", { method: "PATCH", body: JSON.stringify({ title: "x" }) })).status,
+    ).toBe(404);
+    const tooLong = await rename("x".repeat(201));
+    expect(tooLong.status).toBe(400);
+    expect(await tooLong.json()).toMatchObject({ error: { code: "BAD_REQUEST" } });
+    expect((await rename(42)).status).toBe(400);
+    expect(await titles()).toEqual(["Deploy the API"]);
+
+    // the run that the approval continues commits the thread again: the new name stands
+    const read = await (await call("/threads/t3")).json();
+    const action = read.pendingActions[0] as PublicPendingAction;
+    const continued = await (
+      await fetch(`${base}/threads/t3/actions/${action.actionId}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream", "x-user": "alice" },
+        body: JSON.stringify({
+          toolCallId: action.toolCallId,
+          toolId: action.toolId,
+          inputHash: action.inputHash,
+          answer: { type: "resume", resume: {} },
+        }),
+      })
+    ).text();
+    expect(continued).toContain("Deployed api.");
+    await waitForIdle("t3");
+    expect(await titles()).toEqual(["Deploy the API"]);
+
+    expect((await rename("")).status).toBe(200);
+    expect(await titles()).toEqual([undefined]);
+
+    expect((await call("/threads/t3", { method: "DELETE", user: "mallory" })).status).toBe(404);
+    expect(await (await call("/threads/t3", { method: "DELETE" })).json()).toEqual({ deleted: true });
+    expect(await titles()).toEqual([]);
+    expect((await call("/threads/t3")).status).toBe(404);
   });
 
   it("answers bad input with typed 4xx errors", async () => {
@@ -276,6 +349,9 @@ describe("HTTP interface", () => {
     const thread = await (await call("/threads/t3")).json();
     expect(thread.runs.map((run: { status: string }) => run.status)).toEqual(["cancelled"]);
     expect((await call("/chat/t3/stream")).status).toBe(204);
+    expect((await (await call("/threads")).json()).threads).toEqual([
+      expect.objectContaining({ id: "t3", lastRunStatus: "cancelled", lastAnswer: null }),
+    ]);
   });
 });
 

@@ -60,6 +60,14 @@ const answerBody = z.object({
   clientData: z.unknown().optional(),
 });
 
+/** Longest title `PATCH /threads/:threadId` takes, in UTF-16 code units. */
+const MAX_TITLE_LENGTH = 200;
+
+const renameBody = z.object({
+  /** Trimmed; empty clears the title. */
+  title: z.string().trim().max(MAX_TITLE_LENGTH),
+});
+
 const statusOf: Partial<Record<PaiErrorCode, number>> = {
   BAD_REQUEST: 400,
   TOO_MANY_PARTS: 400,
@@ -99,9 +107,12 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  *   it: `{ stopped, runId, where: "local" | "remote", status }` (see `runtime.stop`)
  * - `POST /threads/:threadId/actions/:actionId` — answer a pending action `{ toolCallId, toolId, inputHash, answer }`;
  *   JSON, or (with `Accept: text/event-stream`) the continuation's UI message stream
- * - `GET /threads` — the caller's threads, each with `pendingActionCount` (actions waiting for an answer);
+ * - `GET /threads` — the caller's threads, each with `pendingActionCount` (actions waiting for an answer),
+ *   `lastRunStatus` (how its newest run ended, or `running`) and `lastAnswer` (how the action answered last was
+ *   answered: `denied`, `resumed`…), `null` when there is none;
  *   `GET /threads/:threadId` — messages, pending actions, tool data
- * - `DELETE /threads/:threadId`; `GET /manifest`
+ * - `PATCH /threads/:threadId` — rename it `{ title }` (trimmed, at most 200 characters; empty clears it):
+ *   `{ thread }`; `DELETE /threads/:threadId`; `GET /manifest`
  * - `GET /threads/:threadId/previews` — the thread's open previews (`{ previews: [{ id, url, port, access,
  *   expiresAt }] }`): a closed or expired one is absent
  * - `GET /threads/:threadId/terminal` (WebSocket, through `upgrade`) — a terminal in the thread's sandbox, for the
@@ -142,6 +153,7 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     { method: "POST", pattern: /^\/threads\/([^/]+)\/actions\/([^/]+)$/, route: answerAction },
     { method: "GET", pattern: /^\/threads$/, route: listThreads },
     { method: "GET", pattern: /^\/threads\/([^/]+)$/, route: readThread },
+    { method: "PATCH", pattern: /^\/threads\/([^/]+)$/, route: renameThread },
     { method: "DELETE", pattern: /^\/threads\/([^/]+)$/, route: deleteThread },
     { method: "GET", pattern: /^\/threads\/([^/]+)\/previews$/, route: listPreviews },
     { method: "GET", pattern: /^\/manifest$/, route: async () => json(200, runtime.manifest()) },
@@ -301,15 +313,29 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
   async function listThreads(request: Request, identity: unknown): Promise<Response> {
     const agentId = new URL(request.url).searchParams.get("agentId") ?? undefined;
     const threads = await runtime.listThreads({ identity, ...(agentId ? { agentId } : {}) });
-    const waiting = await Promise.all(
+    const states = await Promise.all(
       threads.map(async (thread) => {
-        const pending = await runtime.store.listPendingActions({ threadId: thread.id, status: "pending" });
-        return pending.length;
+        const [actions, runs] = await Promise.all([
+          runtime.store.listPendingActions({ threadId: thread.id }),
+          runtime.store.listRuns(thread.id),
+        ]);
+        const settled = actions.filter((action) => action.status !== "pending");
+        const lastAnswered = settled.reduce<(typeof settled)[number] | undefined>(
+          (latest, action) => ((action.settledAt ?? 0) >= (latest?.settledAt ?? 0) ? action : latest),
+          undefined,
+        );
+        const lastRun = runs.reduce<(typeof runs)[number] | undefined>(
+          (latest, run) => (run.startedAt >= (latest?.startedAt ?? 0) ? run : latest),
+          undefined,
+        );
+        return {
+          pendingActionCount: actions.length - settled.length,
+          lastRunStatus: lastRun?.status ?? null,
+          lastAnswer: lastAnswered?.status ?? null,
+        };
       }),
     );
-    return json(200, {
-      threads: threads.map((thread, index) => ({ ...thread, pendingActionCount: waiting[index] })),
-    });
+    return json(200, { threads: threads.map((thread, index) => ({ ...thread, ...states[index] })) });
   }
 
   async function readThread(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
@@ -317,6 +343,14 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     if (!snapshot) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
     const active = await runtime.followRun(threadId!);
     return json(200, { ...snapshot, activeRunId: active?.runId ?? null });
+  }
+
+  async function renameThread(request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
+    const body = await parseBody(request, renameBody, maxBodyBytes);
+    await requireThread(threadId!, identity);
+    const thread = await runtime.store.setThreadTitle(threadId!, body.title || undefined);
+    if (!thread) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
+    return json(200, { thread });
   }
 
   async function deleteThread(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {

@@ -163,6 +163,7 @@ export const storeInputSchemas = {
   timestamp,
   busyTimeoutMs: z.number().int().nonnegative(),
   thread,
+  threadTitle: z.string().optional(),
   run,
   runStatus,
   settleRunPatch: z.object({

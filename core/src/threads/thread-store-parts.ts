@@ -9,7 +9,13 @@ export interface ThreadStoreParts {
   /** Threads, their messages, and the commit that ends a run. */
   threads: Pick<
     ThreadStore,
-    "getThread" | "ensureThread" | "listThreads" | "deleteThread" | "loadMessages" | "commitRun"
+    | "getThread"
+    | "ensureThread"
+    | "setThreadTitle"
+    | "listThreads"
+    | "deleteThread"
+    | "loadMessages"
+    | "commitRun"
   >;
   /** Run records. */
   runs: Pick<

@@ -176,6 +176,25 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       expect(again).toEqual(thread({ title: "First" }));
     });
 
+    it("renames a thread and clears its title, keeping when it was last updated", async () => {
+      await store.ensureThread(thread({ title: "Tests", updatedAt: 2000 }));
+
+      expect(await store.setThreadTitle("t1", "Flaky tests")).toEqual(
+        thread({ title: "Flaky tests", updatedAt: 2000 }),
+      );
+      expect(await store.getThread("t1")).toEqual(thread({ title: "Flaky tests", updatedAt: 2000 }));
+      expect(await store.setThreadTitle("t1", undefined)).toEqual(thread({ updatedAt: 2000 }));
+      expect(await store.getThread("t1")).toEqual(thread({ updatedAt: 2000 }));
+    });
+
+    it("renames nothing when the thread is missing, and refuses a title that is not a string", async () => {
+      expect(await store.setThreadTitle("missing", "Anything")).toBeUndefined();
+      expect(await store.getThread("missing")).toBeUndefined();
+      await store.ensureThread(thread({ title: "Tests" }));
+      await expectCode(store.setThreadTitle("t1", 42 as unknown as string), "INVALID_ARGUMENT");
+      expect((await store.getThread("t1"))!.title).toBe("Tests");
+    });
+
     it("returns undefined for an unknown thread", async () => {
       expect(await store.getThread("missing")).toBeUndefined();
     });
@@ -277,16 +296,25 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       expect((await store.listRuns("t1")).map((found) => found.id)).toEqual(["r1", "r2"]);
     });
 
-    it("keeps the thread's creation time and updates its title on commit", async () => {
+    it("keeps the thread's creation time and title on commit: a rename during the run stands", async () => {
       await store.ensureThread(thread({ createdAt: 1000, title: "Old" }));
+      await store.setThreadTitle("t1", "Renamed");
 
       await store.commitRun({
-        thread: thread({ createdAt: 5000, updatedAt: 6000, title: "New" }),
+        thread: thread({ createdAt: 5000, updatedAt: 6000, title: "Old" }),
         messages: [],
         run: run(),
       });
 
-      expect(await store.getThread("t1")).toEqual(thread({ createdAt: 1000, updatedAt: 6000, title: "New" }));
+      expect(await store.getThread("t1")).toEqual(
+        thread({ createdAt: 1000, updatedAt: 6000, title: "Renamed" }),
+      );
+    });
+
+    it("creates a missing thread with its title on commit", async () => {
+      await store.commitRun({ thread: thread({ title: "First message" }), messages: [], run: run() });
+
+      expect(await store.getThread("t1")).toEqual(thread({ title: "First message" }));
     });
 
     it("rejects a commit whose run belongs to another thread", async () => {

@@ -241,6 +241,11 @@ export interface ThreadStore {
   getThread(threadId: string): Promise<ThreadRecord | undefined>;
   /** Creates the thread if it does not exist; returns the stored record. */
   ensureThread(thread: ThreadRecord): Promise<ThreadRecord>;
+  /**
+   * Sets the thread's title (`undefined` clears it), leaving its `updatedAt` as it is; returns the stored record,
+   * or `undefined` for a missing thread. The title is the thread's own from then on: {@link commitRun} keeps it.
+   */
+  setThreadTitle(threadId: string, title: string | undefined): Promise<ThreadRecord | undefined>;
   /** Threads of one owner, newest first. */
   listThreads(query: { ownerKey: string; agentId?: string; limit?: number }): Promise<ThreadRecord[]>;
   /**
@@ -266,7 +271,10 @@ export interface ThreadStore {
     expected: RunStatus,
     patch: Pick<RunRecord, "status"> & Partial<Pick<RunRecord, "endedAt" | "error">>,
   ): Promise<boolean>;
-  /** Replaces the thread's messages and stores the run's final record in one transaction. */
+  /**
+   * Replaces the thread's messages and stores the run's final record in one transaction. It creates the thread
+   * when missing; an existing thread keeps its creation time and title (a rename during the run stands).
+   */
   commitRun(commit: RunCommit): Promise<void>;
   /**
    * Asks the process running `runId` to stop it: how a stop sent to one process reaches a run another process runs.

@@ -29,6 +29,16 @@ export function memoryThreadMethods(tables: MemoryTables): ThreadStoreParts["thr
       return copy(thread);
     },
 
+    async setThreadTitle(threadId, input) {
+      assertOpen(tables);
+      const title = parseStoreInput(schemas.threadTitle, input, "thread title");
+      const existing = threads.get(threadId);
+      if (!existing) return undefined;
+      const renamed = { ...existing, title };
+      threads.set(threadId, renamed);
+      return copy(renamed);
+    },
+
     async listThreads(input) {
       assertOpen(tables);
       const query = parseStoreInput(schemas.threadQuery, input, "thread query");
@@ -76,7 +86,10 @@ export function memoryThreadMethods(tables: MemoryTables): ThreadStoreParts["thr
       const run = asStored(parsed.run, "run");
       const text = toStoredJson(parsed.messages, "messages") ?? "[]";
       const existing = threads.get(thread.id);
-      threads.set(thread.id, { ...thread, createdAt: existing?.createdAt ?? thread.createdAt });
+      threads.set(
+        thread.id,
+        existing ? { ...thread, createdAt: existing.createdAt, title: existing.title } : thread,
+      );
       messages.set(thread.id, text);
       runs.set(run.id, run);
     },

@@ -32,6 +32,12 @@ export function postgresThreadMethods(connection: PostgresConnection): ThreadSto
         return threadFromRow(inserted ?? (await query("getThread", [thread.id]))[0]!);
       }),
 
+    setThreadTitle: (threadId, input) =>
+      use("write", async () => {
+        const title = parseStoreInput(schemas.threadTitle, input, "thread title");
+        return optionalRecord((await query("setThreadTitle", [title ?? null, threadId]))[0], threadFromRow);
+      }),
+
     listThreads: (input) =>
       use("read", async () => {
         const filter = parseStoreInput(schemas.threadQuery, input, "thread query");
@@ -73,6 +79,7 @@ function threadStatements(s: string) {
     getThread: `SELECT ${threadColumns} FROM ${s}.threads WHERE id = $1`,
     insertThreadIfMissing: `INSERT INTO ${s}.threads (${threadColumns}) VALUES ($1, $2, $3, $4, $5, $6)
       ON CONFLICT (id) DO NOTHING RETURNING ${threadColumns}`,
+    setThreadTitle: `UPDATE ${s}.threads SET title = $1 WHERE id = $2 RETURNING ${threadColumns}`,
     listThreads: `SELECT ${threadColumns} FROM ${s}.threads
       WHERE owner_key = $1 AND ($2::text IS NULL OR agent_id = $2)
       ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT $3`,
@@ -100,7 +107,7 @@ function threadStatements(s: string) {
     commitRun: `WITH
         thread AS (INSERT INTO ${s}.threads (${threadColumns}) VALUES ($1, $2, $3, $4, $5, $6)
           ON CONFLICT (id) DO UPDATE SET agent_id = excluded.agent_id, owner_key = excluded.owner_key,
-            title = excluded.title, updated_at = excluded.updated_at),
+            updated_at = excluded.updated_at),
         run AS (INSERT INTO ${s}.runs (${runColumns}) VALUES ($7, $8, $9, $10, $11, $12, $13, $14)
           ON CONFLICT (id) DO UPDATE SET ${runUpdate}),
         written AS (INSERT INTO ${s}.messages (thread_id, position, message)

@@ -27,6 +27,12 @@ export function sqliteThreadMethods(connection: SqliteConnection): ThreadStorePa
         });
       }),
 
+    setThreadTitle: (threadId, input) =>
+      use("write", () => {
+        const title = parseStoreInput(schemas.threadTitle, input, "thread title");
+        return optionalRecord(s.setThreadTitle.get(title ?? null, threadId), threadFromRow);
+      }),
+
     listThreads: (input) =>
       use("read", () => {
         const query = parseStoreInput(schemas.threadQuery, input, "thread query");
@@ -81,9 +87,9 @@ function prepareThreadStatements(db: DatabaseSync) {
     ),
     upsertThread: db.prepare(
       `INSERT INTO threads (${threadColumns}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET
-         agent_id = excluded.agent_id, owner_key = excluded.owner_key, title = excluded.title,
-         updated_at = excluded.updated_at`,
+         agent_id = excluded.agent_id, owner_key = excluded.owner_key, updated_at = excluded.updated_at`,
     ),
+    setThreadTitle: db.prepare(`UPDATE threads SET title = ? WHERE id = ? RETURNING ${threadColumns}`),
     listThreads: db.prepare(`SELECT ${threadColumns} FROM threads WHERE owner_key = ? ${newestFirst}`),
     listThreadsOfAgent: db.prepare(
       `SELECT ${threadColumns} FROM threads WHERE owner_key = ? AND agent_id = ? ${newestFirst}`,
