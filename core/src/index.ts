@@ -48,6 +48,15 @@ export {
   type FacadeMembers,
   type FacadeOf,
 } from "./capabilities/define-capability.ts";
+export type {
+  CheckpointBlobStore,
+  ManifestEntry,
+  ResourceCheckpoints,
+  RestoredCheckpoint,
+  StoredBlob,
+  TakenCheckpoint,
+  WorkspaceManifest,
+} from "./checkpoints/checkpoint-blob-store.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";
 export { createPaiHandler, type PaiHandler, type PaiHandlerOptions } from "./http/create-pai-handler.ts";
 export {

@@ -85,4 +85,9 @@ export {
   type PoolEvents,
 } from "./pool-events.ts";
 export { type ProvidedImage, type ProvideImageOptions, provideImage } from "./provide-image.ts";
+export {
+  imageUnavailable,
+  type ResolveDefaultImageOptions,
+  resolveDefaultImage,
+} from "./resolve-default-image.ts";
 export { specHash } from "./spec-hash.ts";

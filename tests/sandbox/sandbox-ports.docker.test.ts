@@ -152,6 +152,13 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       return (await box.runCommand({ command: "ps", args: ["-eo", "pid,sid,user,args"] })).stdout;
     }
 
+    /** Whether a process runs whose command line is exactly `args` (not a shell whose script mentions it). */
+    async function running(args: string): Promise<boolean> {
+      return (await processes())
+        .split("\n")
+        .some((line) => line.trim().split(/\s+/).slice(3).join(" ") === args);
+    }
+
     it("runs a login shell as the sandbox user in the workspace: echo, resize and stty size, Ctrl-C, exit", async () => {
       const terminal = await box.openTerminal({ cols: 80, rows: 24 });
       const screen = reader(terminal);
@@ -164,9 +171,9 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
         at = await screen.waitFor(/40 120\r\n/, at);
         await terminal.write("echo started-$((2 + 3)); sleep 100\n");
         at = await screen.waitFor(/started-5\r\n/, at);
-        await waitFor(async () => / sleep 100/.test(await processes()), "sleep to run");
+        await waitFor(() => running("sleep 100"), "sleep to run");
         await terminal.write("\x03");
-        await waitFor(async () => !/ sleep 100/.test(await processes()), "sleep to be interrupted");
+        await waitFor(async () => !(await running("sleep 100")), "sleep to be interrupted");
         await terminal.write("echo alive-$((1 + 1))\n");
         at = await screen.waitFor(/alive-2\r\n/, at);
         await expect(terminal.resize({ cols: 0, rows: 10 })).rejects.toMatchObject({
@@ -185,7 +192,10 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       const screen = reader(terminal);
       await terminal.write("sleep 300 & nohup sleep 301 >/dev/null 2>&1 & echo bg-$((1 + 2))\n");
       await screen.waitFor(/bg-3\r\n/);
-      await waitFor(async () => / sleep 301/.test(await processes()), "the background jobs to run");
+      await waitFor(
+        async () => (await running("sleep 300")) && (await running("sleep 301")),
+        "the background jobs",
+      );
       await terminal.close();
       expect(await terminal.exit).toMatchObject({ exitCode: null, signal: "SIGHUP" });
       await screen.done;
@@ -203,7 +213,7 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
         maxBufferedBytes: 8192,
         signal: controller.signal,
       });
-      await waitFor(async () => / sleep 100/.test(await processes()), "the command to reach its sleep");
+      await waitFor(() => running("sleep 100"), "the command to reach its sleep");
       controller.abort();
       expect((await terminal.exit).signal).toBe("SIGHUP");
       const screen = reader(terminal);

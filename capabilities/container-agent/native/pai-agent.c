@@ -549,12 +549,13 @@ static void stream_pump(stream_t *s) {
     socklen_t elen = sizeof err;
     if (getsockopt(s->in.fd, SOL_SOCKET, SO_ERROR, &err, &elen)) err = errno;
     if (err == EINPROGRESS || err == EALREADY) return;
-    if (err) {
+    if (err && err != ECONNRESET) {
       stream_connect_failed(s, err);
-    } else {
-      stream_connected(s);
-      send_frame(T_CONNECTED, s->id, NULL, 0);
+      return;
     }
+    stream_connected(s);
+    send_frame(T_CONNECTED, s->id, NULL, 0);
+    if (err) stream_close(s); /* ECONNRESET: it was connected, and the server reset it at once */
     return;
   }
   int r = sink_pump(&s->in);

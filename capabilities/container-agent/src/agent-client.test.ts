@@ -724,10 +724,13 @@ describe("AgentClient.connect with the real agent", () => {
         expect(Buffer.concat(chunks).toString()).toBe("bye");
         stream.end();
         await once(stream, "close");
+        // Reset at once, often in the very read that says CONNECTED: the close is still seen by the awaiter.
         mode = "reset";
-        const reset = await agent.client.connect(port);
-        reset.resume();
-        await once(reset, "close");
+        for (let i = 0; i < 100; i++) {
+          const reset = await agent.client.connect(port);
+          reset.resume();
+          await once(reset, "close");
+        }
       },
     );
   });

@@ -39,6 +39,13 @@ export function connectAgentPort(
     let stream: AgentStream | undefined;
     /** Aborted before CONNECTED: the call has rejected, and the frames until the id's last are dropped. */
     let abandoned = false;
+    /**
+     * From CONNECTED to the next turn of the event loop, while whoever awaits the call has not had the stream yet:
+     * an end that comes meanwhile (STREAM_CLOSED in the same read, or the agent connection's end) is held till then,
+     * so that its `close` is not emitted before anyone could listen.
+     */
+    let fresh = false;
+    let endedEarly = false;
     const onAbort = () => {
       abandoned = true;
       if (!connection.closed) connection.send(FrameType.StreamClose, id);
@@ -47,7 +54,8 @@ export function connectAgentPort(
     const id = connection.requests.add({
       onFrame(frame) {
         if (stream) {
-          if (deliverStreamFrame(stream, frame)) connection.requests.delete(id);
+          if (fresh && frame.type === FrameType.StreamClosed) endedEarly = true;
+          else if (deliverStreamFrame(stream, frame)) connection.requests.delete(id);
           return;
         }
         if (frame.type === FrameType.Error || frame.type === FrameType.StreamClosed) {
@@ -69,13 +77,22 @@ export function connectAgentPort(
         }
         if (frame.type !== FrameType.Connected) unexpectedFrame(frame, "CONNECT");
         signal?.removeEventListener("abort", onAbort);
-        stream = new AgentStream(id, agentStreamLink(connection, id));
-        resolve(stream);
+        const opened = new AgentStream(id, agentStreamLink(connection, id));
+        stream = opened;
+        fresh = true;
+        setImmediate(() => {
+          fresh = false;
+          if (!endedEarly) return;
+          connection.requests.delete(id);
+          opened.closedByAgent();
+        });
+        resolve(opened);
       },
       fail(error) {
         signal?.removeEventListener("abort", onAbort);
-        if (stream) stream.closedByAgent();
-        else reject(error);
+        if (!stream) reject(error);
+        else if (fresh) endedEarly = true;
+        else stream.closedByAgent();
       },
     });
     signal?.addEventListener("abort", onAbort, { once: true });

@@ -5,8 +5,9 @@ import {
   createDockerDriver,
   type ImageProgress,
   type ImageRecipe,
-  PoolError,
-  planImage,
+  imageUnavailable,
+  type ResolveDefaultImageOptions,
+  resolveDefaultImage,
 } from "@pai/pool";
 import { SandboxError } from "./sandbox-error.ts";
 
@@ -29,25 +30,8 @@ export const LATEST_SANDBOX_IMAGE = "pai/sandbox:latest";
  * {@link sandboxImage}'s context and its base as the engine has it now (nothing is pulled), so a changed Dockerfile
  * or base is noticed. {@link LATEST_SANDBOX_IMAGE} for a driver that cannot tell (no `images`).
  */
-export async function resolveDefaultSandboxImage(
-  options: {
-    signal?: AbortSignal;
-    /** The engine. @default createDockerDriver() (DOCKER_HOST or the default socket) */
-    driver?: ContainerDriver;
-    /** As `DockerSandboxOptions.baseImage`. */
-    baseImage?: string;
-  } = {},
-): Promise<string> {
-  const { images } = options.driver ?? createDockerDriver();
-  if (!images) return LATEST_SANDBOX_IMAGE;
-  const plan = await planImage({
-    images,
-    recipe: sandboxImage,
-    baseImage: options.baseImage,
-    pull: false,
-    signal: options.signal,
-  });
-  return plan.tag;
+export function resolveDefaultSandboxImage(options: ResolveDefaultImageOptions = {}): Promise<string> {
+  return resolveDefaultImage(sandboxImage, LATEST_SANDBOX_IMAGE, options);
 }
 
 /**
@@ -86,21 +70,11 @@ export async function provideSandboxImage(
 
 /** An error of the binding's image as the `SandboxError` that says what to do; other errors pass through. */
 export function sandboxImageError(error: unknown): unknown {
-  if (PoolError.hasCode(error, "NOT_FOUND") && typeof error.details?.image === "string") {
-    const { image, engineId } = error.details;
-    return new SandboxError(
-      "IMAGE_UNAVAILABLE",
-      `Image ${image} is not on engine ${engineId} (a given image is never built or pulled): pull or load it ` +
-        `there (docker pull ${image}), or leave out \`image\` and PAI builds its own sandbox image ` +
-        "(ahead of time: npx pai images build sandbox)",
-      { cause: error, details: error.details },
-    );
-  }
-  if (PoolError.hasCode(error, "IMAGE_UNAVAILABLE")) {
-    return new SandboxError("IMAGE_UNAVAILABLE", error.message, {
-      cause: error,
-      details: error.details ?? {},
-    });
-  }
-  return error;
+  const unavailable = imageUnavailable(error, sandboxImage);
+  return unavailable
+    ? new SandboxError("IMAGE_UNAVAILABLE", unavailable.message, {
+        cause: error,
+        details: unavailable.details,
+      })
+    : error;
 }

@@ -1,4 +1,5 @@
 import type { Duplex } from "node:stream";
+import type { ResourceCheckpoints } from "../checkpoints/checkpoint-blob-store.ts";
 import type { PreviewExposer } from "../previews/port-preview.ts";
 import type { CapabilityLifetime, LeaseRecord } from "../threads/thread-store.ts";
 
@@ -34,6 +35,11 @@ export interface ProvisionedResource<FACADE = unknown> {
    * resource through it; optional: without it the resource's ports cannot be previewed.
    */
   openPort?(port: number, signal: AbortSignal): Promise<Duplex>;
+  /**
+   * Checkpoints of the resource's state (a sandbox's `/workspace`), taken after each run and restored by a rewind
+   * or a fork. Optional: without it the resource's state is not rewound.
+   */
+  checkpoints?: ResourceCheckpoints;
   /**
    * A resource that can hibernate while no run uses it (a stopped container: files kept, processes gone, no
    * longer counted against its pool). The runtime calls `wake` before every facade call and, for `thread` and

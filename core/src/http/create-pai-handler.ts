@@ -113,6 +113,8 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  *   `GET /threads/:threadId` — messages, pending actions, tool data
  * - `PATCH /threads/:threadId` — rename it `{ title }` (trimmed, at most 200 characters; empty clears it):
  *   `{ thread }`; `DELETE /threads/:threadId`; `GET /manifest`
+ * - `GET /threads/:threadId/previews` — the thread's open previews (`{ previews: [{ id, url, port, access,
+ *   expiresAt }] }`): a closed or expired one is absent
  * - `GET /threads/:threadId/terminal` (WebSocket, through `upgrade`) — a terminal in the thread's sandbox, for the
  *   thread's own identity, from the app's own origin
  * - any request whose `Host` is a preview's (`<id>.localhost:<port>`, see `sandbox.exposePort`) goes to the
@@ -153,6 +155,7 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     { method: "GET", pattern: /^\/threads\/([^/]+)$/, route: readThread },
     { method: "PATCH", pattern: /^\/threads\/([^/]+)$/, route: renameThread },
     { method: "DELETE", pattern: /^\/threads\/([^/]+)$/, route: deleteThread },
+    { method: "GET", pattern: /^\/threads\/([^/]+)\/previews$/, route: listPreviews },
     { method: "GET", pattern: /^\/manifest$/, route: async () => json(200, runtime.manifest()) },
   ];
 
@@ -354,6 +357,12 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     await requireThread(threadId!, identity);
     await runtime.deleteThread(threadId!);
     return json(200, { deleted: true });
+  }
+
+  async function listPreviews(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
+    await requireThread(threadId!, identity);
+    const previews = runtime.listPreviews(threadId!).map(({ close: _close, ...preview }) => preview);
+    return json(200, { previews });
   }
 
   async function requireThread(threadId: string, identity: unknown): Promise<void> {

@@ -42,6 +42,8 @@ let events: PreviewRequestEvent[];
 let exposed: PortPreview | undefined;
 /** What the model asks the next `expose` call for. */
 let nextAccess: "token" | "identity" | undefined;
+/** How long the next preview lives. */
+let nextTtlMs: number | undefined;
 
 function boxBinding(): CapabilityBinding<Box> {
   return {
@@ -70,10 +72,17 @@ function boxBinding(): CapabilityBinding<Box> {
 const exposeTool = defineTool({
   id: "expose",
   description: "expose a port",
-  inputSchema: z.object({ port: z.number(), access: z.enum(["token", "identity"]).optional() }),
+  inputSchema: z.object({
+    port: z.number(),
+    access: z.enum(["token", "identity"]).optional(),
+    ttlMs: z.number().optional(),
+  }),
   capabilities: { box },
   execute: async (ctx) => {
-    exposed = await ctx.capabilities.box.exposePort(ctx.input.port, { access: ctx.input.access });
+    exposed = await ctx.capabilities.box.exposePort(ctx.input.port, {
+      access: ctx.input.access,
+      ttlMs: ctx.input.ttlMs,
+    });
     return { url: exposed.url };
   },
 });
@@ -142,7 +151,11 @@ beforeEach(async () => {
               toolCalls: [
                 {
                   toolName: "expose",
-                  input: { port: boxPort, ...(nextAccess ? { access: nextAccess } : {}) },
+                  input: {
+                    port: boxPort,
+                    ...(nextAccess ? { access: nextAccess } : {}),
+                    ...(nextTtlMs ? { ttlMs: nextTtlMs } : {}),
+                  },
                 },
               ],
             },
@@ -174,8 +187,9 @@ afterEach(async () => {
 });
 
 /** Runs the expose tool in a thread of alice's and returns the preview. */
-async function openPreview(access?: "token" | "identity"): Promise<PortPreview> {
+async function openPreview(access?: "token" | "identity", ttlMs?: number): Promise<PortPreview> {
   nextAccess = access;
+  nextTtlMs = ttlMs;
   exposed = undefined;
   const run = await runtime.run({
     agentId: "a",
@@ -339,11 +353,30 @@ describe("previews through createPaiHandler", () => {
 
     const second = await openPreview();
     expect(runtime.listPreviews("t1").map((entry) => entry.id)).toEqual([second.id]);
+    const listed = await send({ path: "/api/threads/t1/previews", headers: { "x-user": "alice" } });
+    expect(JSON.parse(listed.body.toString())).toEqual({
+      previews: [
+        { id: second.id, url: second.url, port: boxPort, access: "token", expiresAt: second.expiresAt },
+      ],
+    });
+    expect((await send({ path: "/api/threads/t1/previews", headers: { "x-user": "mallory" } })).status).toBe(
+      404,
+    );
     await runtime.endThread("t1");
     expect(
       (await send({ path: "/", host: hostOf(second), headers: { cookie: cookieOf(second) } })).status,
     ).toBe(404);
     expect(runtime.listPreviews("t1")).toEqual([]);
+  });
+
+  it("expires: its token then opens nothing", async () => {
+    const preview = await openPreview("token", 300);
+    const headers = { cookie: cookieOf(preview) };
+    expect(Date.parse(preview.expiresAt) - Date.now()).toBeLessThanOrEqual(300);
+    expect((await send({ path: "/", host: hostOf(preview), headers })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect((await send({ path: "/", host: hostOf(preview), headers })).status).toBe(404);
+    expect(seen).toHaveLength(1);
   });
 
   it("answers 502 when nothing listens on the port", async () => {
