@@ -2,6 +2,9 @@
 // a server a program listens on inside the container, `exposePort` needs a runtime that serves previews, and
 // `openTerminal` gives a shell on a pseudo-terminal, as the sandbox user, with resize, Ctrl-C and a clean close.
 
+import { createHash, randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { ContainerAgentError } from "@pai/container-agent";
 import {
@@ -43,6 +46,33 @@ async function exchange(stream: Duplex, request: string): Promise<string> {
   stream.destroy();
   return Buffer.concat(chunks).toString();
 }
+
+/**
+ * A python server on the container's loopback: `echo` sends back what it reads and half-closes after the peer's end;
+ * `bye` sends "bye", half-closes at once and then counts what it still reads (printed at the peer's end).
+ */
+const PORT_SERVERS_PY = `
+import socket, sys, threading
+def echo(c):
+    while True:
+        d = c.recv(1 << 20)
+        if not d: break
+        c.sendall(d)
+    c.shutdown(socket.SHUT_WR); c.close()
+def bye(c):
+    c.sendall(b"bye"); c.shutdown(socket.SHUT_WR)
+    n = 0
+    while True:
+        d = c.recv(1 << 16)
+        if not d: break
+        n += len(d)
+    print("bye read", n, flush=True); c.close()
+serve = echo if sys.argv[2] == "echo" else bye
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+while True:
+    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+`;
 
 function codeOf(error: unknown): string | undefined {
   return SandboxError.isInstance(error) || ContainerAgentError.isInstance(error) ? error.code : String(error);
@@ -96,6 +126,91 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       } finally {
         await server.kill("SIGKILL");
       }
+    });
+
+    /** Starts the python server of `mode` on `port` and resolves once it listens (and a first connection to it). */
+    async function startServer(port: number, mode: "echo" | "bye") {
+      await box.writeFiles([{ path: "port-servers.py", content: PORT_SERVERS_PY }]);
+      const server = await box.spawn({ command: "python3", args: ["port-servers.py", String(port), mode] });
+      const signal = new AbortController().signal;
+      let first: Duplex | undefined;
+      await waitFor(async () => {
+        first = await resource.openPort!(port, signal).catch((error: unknown) => {
+          if (codeOf(error) !== "SANDBOX_PORT_CLOSED") throw error;
+          return undefined;
+        });
+        return first !== undefined;
+      }, "the server to listen");
+      return { server, first: first!, signal };
+    }
+
+    it("dials back through the host socket on a local engine: 100 MiB each way through an echo server", async () => {
+      const { server, first, signal } = await startServer(8002, "echo");
+      try {
+        first.destroy();
+        const stream = await resource.openPort!(8002, signal);
+        // The fast path's end of the connection is the dial socket's own: no frames, no AgentStream.
+        expect(stream).toBeInstanceOf(Socket);
+        const block = randomBytes(1024 * 1024);
+        const sent = createHash("sha256");
+        const received = createHash("sha256");
+        let receivedBytes = 0;
+        const done = new Promise<void>((resolve, reject) => {
+          stream.on("data", (chunk: Buffer) => {
+            received.update(chunk);
+            receivedBytes += chunk.length;
+          });
+          stream.on("end", resolve);
+          stream.on("error", reject);
+        });
+        for (let i = 0; i < 100; i++) {
+          const piece = Buffer.from(block);
+          piece.writeUInt32BE(i, 0);
+          sent.update(piece);
+          if (!stream.write(piece)) await once(stream, "drain");
+        }
+        stream.end();
+        await done;
+        expect(receivedBytes).toBe(100 * 1024 * 1024);
+        expect(received.digest("hex")).toBe(sent.digest("hex"));
+      } finally {
+        await server.kill("SIGKILL");
+      }
+    });
+
+    it("half-closes through the dial-back path: the server ends first and still reads what the host sends", async () => {
+      const { server, first } = await startServer(8003, "bye");
+      try {
+        const closed = once(first, "close");
+        let text = "";
+        first.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        await once(first, "end");
+        expect(text).toBe("bye");
+        first.end("x".repeat(70_000));
+        await waitFor(() => /bye read 70000/.test(server.output().stdout), "the server to read the rest");
+        await closed;
+      } finally {
+        await server.kill("SIGKILL");
+      }
+    });
+
+    it("refuses a program that dials the host socket with a forged token: nothing answers, the socket closes", async () => {
+      const probe = await box.runCommand({
+        command: "python3",
+        args: [
+          "-c",
+          [
+            "import glob, socket",
+            "path = glob.glob('/run/pai-egress/*.agent.sock')[0]",
+            "c = socket.socket(socket.AF_UNIX); c.connect(path)",
+            "c.sendall(b'PAI-AGENT/1 ' + b'A' * 43 + b'\\n')",
+            "print('answer', repr(c.recv(100)))",
+          ].join("\n"),
+        ],
+      });
+      expect(probe.stdout).toBe("answer b''\n");
     });
 
     it("answers SANDBOX_PORT_CLOSED when nothing listens, INVALID_ARGUMENT for a bad port", async () => {

@@ -94,7 +94,7 @@
 #define PAI_AGENT_BUILD "dev"
 #endif
 #define AGENT_VERSION "0.2.0+" PAI_AGENT_BUILD
-#define PROTOCOL_VERSION 3
+#define PROTOCOL_VERSION 4
 
 #define HDR 9u
 #define MAX_PAYLOAD (1024u * 1024u)
@@ -208,10 +208,18 @@ typedef struct {
  * or one the host asked for with CONNECT (the request's id, announced by CONNECTED). Both are the same thing from
  * then on: the same frames, the same window.
  */
+/* Where a relayed connection goes: a host unix socket (through a read-only mount), and the line that opens it. */
+typedef struct {
+  struct sockaddr_un sock; /* sock.sun_path[0] == 0: none */
+  char header[MAX_TOKEN + 32];
+  size_t header_len;
+} host_target_t;
+
 typedef struct {
   uint32_t id;
   sink_t in;         /* host -> connection; in.fd is the socket */
   int connecting;    /* a CONNECT whose non-blocking connect has not completed yet */
+  host_target_t *target; /* a CONNECT that dials back: once connected, relayed there instead (see do_connect) */
   int rd_open;       /* still reading the connection */
   int wr_open;       /* still writing to it (not shut down) */
   uint32_t unacked;  /* STREAM_DATA bytes the host has not acknowledged */
@@ -230,11 +238,9 @@ static uint32_t next_stream_id = STREAM_ID_BASE;
 static int listen_fd = -1;
 static relay_t **relays;
 static size_t nrelays, relays_cap;
-/* The host's egress socket and its token (LISTEN with a socket path); host_sock.sun_path[0] == 0 when none. */
-static struct sockaddr_un host_sock;
-static char host_header[MAX_TOKEN + 32];
-static size_t host_header_len;
-static int host_sock_warned;
+/* The host's egress socket and its header (LISTEN with a socket path). */
+static host_target_t egress_target;
+static int egress_target_warned;
 static uid_t self_uid, default_uid;
 static gid_t self_gid, default_gid;
 static int is_root;
@@ -538,6 +544,29 @@ static void stream_connected(stream_t *s) {
   s->rd_open = s->wr_open = 1;
 }
 
+static int relay_open(int fd, const host_target_t *t);
+
+/*
+ * A CONNECT's connection is up: CONNECTED, and its bytes flow in frames; or, dialling back, they flow through a relay
+ * to the host socket and CONNECTED is the id's last frame (ERROR when that socket cannot be reached).
+ */
+static void stream_connect_done(stream_t *s) {
+  if (!s->target) {
+    stream_connected(s);
+    send_frame(T_CONNECTED, s->id, NULL, 0);
+    return;
+  }
+  s->connecting = 0;
+  if (relay_open(s->in.fd, s->target)) {
+    int e = errno;
+    close_fd(&s->in.fd);
+    send_error(s->id, e, "host socket %s: %s", s->target->sock.sun_path, strerror(e));
+    return;
+  }
+  s->in.fd = -1; /* the relay's now; the id is done */
+  send_frame(T_CONNECTED, s->id, NULL, 0);
+}
+
 static void stream_check_done(stream_t *s) {
   if (!s->rd_open && !s->wr_open) stream_close(s);
 }
@@ -553,9 +582,9 @@ static void stream_pump(stream_t *s) {
       stream_connect_failed(s, err);
       return;
     }
-    stream_connected(s);
-    send_frame(T_CONNECTED, s->id, NULL, 0);
-    if (err) stream_close(s); /* ECONNRESET: it was connected, and the server reset it at once */
+    stream_connect_done(s);
+    /* ECONNRESET: it was connected, and the server reset it at once (a relayed one ends by itself) */
+    if (err && s->in.fd >= 0) stream_close(s);
     return;
   }
   int r = sink_pump(&s->in);
@@ -590,27 +619,32 @@ static void relay_event(relay_t *r) {
 }
 
 /*
- * Relays a connection the listener accepted to the host's egress socket: connects, sends the header line
- * (`PAI-EGRESS/1 <token>`) and then moves bytes both ways. 0 when relayed (fd is taken); -1 when the host
- * socket cannot be reached (the caller tunnels the connection over the frames instead).
+ * Relays a TCP connection in the container (one the listener accepted, or one a CONNECT made) to a host socket:
+ * connects, sends the target's header line and then moves bytes both ways. 0 when relayed (fd is taken); -1 with
+ * errno set when the host socket cannot be reached (fd is left to the caller).
  */
-static int relay_open(int fd) {
+static int relay_open(int fd, const host_target_t *t) {
   int hs = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (hs < 0) return -1;
-  if (connect(hs, (struct sockaddr *)&host_sock, sizeof host_sock) ||
-      write(hs, host_header, host_header_len) != (ssize_t)host_header_len) {
-    if (!host_sock_warned++)
-      fprintf(stderr, "pai-agent: egress socket %s: %s; tunnelling over the host stream\n", host_sock.sun_path,
-              strerror(errno));
+  ssize_t w = -1;
+  if (connect(hs, (const struct sockaddr *)&t->sock, sizeof t->sock) == 0) {
+    w = write(hs, t->header, t->header_len);
+    if (w >= 0 && w != (ssize_t)t->header_len) errno = EAGAIN; /* a fresh socket's buffer holds a line */
+  }
+  if (w != (ssize_t)t->header_len) {
+    int e = errno;
     close(hs);
+    errno = e;
     return -1;
   }
   relay_t *r = calloc(1, sizeof *r);
   if (!r) die("out of memory");
   /* direction 1 (host -> program) copies: the program's TCP connection reads big fragments faster */
   if (relay_init(r, fd, hs, RELAY_UNCAPPED, 1u << 1)) {
+    int e = errno;
     free(r);
     close(hs);
+    errno = e;
     return -1;
   }
   if (nrelays == relays_cap) {
@@ -662,7 +696,12 @@ static void accept_streams(void) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* relayed bytes go out as they come */
-    if (host_sock.sun_path[0] && relay_open(fd) == 0) continue;
+    if (egress_target.sock.sun_path[0]) {
+      if (relay_open(fd, &egress_target) == 0) continue;
+      if (!egress_target_warned++)
+        fprintf(stderr, "pai-agent: egress socket %s: %s; tunnelling over the host stream\n",
+                egress_target.sock.sun_path, strerror(errno));
+    }
     while (find_stream(next_stream_id)) next_stream_id = next_stream_id == UINT32_MAX ? STREAM_ID_BASE : next_stream_id + 1;
     stream_t *s = stream_add(next_stream_id, fd);
     next_stream_id = next_stream_id == UINT32_MAX ? STREAM_ID_BASE : next_stream_id + 1;
@@ -672,14 +711,38 @@ static void accept_streams(void) {
 }
 
 /*
- * CONNECT payload: u16 port (1-65535). Connects to 127.0.0.1:port inside the container, without blocking; answers
+ * Reads `socket path\0 | token` (the tail of LISTEN and CONNECT) into t, the header being `<greeting> <token>\n`.
+ * 0 when well formed: an absolute path that fits sun_path, a token of 1-MAX_TOKEN printable bytes without spaces.
+ */
+static int take_host_target(const unsigned char *p, size_t len, const char *greeting, host_target_t *t) {
+  memset(t, 0, sizeof *t);
+  t->sock.sun_family = AF_UNIX;
+  const unsigned char *z = memchr(p, 0, len);
+  if (!z) return -1;
+  size_t path_len = (size_t)(z - p), token_len = len - path_len - 1;
+  int ok = path_len > 0 && path_len < sizeof t->sock.sun_path && token_len > 0 && token_len <= MAX_TOKEN;
+  for (size_t k = 0; ok && k < token_len; k++) ok = z[1 + k] > 0x20 && z[1 + k] < 0x7f;
+  if (!ok) return -1;
+  memcpy(t->sock.sun_path, p, path_len);
+  t->header_len = (size_t)snprintf(t->header, sizeof t->header, "%s %.*s\n", greeting, (int)token_len, (const char *)z + 1);
+  return 0;
+}
+
+/*
+ * CONNECT payload: u16 port (1-65535) [| socket path\0 | token]. Connects to 127.0.0.1:port inside the container, without blocking; answers
  * CONNECTED, after which the request id is a connection like an accepted one (STREAM_* frames both ways, the same
  * window), or ERROR with the errno (ECONNREFUSED: nothing listens there). Frames the host sends for the id before
  * CONNECTED are ignored, except STREAM_CLOSE, which abandons the connect (STREAM_CLOSED then ends the id).
+ * With a socket path (the host's dial socket, through the read-only mount) the connection dials back: once it is
+ * up the agent connects to that socket, writes `PAI-AGENT/1 <token>\n` and relays the two sockets as a listener's
+ * relayed connection is relayed; CONNECTED is then the id's last frame, and none of the connection's bytes pass
+ * through the frames. ERROR when either connect fails.
  */
 static void do_connect(uint32_t id, const unsigned char *p, size_t len) {
-  unsigned port = len == 2 ? (unsigned)((p[0] << 8) | p[1]) : 0;
-  if (port == 0 || id == 0 || id >= STREAM_ID_BASE) {
+  unsigned port = len >= 2 ? (unsigned)((p[0] << 8) | p[1]) : 0;
+  host_target_t target;
+  if (port == 0 || id == 0 || id >= STREAM_ID_BASE ||
+      (len > 2 && take_host_target(p + 2, len - 2, "PAI-AGENT/1", &target))) {
     send_error(id, EINVAL, "malformed CONNECT request");
     return;
   }
@@ -713,12 +776,13 @@ static void do_connect(uint32_t id, const unsigned char *p, size_t len) {
     return;
   }
   stream_t *s = stream_add(id, fd);
-  if (r == 0) {
-    stream_connected(s);
-    send_frame(T_CONNECTED, id, NULL, 0);
-  } else {
-    s->connecting = 1; /* the poll loop waits for it to be writable */
+  if (len > 2) {
+    s->target = malloc(sizeof *s->target);
+    if (!s->target) die("out of memory");
+    *s->target = target;
   }
+  if (r == 0) stream_connect_done(s);
+  else s->connecting = 1; /* the poll loop waits for it to be writable */
 }
 
 static void remove_closed_streams(void) {
@@ -726,6 +790,7 @@ static void remove_closed_streams(void) {
     stream_t *s = streams[i];
     if (s->in.fd < 0) {
       buf_free(&s->in.q);
+      free(s->target);
       free(s);
       streams[i] = streams[--nstreams];
     } else {
@@ -744,22 +809,11 @@ static void do_listen(uint32_t id, const unsigned char *p, size_t len) {
     send_error(id, EINVAL, "malformed LISTEN payload");
     return;
   }
-  struct sockaddr_un sock;
-  memset(&sock, 0, sizeof sock);
-  sock.sun_family = AF_UNIX;
-  size_t header_len = 0;
-  char header[sizeof host_header];
-  if (len > 2) {
-    const unsigned char *path = p + 2, *z = memchr(path, 0, len - 2);
-    size_t path_len = z ? (size_t)(z - path) : 0, token_len = z ? len - 2 - path_len - 1 : 0;
-    int token_ok = token_len > 0 && token_len <= MAX_TOKEN;
-    for (size_t k = 0; token_ok && k < token_len; k++) token_ok = z[1 + k] > 0x20 && z[1 + k] < 0x7f;
-    if (!z || path_len == 0 || path_len >= sizeof sock.sun_path || !token_ok) {
-      send_error(id, EINVAL, "malformed LISTEN payload");
-      return;
-    }
-    memcpy(sock.sun_path, path, path_len);
-    header_len = (size_t)snprintf(header, sizeof header, "PAI-EGRESS/1 %.*s\n", (int)token_len, (const char *)z + 1);
+  host_target_t target;
+  memset(&target, 0, sizeof target);
+  if (len > 2 && take_host_target(p + 2, len - 2, "PAI-EGRESS/1", &target)) {
+    send_error(id, EINVAL, "malformed LISTEN payload");
+    return;
   }
   if (listen_fd >= 0) {
     send_error(id, EEXIST, "the agent is already listening");
@@ -782,9 +836,7 @@ static void do_listen(uint32_t id, const unsigned char *p, size_t len) {
     return;
   }
   listen_fd = fd;
-  host_sock = sock;
-  memcpy(host_header, header, header_len);
-  host_header_len = header_len;
+  egress_target = target;
   unsigned char port[2] = {(unsigned char)(ntohs(addr.sin_port) >> 8), (unsigned char)ntohs(addr.sin_port)};
   send_frame(T_LISTENING, id, port, 2);
 }

@@ -2,13 +2,20 @@ import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { type AddressInfo, createServer, type Socket } from "node:net";
+import {
+  type AddressInfo,
+  connect as connectUnix,
+  createServer,
+  Socket as NetSocket,
+  type Socket,
+} from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Duplex, PassThrough, type Readable, type Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { it as baseIt, beforeAll, describe, expect } from "vitest";
 import { type AgentClient, createAgentClient } from "./agent-client.ts";
+import { type AgentDialSocket, createAgentDialSocket } from "./agent-dial-socket.ts";
 import {
   AGENT_PROTOCOL_VERSION,
   FIRST_STREAM_ID,
@@ -615,27 +622,27 @@ describe("createAgentClient with the real agent", () => {
   });
 });
 
-describe("AgentClient.connect with the real agent", () => {
-  /** A server on this machine's loopback (where the local agent's 127.0.0.1 is), closed after `use`. */
-  async function withServer(
-    onSocket: (socket: Socket) => void,
-    use: (port: number) => Promise<void>,
-  ): Promise<void> {
-    const server = createServer(onSocket);
-    const sockets = new Set<Socket>();
-    server.on("connection", (socket) => {
-      sockets.add(socket);
-      socket.on("close", () => sockets.delete(socket));
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    try {
-      await use((server.address() as AddressInfo).port);
-    } finally {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    }
+/** A server on this machine's loopback (where the local agent's 127.0.0.1 is), closed after `use`. */
+async function withServer(
+  onSocket: (socket: Socket) => void,
+  use: (port: number) => Promise<void>,
+): Promise<void> {
+  const server = createServer(onSocket);
+  const sockets = new Set<Socket>();
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    await use((server.address() as AddressInfo).port);
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
   }
+}
 
+describe("AgentClient.connect with the real agent", () => {
   it("relays 100 MiB both ways through an echo server, flow-controlled, with bounded agent memory", async ({
     agent,
   }) => {
@@ -799,6 +806,207 @@ describe("AgentClient.connect with the real agent", () => {
         const stream = await agent.client.connect(port, { signal: new AbortController().signal });
         stream.end("still works");
         await once(stream.resume(), "end");
+        await eventually(async () => (await readdir(`/proc/${agent.child.pid}/fd`)).length < 10);
+      },
+    );
+  });
+});
+
+describe("AgentClient.connect dialling back to a host socket, with the real agent", () => {
+  /** This process's dial socket in a fresh directory (the local agent reaches it at its real path). */
+  const dialIt = it.extend<{ dial: { socket: AgentDialSocket; path: string } }>({
+    // biome-ignore lint/correctness/noEmptyPattern: vitest reads fixture dependencies from this pattern
+    dial: async ({}, use) => {
+      const directory = await mkdtemp(join(tmpdir(), "pai-dialback-"));
+      const socket = await createAgentDialSocket({ directory });
+      try {
+        await use({ socket, path: join(directory, socket.fileName) });
+      } finally {
+        await socket.close();
+        await rm(directory, { recursive: true, force: true });
+      }
+    },
+  });
+
+  /** Bytes the agent wrote to its stdout (the frame stream) from now on. */
+  function frameBytes(agent: Agent): () => number {
+    let bytes = 0;
+    agent.child.stdout.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    return () => bytes;
+  }
+
+  /** Dials the dial socket as a program in the container could, saying `line`; resolves when it is closed. */
+  async function dialWith(path: string, line: string): Promise<void> {
+    const client = connectUnix(path);
+    client.on("error", () => {});
+    client.resume();
+    client.write(line);
+    await once(client, "close");
+  }
+
+  dialIt(
+    "relays 100 MiB both ways through an echo server, none of it in frames, and returns a net.Socket",
+    async ({ agent, dial }) => {
+      await withServer(
+        (socket) => socket.pipe(socket),
+        async (port) => {
+          const framed = frameBytes(agent);
+          const socket = await agent.client.connect(port, { hostSocket: dial.socket.dialBack(dial.path) });
+          expect(socket).toBeInstanceOf(NetSocket);
+          const block = randomBytes(1024 * 1024);
+          const sent = createHash("sha256");
+          const received = createHash("sha256");
+          let receivedBytes = 0;
+          const done = new Promise<void>((resolve, reject) => {
+            socket.on("data", (chunk: Buffer) => {
+              received.update(chunk);
+              receivedBytes += chunk.length;
+            });
+            socket.on("end", resolve);
+            socket.on("error", reject);
+          });
+          for (let i = 0; i < 100; i++) {
+            const piece = Buffer.from(block);
+            piece.writeUInt32BE(i, 0);
+            sent.update(piece);
+            if (!socket.write(piece)) await once(socket, "drain");
+          }
+          socket.end();
+          await done;
+          expect(receivedBytes).toBe(100 * 1024 * 1024);
+          expect(received.digest("hex")).toBe(sent.digest("hex"));
+          expect(framed()).toBeLessThan(64 * 1024);
+          await once(socket, "close");
+          await eventually(async () => (await readdir(`/proc/${agent.child.pid}/fd`)).length < 10);
+        },
+      );
+    },
+  );
+
+  dialIt("half-closes each way as the frame path does", async ({ agent, dial }) => {
+    // The server answers after the host's end; then, on a second connection, ends first and still reads.
+    let second = false;
+    const heard: string[] = [];
+    await withServer(
+      (socket) => {
+        let text = "";
+        socket.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        if (!second) {
+          socket.on("end", () => socket.end(`got ${text}`));
+          return;
+        }
+        socket.end("bye");
+        socket.on("end", () => heard.push(text));
+      },
+      async (port) => {
+        const first = await agent.client.connect(port, { hostSocket: dial.socket.dialBack(dial.path) });
+        let answer = "";
+        first.on("data", (chunk: Buffer) => {
+          answer += chunk.toString();
+        });
+        first.end("ping");
+        await once(first, "end");
+        expect(answer).toBe("got ping");
+
+        second = true;
+        const other = await agent.client.connect(port, { hostSocket: dial.socket.dialBack(dial.path) });
+        const closed = once(other, "close");
+        let bye = "";
+        other.on("data", (chunk: Buffer) => {
+          bye += chunk.toString();
+        });
+        await once(other, "end");
+        expect(bye).toBe("bye");
+        // The server ended its side; this one still writes, and the server reads it.
+        other.end("after your end");
+        await eventually(() => heard.length === 1);
+        expect(heard).toEqual(["after your end"]);
+        await closed;
+      },
+    );
+  });
+
+  dialIt(
+    "rejects a port where nothing listens with SANDBOX_PORT_CLOSED and spends the token",
+    async ({ agent, dial }) => {
+      let freePort = 0;
+      await withServer(
+        () => {},
+        async (port) => {
+          freePort = port;
+        },
+      );
+      const hostSocket = dial.socket.dialBack(dial.path);
+      await expect(agent.client.connect(freePort, { hostSocket })).rejects.toMatchObject({
+        code: "SANDBOX_PORT_CLOSED",
+        details: { port: freePort, errnoName: "ECONNREFUSED" },
+      });
+      const refused = dial.socket.refused();
+      await dialWith(dial.path, `PAI-AGENT/1 ${hostSocket.token}\n`);
+      expect(dial.socket.refused()).toBe(refused + 1);
+    },
+  );
+
+  dialIt(
+    "refuses a forged token on the dial socket, and a token twice: each is bound to one CONNECT",
+    async ({ agent, dial }) => {
+      await withServer(
+        (socket) => socket.pipe(socket),
+        async (port) => {
+          const refused = dial.socket.refused();
+          await dialWith(dial.path, `PAI-AGENT/1 ${randomBytes(32).toString("base64url")}\n`);
+          expect(dial.socket.refused()).toBe(refused + 1);
+
+          const hostSocket = dial.socket.dialBack(dial.path);
+          const socket = await agent.client.connect(port, { hostSocket });
+          // Spent: neither a program that learnt it nor a second CONNECT gets through with it.
+          await dialWith(dial.path, `PAI-AGENT/1 ${hostSocket.token}\n`);
+          expect(dial.socket.refused()).toBe(refused + 2);
+          await expect(agent.client.connect(port, { hostSocket })).rejects.toMatchObject({
+            code: "SANDBOX_PROTOCOL",
+          });
+          // The first connection is unharmed.
+          socket.end("still mine");
+          let echoed = "";
+          socket.on("data", (chunk: Buffer) => {
+            echoed += chunk.toString();
+          });
+          await once(socket, "end");
+          expect(echoed).toBe("still mine");
+          await eventually(async () => (await readdir(`/proc/${agent.child.pid}/fd`)).length < 10);
+        },
+      );
+    },
+  );
+
+  dialIt("gives up a connection whose signal aborts, leaving nothing open", async ({ agent, dial }) => {
+    await withServer(
+      (socket) => socket.pipe(socket),
+      async (port) => {
+        const controller = new AbortController();
+        controller.abort(new Error("gave up"));
+        await expect(
+          agent.client.connect(port, {
+            signal: controller.signal,
+            hostSocket: dial.socket.dialBack(dial.path),
+          }),
+        ).rejects.toThrow("gave up");
+        for (let i = 0; i < 20; i++) {
+          const late = new AbortController();
+          const connecting = agent.client.connect(port, {
+            signal: late.signal,
+            hostSocket: dial.socket.dialBack(dial.path),
+          });
+          late.abort(new Error("gave up late"));
+          await expect(connecting).rejects.toThrow("gave up late");
+        }
+        const socket = await agent.client.connect(port, { hostSocket: dial.socket.dialBack(dial.path) });
+        socket.end("still works");
+        await once(socket.resume(), "end");
         await eventually(async () => (await readdir(`/proc/${agent.child.pid}/fd`)).length < 10);
       },
     );

@@ -1,4 +1,10 @@
-import { type AgentConnectOptions, connectAgentPort } from "./agent-connect.ts";
+import type { Socket } from "node:net";
+import {
+  type AgentConnectOptions,
+  type AgentDialBack,
+  connectAgentPort,
+  connectAgentPortDialBack,
+} from "./agent-connect.ts";
 import { type AgentConnection, type AgentTransport, createAgentConnection } from "./agent-connection.ts";
 import {
   type AgentReadFileOptions,
@@ -63,8 +69,14 @@ export interface AgentClient {
    * resolves to the connection as an {@link AgentStream}: flow-controlled both ways like the listener's
    * connections, `end()` half-closes, `destroy()` closes. Rejects with `SANDBOX_PORT_CLOSED` when nothing listens
    * there, `SANDBOX_CONNECT_FAILED` for another failure, `INVALID_ARGUMENT` for a port outside 1–65535.
+   *
+   * With `hostSocket` (a unix socket of this host the container mounts; see `AgentDial.dialBack`) the agent relays
+   * the connection there instead, and this resolves to that socket's end of it (a `net.Socket`, half-open allowed,
+   * as the frame path's stream): none of its bytes cross the agent's frame stream.
    */
-  connect(port: number, options?: AgentConnectOptions): Promise<AgentStream>;
+  connect(port: number, options: AgentConnectOptions & { hostSocket: AgentDialBack }): Promise<Socket>;
+  connect(port: number, options?: AgentConnectOptions & { hostSocket?: undefined }): Promise<AgentStream>;
+  connect(port: number, options?: AgentConnectOptions): Promise<AgentStream | Socket>;
   /**
    * Ends the connection: every request in flight rejects with `SANDBOX_PROTOCOL`, and the agent, seeing its
    * stdin end, kills every command it started and exits. Resolves when its output has ended (at most ~2 s).
@@ -114,7 +126,13 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     writeFile: (path, content, writeOptions) => writeAgentFile(connection, path, content, writeOptions),
     ping: createAgentPing(connection),
     listen: listener.listen,
-    connect: (port, connectOptions) => connectAgentPort(connection, port, connectOptions),
+    connect: ((port: number, connectOptions?: AgentConnectOptions) =>
+      connectOptions?.hostSocket
+        ? connectAgentPortDialBack(connection, port, {
+            ...connectOptions,
+            hostSocket: connectOptions.hostSocket,
+          })
+        : connectAgentPort(connection, port, connectOptions)) as AgentClient["connect"],
     close: connection.close,
     [Symbol.asyncDispose]: connection.close,
   };

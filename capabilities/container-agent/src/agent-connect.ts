@@ -1,5 +1,6 @@
+import type { Socket } from "node:net";
 import type { AgentConnection } from "./agent-connection.ts";
-import { decodeErrorPayload, encodeConnectPayload, FrameType } from "./agent-protocol.ts";
+import { decodeErrorPayload, encodeConnectPayload, FrameType, type HostSocket } from "./agent-protocol.ts";
 import { agentError, unexpectedFrame } from "./agent-reply-errors.ts";
 import { AgentStream, agentStreamLink, deliverStreamFrame } from "./agent-stream.ts";
 import { protocolError } from "./container-agent-error.ts";
@@ -7,10 +8,34 @@ import { protocolError } from "./container-agent-error.ts";
 /** ECONNREFUSED on Linux: nothing listens on the port. */
 const ECONNREFUSED = 111;
 
+/**
+ * A host unix socket the container mounts, where the agent relays one CONNECT's connection instead of carrying it in
+ * frames: `path` and `token` go to the agent, and `accept` is the connection as that socket receives it.
+ */
+export interface AgentDialBack extends HostSocket {
+  /**
+   * The connection the agent made to the socket with `token`, its first line (`PAI-AGENT/1 <token>`) consumed.
+   * Rejects when none comes in time, and with the signal's reason on abort; the token is spent either way.
+   */
+  accept(options: { signal: AbortSignal }): Promise<Socket>;
+}
+
 /** Options of `AgentClient.connect`. */
 export interface AgentConnectOptions {
   /** Gives up the connection while it is being made: the call rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
+  /**
+   * Relay the connection through this host socket (see `AgentDial.dialBack`) instead of in frames: the call then
+   * resolves to that socket's end of it, and none of its bytes cross the agent's frame stream.
+   */
+  hostSocket?: AgentDialBack | undefined;
+}
+
+/** The error of the agent's ERROR for a CONNECT to `port`. */
+function connectError(payload: Uint8Array, port: number) {
+  return decodeErrorPayload(payload).errno === ECONNREFUSED
+    ? agentError("SANDBOX_PORT_CLOSED", payload, { port })
+    : agentError("SANDBOX_CONNECT_FAILED", payload, { port });
 }
 
 /**
@@ -63,11 +88,7 @@ export function connectAgentPort(
           signal?.removeEventListener("abort", onAbort);
           if (abandoned) return;
           if (frame.type === FrameType.StreamClosed) unexpectedFrame(frame, "a connection not yet open");
-          reject(
-            decodeErrorPayload(frame.payload).errno === ECONNREFUSED
-              ? agentError("SANDBOX_PORT_CLOSED", frame.payload, { port })
-              : agentError("SANDBOX_CONNECT_FAILED", frame.payload, { port }),
-          );
+          reject(connectError(frame.payload, port));
           return;
         }
         if (abandoned) {
@@ -96,6 +117,89 @@ export function connectAgentPort(
       },
     });
     signal?.addEventListener("abort", onAbort, { once: true });
+    connection.send(FrameType.Connect, id, payload);
+  });
+}
+
+/**
+ * `AgentClient.connect` with a host socket: the agent connects to the container's `127.0.0.1:port`, then to
+ * `hostSocket` (saying its token), relays the two and answers CONNECTED, its last frame for the id. Resolves to the
+ * socket `hostSocket.accept` hands over once both came; on any failure the token is spent and that socket, if it
+ * came, destroyed. A STREAM_CLOSE on abort makes the agent drop a connect still under way (STREAM_CLOSED); the id
+ * stays taken until the agent's last frame for it. Rejects as {@link connectAgentPort} does.
+ */
+export async function connectAgentPortDialBack(
+  connection: AgentConnection,
+  port: number,
+  options: AgentConnectOptions & { hostSocket: AgentDialBack },
+): Promise<Socket> {
+  const { signal, hostSocket } = options;
+  const giveUp = new AbortController();
+  const onAbort = () => giveUp.abort(signal?.reason);
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener("abort", onAbort, { once: true });
+  // Waiting for the socket from the start spends the token whatever happens next.
+  const accepted = hostSocket.accept({ signal: giveUp.signal });
+  try {
+    const [socket] = await Promise.all([
+      accepted,
+      requestDialBack(connection, port, hostSocket, giveUp.signal),
+    ]);
+    // As the frame path's connection: the container's server ending its side leaves this side writable, and the
+    // bytes wait for a reader ("data" listener or pipe) instead of staying paused as the dial socket left them.
+    socket.allowHalfOpen = true;
+    (socket as { readableFlowing: boolean | null }).readableFlowing = null;
+    return socket;
+  } catch (error) {
+    giveUp.abort(error);
+    accepted.then(
+      (socket) => socket.destroy(),
+      () => {},
+    );
+    throw error;
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/** Sends the dial-back CONNECT; resolves on CONNECTED, rejects on ERROR or when `signal` aborts first. */
+function requestDialBack(
+  connection: AgentConnection,
+  port: number,
+  hostSocket: HostSocket,
+  signal: AbortSignal,
+): Promise<void> {
+  let payload: Uint8Array;
+  try {
+    payload = encodeConnectPayload(port, hostSocket);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  if (connection.closed) return Promise.reject(protocolError("the container agent connection is closed"));
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      if (!connection.closed) connection.send(FrameType.StreamClose, id);
+      reject(signal.reason);
+    };
+    const id = connection.requests.add({
+      onFrame(frame) {
+        if (frame.type !== FrameType.Connected && frame.type !== FrameType.Error) {
+          if (signal.aborted && frame.type === FrameType.StreamClosed)
+            return void connection.requests.delete(id);
+          unexpectedFrame(frame, "a dial-back CONNECT");
+        }
+        connection.requests.delete(id);
+        signal.removeEventListener("abort", onAbort);
+        if (frame.type === FrameType.Connected) resolve();
+        else reject(connectError(frame.payload, port));
+      },
+      fail(error) {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    });
+    signal.addEventListener("abort", onAbort, { once: true });
     connection.send(FrameType.Connect, id, payload);
   });
 }

@@ -3,6 +3,7 @@ import { unlinkSync } from "node:fs";
 import { chmod, unlink } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
 import { basename } from "node:path";
+import type { AgentDialBack } from "./agent-connect.ts";
 import { ContainerAgentError } from "./container-agent-error.ts";
 import { claimSocketPath } from "./host-socket-directory.ts";
 
@@ -18,6 +19,8 @@ const HEADER_TIMEOUT_MS = 5_000;
 const MAX_UNIDENTIFIED = 64;
 /** How long a token waits for its agent before it is forgotten (a container that was never made or started). */
 const TOKEN_LIFETIME_MS = 120_000;
+/** How long a dial-back token waits for its connection: one CONNECT's, which comes at once or never. */
+const DIAL_BACK_LIFETIME_MS = 10_000;
 const FILE_SUFFIX = ".agent.sock";
 
 /** A unix socket of this process that agents started with `--dial` connect to; see {@link createAgentDialSocket}. */
@@ -43,6 +46,11 @@ export interface AgentDialSocket {
     token: string,
     options: { timeoutMs: number; signal?: AbortSignal | undefined },
   ): Promise<Socket>;
+  /**
+   * A way back here for one connection to a container's port (`AgentClient.connect`'s `hostSocket`): a fresh token,
+   * admitted once and for ten seconds, and `path`, where the container sees this socket.
+   */
+  dialBack(path: string): AgentDialBack;
   /** Connections closed for a wrong, spent or missing token so far (or as the oldest without one). */
   refused(): number;
   /**
@@ -148,16 +156,16 @@ export async function createAgentDialSocket(options: { directory: string }): Pro
     if (!waiter.deliver) waiter.socket?.destroy();
   }
 
-  function readmit(token: string): void {
+  function admitFor(token: string, lifetimeMs: number): void {
     spend(token);
-    const expiry = setTimeout(() => spend(token), TOKEN_LIFETIME_MS);
+    const expiry = setTimeout(() => spend(token), lifetimeMs);
     expiry.unref();
     waiters.set(token, { expiry });
   }
 
-  function admit(): string {
+  function admit(lifetimeMs = TOKEN_LIFETIME_MS): string {
     const token = randomBytes(32).toString("base64url");
-    readmit(token);
+    admitFor(token, lifetimeMs);
     return token;
   }
 
@@ -195,11 +203,21 @@ export async function createAgentDialSocket(options: { directory: string }): Pro
     });
   }
 
+  function dialBack(containerPath: string): AgentDialBack {
+    const token = admit(DIAL_BACK_LIFETIME_MS);
+    return {
+      path: containerPath,
+      token,
+      accept: ({ signal }) => connection(token, { timeoutMs: DIAL_BACK_LIFETIME_MS, signal }),
+    };
+  }
+
   return {
     fileName,
-    admit,
-    readmit,
+    admit: () => admit(),
+    readmit: (token) => admitFor(token, TOKEN_LIFETIME_MS),
     connection,
+    dialBack,
     refused: () => refusedCount,
     async close() {
       process.off("exit", removeFile);

@@ -11,7 +11,7 @@ import { ContainerAgentError, protocolError } from "./container-agent-error.ts";
  * connection the host opens with CONNECT keeps the CONNECT's request id.
  * Command output and connection bytes travel raw; the few structured payloads are fixed binary layouts (below).
  */
-export const AGENT_PROTOCOL_VERSION = 3;
+export const AGENT_PROTOCOL_VERSION = 4;
 
 /** The first id of a connection the agent accepted; host request ids stay below it. */
 export const FIRST_STREAM_ID = 0x80000000;
@@ -240,10 +240,13 @@ export function encodeTerminalSize(size: TerminalSize): Uint8Array {
   return new Uint8Array([cols >> 8, cols & 0xff, rows >> 8, rows & 0xff]);
 }
 
-/** CONNECT payload: `u16 port` (1–65535). */
-export function encodeConnectPayload(port: number): Uint8Array {
+/**
+ * CONNECT payload: `u16 port` (1–65535), and with `hostSocket` `| path\0 | token`: the agent relays the connection
+ * to that unix socket (after the line `PAI-AGENT/1 <token>\n`) instead of carrying it in frames.
+ */
+export function encodeConnectPayload(port: number, hostSocket?: HostSocket | undefined): Uint8Array {
   if (!Number.isInteger(port) || port < 1 || port > 0xffff) throw invalid(`invalid port ${port}`);
-  return new Uint8Array([port >> 8, port & 0xff]);
+  return withHostSocket(port, hostSocket);
 }
 
 /**
@@ -299,16 +302,26 @@ export function encodeSignalPayload(signal: number): Uint8Array {
 /** The longest unix socket path the agent can connect to (`sun_path` holds 108 bytes with its NUL). */
 const MAX_SOCKET_PATH_BYTES = 107;
 
+/** A unix socket of the host, as the container sees it, and the token the agent says there first. */
+export interface HostSocket {
+  /** Its absolute path inside the container (at most 107 bytes). */
+  path: string;
+  /** 1–128 printable ASCII bytes without spaces. */
+  token: string;
+}
+
 /**
  * LISTEN payload: `u16 port` (0: any), and with `hostSocket` `| path\0 | token`: each connection is relayed to
  * that unix socket (after the line `PAI-EGRESS/1 <token>\n`) instead of tunnelled in frames, when the agent can
- * reach it. The token is 1–128 printable ASCII bytes without spaces.
+ * reach it.
  */
-export function encodeListenPayload(
-  port: number,
-  hostSocket?: { path: string; token: string } | undefined,
-): Uint8Array {
+export function encodeListenPayload(port: number, hostSocket?: HostSocket | undefined): Uint8Array {
   if (!Number.isInteger(port) || port < 0 || port > 0xffff) throw invalid(`invalid port ${port}`);
+  return withHostSocket(port, hostSocket);
+}
+
+/** `u16 port`, and with `hostSocket` `| path\0 | token` (LISTEN's and CONNECT's payloads). */
+function withHostSocket(port: number, hostSocket: HostSocket | undefined): Uint8Array {
   const head = new Uint8Array([port >> 8, port & 0xff]);
   if (!hostSocket) return head;
   const path = cString(hostSocket.path, "host socket path");

@@ -1,5 +1,5 @@
 export { type AgentClient, type AgentClientOptions, createAgentClient } from "./agent-client.ts";
-export type { AgentConnectOptions } from "./agent-connect.ts";
+export type { AgentConnectOptions, AgentDialBack } from "./agent-connect.ts";
 export type { AgentTransport } from "./agent-connection.ts";
 export { type AgentDialSocket, createAgentDialSocket } from "./agent-dial-socket.ts";
 export type { AgentReadFileOptions, AgentWriteFileOptions } from "./agent-files.ts";
@@ -20,6 +20,7 @@ export {
   FRAME_HEADER_BYTES,
   FrameType,
   HOST_FRAME_TYPES,
+  type HostSocket,
   LINUX_SIGNALS,
   MAX_FRAME_PAYLOAD_BYTES,
   maxWriteFileBytes,

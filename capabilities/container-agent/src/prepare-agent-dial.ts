@@ -1,5 +1,6 @@
 import type { Socket } from "node:net";
 import type { ContainerDriver } from "@pai/pool";
+import type { AgentDialBack } from "./agent-connect.ts";
 import { type AgentDialSocket, createAgentDialSocket } from "./agent-dial-socket.ts";
 import { AGENT_PATH } from "./agent-volume.ts";
 import {
@@ -32,6 +33,11 @@ export interface AgentDial {
     env: Readonly<Record<string, string>>,
     options: { timeoutMs: number; signal?: AbortSignal | undefined },
   ): Promise<Socket>;
+  /**
+   * A fresh way back for one connection to a port of a container made with this dial (it mounts the socket), for
+   * `AgentClient.connect`'s `hostSocket`; see `AgentDialSocket.dialBack`.
+   */
+  dialBack(): AgentDialBack;
 }
 
 let shared: Promise<AgentDialSocket | undefined> | undefined;
@@ -73,5 +79,6 @@ export async function prepareAgentDial(options: {
       if (env.PAI_AGENT_TOKEN) socket.readmit(env.PAI_AGENT_TOKEN);
     },
     connection: (env, connectionOptions) => socket.connection(env.PAI_AGENT_TOKEN ?? "", connectionOptions),
+    dialBack: () => socket.dialBack(containerPath),
   };
 }

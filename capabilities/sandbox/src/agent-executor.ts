@@ -2,6 +2,7 @@ import type { Duplex } from "node:stream";
 import {
   AGENT_PATH,
   type AgentClient,
+  type AgentDialBack,
   type AgentHello,
   type AgentProcess,
   type ContainerAgentConnection,
@@ -66,6 +67,12 @@ export interface AgentExecutorOptions {
    * started with `docker exec` as usual; so is every later one.
    */
   dialled?: ((signal: AbortSignal | undefined) => Promise<Duplex>) | undefined;
+  /**
+   * A fresh way back to this host for one port connection (see `AgentDial.dialBack`), in a container that mounts
+   * this process's dial socket: `openPort` then has the agent relay the connection there instead of carrying it in
+   * frames. Whoever started the agent (it dialled in, or `docker exec`), the mount is the container's.
+   */
+  dialBack?: (() => AgentDialBack) | undefined;
   /** Aborts connecting. The live connection is not tied to it. */
   signal?: AbortSignal | undefined;
 }
@@ -383,7 +390,10 @@ export async function createAgentExecutor(options: AgentExecutorOptions): Promis
     openPort(port, portOptions) {
       const client = agent();
       if (!client) return Promise.reject(notConnected());
-      return client.connect(port, portOptions);
+      const hostSocket = options.dialBack?.();
+      return hostSocket
+        ? client.connect(port, { ...portOptions, hostSocket })
+        : client.connect(port, portOptions);
     },
     openTerminal(terminalOptions: ExecutorTerminalOptions): ExecutorTerminal {
       const client = agent();

@@ -152,7 +152,9 @@ export interface SandboxConnectionEvent extends EgressConnectionEvent {
  * command and file operation also aborted by that signal, so a runtime can hand each run a view its Stop reaches;
  * the connections made while one of its operations runs (a spawned process's, until it ends) are told to `report`,
  * and `exposePort` opens its previews through `previews`. `openPort(port, signal)` connects to a server listening on
- * the container's loopback, over the agent's connection (the container keeps no network): `INVALID_ARGUMENT` for a
+ * the container's loopback through its agent (the container keeps no network): on an engine of this machine the agent
+ * relays it to this process's dial socket (a `net.Socket`, none of its bytes in the agent's frames), elsewhere it is
+ * carried in the agent's frames; both half-close and close alike. `INVALID_ARGUMENT` for a
  * port outside 1–65535, the agent's `SANDBOX_PORT_CLOSED` (a `ContainerAgentError`) when nothing listens there,
  * `AGENT_REQUIRED` on the `docker-exec` executor.
  */
@@ -196,6 +198,8 @@ function connectExecutor(
       dial && createEnv
         ? (connectSignal) => dial.connection(createEnv, { timeoutMs: DIAL_TIMEOUT_MS, signal: connectSignal })
         : undefined,
+    // The same container mounts the dial socket: its port connections come back through it, not in frames.
+    dialBack: dial && createEnv ? () => dial.dialBack() : undefined,
     onConnect: context.onAgent,
   });
 }
