@@ -57,6 +57,7 @@ export type {
   TakenCheckpoint,
   WorkspaceManifest,
 } from "./checkpoints/checkpoint-blob-store.ts";
+export type { CheckpointOptions } from "./checkpoints/thread-checkpoints.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";
 export { createPaiHandler, type PaiHandler, type PaiHandlerOptions } from "./http/create-pai-handler.ts";
 export {

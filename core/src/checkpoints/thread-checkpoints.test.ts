@@ -1,0 +1,196 @@
+import { createHash } from "node:crypto";
+import { Readable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createPai } from "../agents/create-pai.ts";
+import { defineAgent } from "../agents/define-agent.ts";
+import type { CapabilityBinding } from "../capabilities/capability-binding.ts";
+import { defineCapability } from "../capabilities/define-capability.ts";
+import { createAgentRuntime } from "../runtime/create-agent-runtime.ts";
+import { createScriptedModel } from "../testing/scripted-model.ts";
+import { createMemoryThreadStore } from "../threads/memory-thread-store.ts";
+import { defineTool } from "../tools/define-tool.ts";
+import type { CheckpointBlobStore, WorkspaceManifest } from "./checkpoint-blob-store.ts";
+
+/**
+ * Checkpoints at the end of runs, through the runtime, against a capability whose state is a map of files and
+ * whose checkpoints are content-addressed blobs (a sandbox's, on the engine, are tested in tests/sandbox).
+ */
+interface Box {
+  write(path: string, content: string): Promise<void>;
+}
+const box = defineCapability<"box", Box>({
+  name: "box",
+  defaultLifetime: "thread",
+  members: { write: true },
+});
+
+function memoryBlobStore(): CheckpointBlobStore & { blobs: Map<string, Uint8Array> } {
+  const blobs = new Map<string, Uint8Array>();
+  return {
+    blobs,
+    async has(digests) {
+      return new Set(digests.filter((digest) => blobs.has(digest)));
+    },
+    async put(bytes) {
+      const parts: Uint8Array[] = [];
+      if (bytes instanceof Uint8Array) parts.push(bytes);
+      else for await (const part of bytes) parts.push(part);
+      const all = Buffer.concat(parts);
+      const digest = createHash("sha256").update(all).digest("hex");
+      blobs.set(digest, all);
+      return { digest, bytes: all.length };
+    },
+    async get(digest) {
+      const blob = blobs.get(digest);
+      return blob ? Readable.from([blob]) : undefined;
+    },
+    async collect() {
+      return { blobs: 0, bytes: 0 };
+    },
+  };
+}
+
+/** A binding of boxes: each a map of files, checkpointed file by file (only new blobs are stored). */
+function boxBinding(options: { failTake?: () => boolean } = {}): CapabilityBinding<Box> {
+  return {
+    kind: "pai.capability-binding",
+    capability: "box",
+    async provision() {
+      const files = new Map<string, string>();
+      return {
+        facade: { write: async (path, content) => void files.set(path, content) },
+        resourceId: "box",
+        release: async () => {},
+        checkpoints: {
+          async take({ store }) {
+            if (options.failTake?.()) throw new Error("the box could not be read");
+            let bytesAdded = 0;
+            const entries: WorkspaceManifest["entries"] = [];
+            for (const [path, content] of [...files].sort()) {
+              const bytes = Buffer.from(content);
+              const digest = createHash("sha256").update(bytes).digest("hex");
+              if (!(await store.has([digest])).has(digest)) bytesAdded += (await store.put(bytes)).bytes;
+              entries.push({ path, type: "file", mode: 0o644, size: bytes.length, digest });
+            }
+            const manifest = await store.put(Buffer.from(JSON.stringify({ version: 1, entries })));
+            return {
+              manifestDigest: manifest.digest,
+              files: entries.length,
+              totalBytes: entries.reduce((sum, entry) => sum + (entry.type === "file" ? entry.size : 0), 0),
+              bytesAdded: bytesAdded + manifest.bytes,
+              durationMs: 0,
+            };
+          },
+          async restore() {
+            return { written: 0, removed: 0, bytesWritten: 0, durationMs: 0 };
+          },
+        },
+      };
+    },
+    async close() {},
+  };
+}
+
+const write = defineTool({
+  id: "write",
+  description: "writes a file in the box",
+  inputSchema: z.object({ path: z.string(), content: z.string() }),
+  capabilities: { box },
+  execute: async (ctx) => {
+    await ctx.capabilities.box.write(ctx.input.path, ctx.input.content);
+    return "written";
+  },
+});
+
+/** The model writes the file the message names (`path=content`), or only answers when the message is `chat`. */
+const model = createScriptedModel({
+  steps: [],
+  fallback: (call) => {
+    const last = call.prompt.at(-1);
+    if (last?.role !== "user") return { text: "done" };
+    const text = last.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+    if (text === "chat") return { text: "just talking" };
+    const [path = "", content = ""] = text.split("=");
+    return { toolCalls: [{ toolName: "write", input: { path, content } }] };
+  },
+});
+
+function runtimeWith(options: { keep?: number; maxBytesPerThread?: number; failTake?: () => boolean } = {}) {
+  const errors: unknown[] = [];
+  const blobs = memoryBlobStore();
+  const runtime = createAgentRuntime({
+    pai: createPai({
+      agents: { a: defineAgent({ identity: z.object({ u: z.string() }), tools: { write } }) },
+    }),
+    store: createMemoryThreadStore(),
+    model,
+    capabilities: { box: boxBinding({ failTake: options.failTake }) },
+    checkpoints: { store: blobs, keep: options.keep, maxBytesPerThread: options.maxBytesPerThread },
+    onBackgroundError: (error) => void errors.push(error),
+  });
+  const send = async (message: string, threadId?: string) =>
+    (await runtime.run({ agentId: "a", identity: { u: "x" }, message, ...(threadId ? { threadId } : {}) }))
+      .done;
+  return { runtime, blobs, errors, send };
+}
+
+describe("checkpoints at the end of runs", () => {
+  it("records one per run that used the resource, keyed by the thread's last message, storing only what changed", async () => {
+    const { runtime, send } = runtimeWith();
+    const first = await send("a.txt=one");
+    const second = await send(`b.txt=${"x".repeat(1000)}`, first.threadId);
+    const talk = await send("chat", first.threadId);
+    const third = await send("a.txt=two", first.threadId);
+    const checkpoints = await runtime.listCheckpoints(first.threadId);
+    expect(checkpoints.map((checkpoint) => checkpoint.messageId)).toEqual([
+      first.messages.at(-1)?.id,
+      second.messages.at(-1)?.id,
+      third.messages.at(-1)?.id,
+    ]);
+    expect(talk.status).toBe("completed");
+    expect(checkpoints.map((checkpoint) => checkpoint.files)).toEqual([1, 2, 2]);
+    // the third changed three bytes: it stores them and its manifest, not the 1000-byte file again
+    expect(checkpoints[1]!.bytesAdded).toBeGreaterThan(1000);
+    expect(checkpoints[2]!.bytesAdded).toBeLessThan(400);
+    expect(new Set(checkpoints.map((checkpoint) => checkpoint.manifestDigest)).size).toBe(3);
+    await runtime.close();
+  });
+
+  it("keeps the newest `keep` and stays within the byte budget", async () => {
+    const { runtime, send } = runtimeWith({ keep: 3 });
+    const { threadId } = await send("f0=0");
+    for (let i = 1; i < 6; i++) await send(`f${i}=${i}`, threadId);
+    const kept = await runtime.listCheckpoints(threadId);
+    expect(kept.map((checkpoint) => checkpoint.files)).toEqual([4, 5, 6]);
+    await runtime.close();
+
+    const budget = runtimeWith({ maxBytesPerThread: 1500 });
+    const big = await budget.send(`big=${"y".repeat(1200)}`);
+    await budget.send(`big=${"z".repeat(1200)}`, big.threadId);
+    const left = await budget.runtime.listCheckpoints(big.threadId);
+    // the newest always stays; the older one went over the budget
+    expect(left).toHaveLength(1);
+    expect(left[0]!.messageId).toBe((await budget.runtime.getThread(big.threadId))?.messages.at(-1)?.id);
+    await budget.runtime.close();
+  });
+
+  it("reports a checkpoint that failed; the run's result is unchanged", async () => {
+    const { runtime, errors, send } = runtimeWith({ failTake: () => true });
+    const result = await send("a=1");
+    expect(result.status).toBe("completed");
+    expect(await runtime.listCheckpoints(result.threadId)).toEqual([]);
+    expect(String(errors[0])).toContain("could not be read");
+    await runtime.close();
+  });
+
+  it("removes a thread's checkpoints with the thread, and refuses bad retention options", async () => {
+    const { runtime, send } = runtimeWith();
+    const { threadId } = await send("a=1");
+    expect(await runtime.listCheckpoints(threadId)).toHaveLength(1);
+    await runtime.deleteThread(threadId);
+    expect(await runtime.listCheckpoints(threadId)).toEqual([]);
+    await runtime.close();
+    expect(() => runtimeWith({ keep: 0 })).toThrow(/keep/);
+  });
+});
