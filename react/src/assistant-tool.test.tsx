@@ -206,7 +206,9 @@ describe("<Assistant.Tool>", () => {
       </div>,
     );
     expect(html).toContain('data-status="stopped"');
-    expect(html).toContain("Stopped before it finished.");
+    // the badge says it, once
+    expect(html.match(/>Cancelled</g)).toHaveLength(1);
+    expect(html).not.toContain("pai-tool-note");
 
     const failed = sampleMessage(sampleAction({ status: "resumed" }));
     Object.assign(failed.parts[2] as Record<string, unknown>, {
@@ -215,7 +217,10 @@ describe("<Assistant.Tool>", () => {
     });
     const failedHtml = renderToString(<Messages message={failed} />);
     expect(failedHtml).toContain('data-status="failed"');
-    expect(failedHtml).toContain("Failed: git failed (exit 1): nothing to commit");
+    expect(failedHtml).toContain(
+      '<p class="pai-tool-error" data-reason="failed">git failed (exit 1): nothing to commit</p>',
+    );
+    expect(failedHtml.match(/>Failed</g)).toHaveLength(1);
   });
 
   it("drops the buttons once the action is settled and shows the output", () => {
@@ -247,7 +252,8 @@ describe("<Assistant.Tool>", () => {
     });
     const html = renderToString(<Messages message={message} />);
     expect(html).toContain('data-status="denied"');
-    expect(html).toContain("Denied: not now");
+    expect(html).toContain('<p class="pai-tool-error" data-reason="denied">not now</p>');
+    expect(html.match(/>Denied</g)).toHaveLength(1);
   });
 
   it("shows a denial streamed as tool-output-denied, which carries no approval", () => {

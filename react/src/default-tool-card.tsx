@@ -9,8 +9,9 @@ import { ToolEndNote } from "./tool-end-note.tsx";
 /**
  * The card `<Assistant.Tool>` renders when no custom card is registered for a tool: title and status badge;
  * the question of a pending action with the call's input folded under it and Approve/Deny while it waits (once
- * answered, the question stays with how it was answered); otherwise the input, folded; the streamed tool data; then the result (folded when data was
- * streamed) or why the call failed, was denied or stopped.
+ * answered, the question stays with how it was answered, unless the badge says that already); otherwise the input,
+ * folded; the streamed tool data; then the result (folded when data was streamed) or why the call failed or was
+ * denied. The badge alone says the card's state.
  * A wait below the call (a nested tool, a code-mode program's call, a subagent's tool) shows its path
  * (`code › approve`) and that call's input.
  * Class names (`pai-tool`, `pai-tool-header`, `pai-tool-name`, `pai-tool-status`, `pai-tool-approval`,
@@ -50,7 +51,8 @@ export function DefaultToolCard(props: ToolCardProps): ReactNode {
         >
           {inner}
           <p className="pai-tool-question">{describePayload(action.payload, title)}</p>
-          {action.status !== "pending" ? (
+          {/* how it was answered, unless the badge says just that (Approved, Denied) */}
+          {action.status !== "pending" && ANSWERED[action.status] !== status.label ? (
             <p className="pai-tool-answered" data-answer={action.status}>
               {ANSWERED[action.status]}
             </p>

@@ -1,16 +1,15 @@
 import type { ReactNode } from "react";
 import type { ToolCallStatus } from "./tool-call-status.ts";
 
-/** One line on how a call ended without a result: failed or denied (with the reason), or stopped. */
+/**
+ * Why a call ended without a result, when the status badge cannot say it: a failure's or a denial's reason. The
+ * badge already says Failed, Denied or Stopped, so the card says its state once.
+ */
 export function ToolEndNote({ status }: { status: ToolCallStatus }): ReactNode {
-  switch (status.key) {
-    case "failed":
-      return <p className="pai-tool-error">{status.reason ? `Failed: ${status.reason}` : "Failed"}</p>;
-    case "denied":
-      return <p className="pai-tool-error">{status.reason ? `Denied: ${status.reason}` : "Denied"}</p>;
-    case "stopped":
-      return <p className="pai-tool-note">Stopped before it finished.</p>;
-    default:
-      return null;
-  }
+  if ((status.key !== "failed" && status.key !== "denied") || !status.reason) return null;
+  return (
+    <p className="pai-tool-error" data-reason={status.key}>
+      {status.reason}
+    </p>
+  );
 }

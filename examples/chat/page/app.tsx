@@ -94,7 +94,14 @@ export function App(): ReactNode {
         <button type="button" className="new-chat" onClick={() => open(newThreadId())}>
           <PlusIcon /> New chat
         </button>
-        <ThreadList activeId={threadId} version={version} onOpen={open} />
+        <ThreadList
+          activeId={threadId}
+          version={version}
+          onOpen={open}
+          onDeleted={(id) => {
+            if (id === threadId) openThread(newThreadId());
+          }}
+        />
       </aside>
       {drawer ? <div className="backdrop" onClick={closeDrawer} aria-hidden="true" /> : null}
       <main className="main" inert={drawer}>

@@ -11,6 +11,10 @@ export interface ThreadSummary {
   updatedAt: number;
   /** A tool call of the thread waits for an approval (or another answer). */
   waiting: boolean;
+  /** Its newest run was stopped. */
+  stopped: boolean;
+  /** The last approval it asked for was denied. */
+  denied: boolean;
 }
 
 /** How each run of a thread ended (or `running`), by run id. */
@@ -26,17 +30,51 @@ export interface ThreadState {
   pendingActions: number;
 }
 
-/** The caller's threads, newest first (`GET /api/threads`), each marked when it waits for an answer. */
+/**
+ * The caller's threads, newest first (`GET /api/threads`), each marked when it waits for an answer, was stopped
+ * or had an approval denied.
+ */
 export async function listThreads(signal?: AbortSignal): Promise<ThreadSummary[]> {
   const response = await fetch(`${API}/threads`, signal ? { signal } : {});
   if (!response.ok) throw new Error(`listing threads failed: ${response.status}`);
   const body = (await response.json()) as {
-    threads: Array<Omit<ThreadSummary, "waiting"> & { pendingActionCount: number }>;
+    threads: Array<{
+      id: string;
+      title?: string;
+      updatedAt: number;
+      pendingActionCount: number;
+      lastRunStatus: RunStatus | null;
+      lastAnswer: PublicPendingAction["status"] | null;
+    }>;
   };
-  return body.threads.map(({ pendingActionCount, ...thread }) => ({
-    ...thread,
-    waiting: pendingActionCount > 0,
+  return body.threads.map((thread) => ({
+    id: thread.id,
+    title: thread.title,
+    updatedAt: thread.updatedAt,
+    waiting: thread.pendingActionCount > 0,
+    stopped: thread.lastRunStatus === "cancelled",
+    denied: thread.pendingActionCount === 0 && thread.lastAnswer === "denied",
   }));
+}
+
+/** Renames a thread (`PATCH /api/threads/:id`); an empty title clears it. */
+export async function renameThread(threadId: string, title: string, signal?: AbortSignal): Promise<void> {
+  const response = await fetch(`${API}/threads/${encodeURIComponent(threadId)}`, {
+    method: "PATCH",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ title }),
+    ...(signal ? { signal } : {}),
+  });
+  if (!response.ok) throw new Error(`renaming the chat failed: ${response.status}`);
+}
+
+/** Deletes a thread and everything on it, its sandbox included (`DELETE /api/threads/:id`). */
+export async function deleteThread(threadId: string, signal?: AbortSignal): Promise<void> {
+  const response = await fetch(`${API}/threads/${encodeURIComponent(threadId)}`, {
+    method: "DELETE",
+    ...(signal ? { signal } : {}),
+  });
+  if (!response.ok) throw new Error(`deleting the chat failed: ${response.status}`);
 }
 
 /** A stored thread (`GET /api/threads/:id`); empty for a thread not created yet. */

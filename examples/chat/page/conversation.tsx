@@ -19,10 +19,12 @@ import {
 } from "./chat-api.ts";
 import type { ChatMessage } from "./chat-message.ts";
 import { Composer } from "./composer.tsx";
+import { MessageActions } from "./message-actions.tsx";
 import { MessageView } from "./message-view.tsx";
 import { PreviewCard } from "./preview-card.tsx";
 import { RunScriptCard } from "./run-script-card.tsx";
 import { TerminalPanel } from "./terminal-panel.tsx";
+import { useStickToBottom } from "./use-stick-to-bottom.ts";
 
 /**
  * Custom cards by tool id; `codeInterpreter` gets `@pai/react`'s own card, every other tool its default card.
@@ -61,8 +63,7 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
   const [terminalOpen, setTerminalOpen] = useState(false);
   const terminalButton = useRef<HTMLButtonElement>(null);
   const input = useRef<HTMLTextAreaElement>(null);
-  const scroller = useRef<HTMLDivElement>(null);
-  const pinned = useRef(true);
+  const { scroller, atBottom, jumpToLatest } = useStickToBottom();
 
   /** Puts focus back in the text box when what had it went away (an answered card's buttons, Stop). */
   const restoreFocus = useCallback(() => {
@@ -105,7 +106,9 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
   const send = (text: string) => {
     setError(undefined);
     markThreadSent(threadId);
-    pinned.current = true;
+    jumpToLatest();
+    // the Send button turns into Stop and a suggestion goes away: the text box keeps the focus
+    input.current?.focus({ preventScroll: true });
     void chat.sendMessage({ text });
   };
 
@@ -125,22 +128,6 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
     }
     onActivity();
   };
-
-  // follow new content while the reader is at the bottom (as messages stream in, cards grow, the window
-  // resizes); leave them be when they scrolled up to read
-  useEffect(() => {
-    const element = scroller.current;
-    const column = element?.firstElementChild;
-    if (!element || !column) return;
-    const follow = () => {
-      if (pinned.current) element.scrollTop = element.scrollHeight;
-    };
-    follow();
-    const observer = new ResizeObserver(follow);
-    observer.observe(element);
-    observer.observe(column);
-    return () => observer.disconnect();
-  }, []);
 
   const wasBusy = useRef(chat.busy);
   useEffect(() => {
@@ -193,50 +180,58 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
             </button>
           </div>
         ) : null}
-        <div
-          className="messages"
-          ref={scroller}
-          onScroll={(event) => {
-            const element = event.currentTarget;
-            pinned.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80;
-          }}
-        >
-          <div className="thread-column">
-            {chat.messages.length === 0 ? (
-              <div className="empty">
-                <h1>What should we build?</h1>
-                <p>
-                  The agent writes files and runs commands in a sandbox of its own for this conversation, and
-                  asks before it commits anything.
-                </p>
-                <div className="suggestions">
-                  {SUGGESTIONS.map((text) => (
-                    <button key={text} type="button" className="suggestion" onClick={() => send(text)}>
-                      {text}
-                    </button>
-                  ))}
+        <div className="messages-frame">
+          <div className="messages" ref={scroller}>
+            <div className="thread-column">
+              {chat.messages.length === 0 ? (
+                <div className="empty">
+                  <h1>What should we build?</h1>
+                  <p>
+                    The agent writes files and runs commands in a sandbox of its own for this conversation,
+                    and asks before it commits anything.
+                  </p>
+                  <div className="suggestions">
+                    {SUGGESTIONS.map((text) => (
+                      <button key={text} type="button" className="suggestion" onClick={() => send(text)}>
+                        {text}
+                      </button>
+                    ))}
+                  </div>
                 </div>
-              </div>
-            ) : null}
-            {chat.messages.map((message, index) => (
-              <MessageView
-                key={message.id}
-                message={message}
-                runStatus={runStatusOf(message, runs)}
-                streaming={chat.busy && index === chat.messages.length - 1}
-              />
-            ))}
-            {activity ? (
-              <div className="activity" aria-hidden="true">
-                <span className="dots">
-                  <span />
-                  <span />
-                  <span />
-                </span>
-                {activity}
-              </div>
-            ) : null}
+              ) : null}
+              {chat.messages.map((message, index) => (
+                <MessageView
+                  key={message.id}
+                  message={message}
+                  runStatus={runStatusOf(message, runs)}
+                  streaming={chat.busy && index === chat.messages.length - 1}
+                  actions={<MessageActions message={message} />}
+                />
+              ))}
+              {activity ? (
+                <div className="activity" aria-hidden="true">
+                  <span className="dots">
+                    <span />
+                    <span />
+                    <span />
+                  </span>
+                  {activity}
+                </div>
+              ) : null}
+            </div>
           </div>
+          {atBottom ? null : (
+            <button
+              type="button"
+              className="jump-to-latest"
+              onClick={() => {
+                jumpToLatest("smooth");
+                input.current?.focus({ preventScroll: true });
+              }}
+            >
+              <ArrowDownIcon /> Jump to latest
+            </button>
+          )}
         </div>
         <div className="sr-only" role="status" aria-live="polite">
           {announcement}
@@ -250,6 +245,21 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
         {terminalOpen ? <TerminalPanel threadId={threadId} onClose={closeTerminal} /> : null}
       </div>
     </PaiProvider>
+  );
+}
+
+function ArrowDownIcon(): ReactNode {
+  return (
+    <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
+      <path
+        d="M12 5v14M6 13l6 6 6-6"
+        fill="none"
+        stroke="currentColor"
+        strokeWidth="2"
+        strokeLinecap="round"
+        strokeLinejoin="round"
+      />
+    </svg>
   );
 }
 

@@ -116,9 +116,9 @@ describe("PreviewCard", () => {
     expect(container.querySelector("iframe")).toBeNull();
   });
 
-  it("says it was stopped when the run was stopped before the port answered", () => {
+  it("says the server had not answered when the run was stopped before the port did (the badge says Stopped)", () => {
     const preview = render(serverMessage(undefined), "cancelled");
     expect(preview.getAttribute("data-preview")).toBe("stopped");
-    expect(preview.textContent).toBe("Stopped before the server answered.");
+    expect(preview.textContent).toBe("The server had not answered yet.");
   });
 });

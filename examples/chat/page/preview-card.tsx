@@ -84,7 +84,7 @@ export function PreviewCard({
             {status.reason ? <pre className="preview-reason">{status.reason}</pre> : null}
           </>
         ) : null}
-        {state === "stopped" ? <p className="pai-tool-note">Stopped before the server answered.</p> : null}
+        {state === "stopped" ? <p className="pai-tool-note">The server had not answered yet.</p> : null}
       </div>
     </ToolCardFrame>
   );

@@ -4,7 +4,8 @@ import type { ChatMessage } from "./chat-message.ts";
 
 /**
  * The chat app's own card for `runScript` (registered by tool id in `<PaiProvider cards>`): the command, the
- * file folded under it, the output as it streams from the sandbox, and how it ended. Typed from the agent's
+ * file folded under it, the output as it streams from the sandbox, and how it ended (the badge says its state;
+ * the body adds only a failure's reason). Typed from the agent's
  * contract.
  */
 export function RunScriptCard({
@@ -48,10 +49,7 @@ export function RunScriptCard({
           {(result.durationMs / 1000).toFixed(1)} s in the sandbox
         </footer>
       ) : null}
-      {status.key === "failed" ? (
-        <p className="pai-tool-error">{status.reason ? `Failed: ${status.reason}` : "Failed"}</p>
-      ) : null}
-      {status.key === "stopped" ? <p className="pai-tool-note">Stopped before it finished.</p> : null}
+      {status.key === "failed" && status.reason ? <p className="pai-tool-error">{status.reason}</p> : null}
     </ToolCardFrame>
   );
 }
