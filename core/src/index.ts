@@ -57,6 +57,15 @@ export type {
   TakenCheckpoint,
   WorkspaceManifest,
 } from "./checkpoints/checkpoint-blob-store.ts";
+export {
+  createFileCheckpointStore,
+  type FileCheckpointStoreOptions,
+} from "./checkpoints/file-checkpoint-store.ts";
+export {
+  encodeWorkspaceManifest,
+  maxManifestEntries,
+  parseWorkspaceManifest,
+} from "./checkpoints/workspace-manifest.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";
 export { createPaiHandler, type PaiHandler, type PaiHandlerOptions } from "./http/create-pai-handler.ts";
 export {
