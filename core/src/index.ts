@@ -58,6 +58,15 @@ export type {
   WorkspaceManifest,
 } from "./checkpoints/checkpoint-blob-store.ts";
 export type { CheckpointOptions } from "./checkpoints/thread-checkpoints.ts";
+export {
+  createFileCheckpointStore,
+  type FileCheckpointStoreOptions,
+} from "./checkpoints/file-checkpoint-store.ts";
+export {
+  encodeWorkspaceManifest,
+  maxManifestEntries,
+  parseWorkspaceManifest,
+} from "./checkpoints/workspace-manifest.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";
 export { createPaiHandler, type PaiHandler, type PaiHandlerOptions } from "./http/create-pai-handler.ts";
 export {
