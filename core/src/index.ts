@@ -57,11 +57,17 @@ export type {
   TakenCheckpoint,
   WorkspaceManifest,
 } from "./checkpoints/checkpoint-blob-store.ts";
-export type { CheckpointOptions } from "./checkpoints/thread-checkpoints.ts";
 export {
   createFileCheckpointStore,
   type FileCheckpointStoreOptions,
 } from "./checkpoints/file-checkpoint-store.ts";
+export type {
+  ForkResult,
+  ForkThreadOptions,
+  RewindResult,
+  RewindThreadOptions,
+} from "./checkpoints/rewind-thread.ts";
+export type { CheckpointOptions } from "./checkpoints/thread-checkpoints.ts";
 export {
   encodeWorkspaceManifest,
   maxManifestEntries,

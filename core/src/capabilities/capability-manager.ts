@@ -159,6 +159,14 @@ export class CapabilityManager {
     );
   }
 
+  /**
+   * The resource of `capability` in `scope`, running: provisioned, reattached or woken as for a facade call, and used
+   * by `scope.runId` until {@link endRun}. For the runtime's own work on a resource (restoring a checkpoint).
+   */
+  awake(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
+    return this.#waker.awake(capability, scope);
+  }
+
   /** The lifetime `capability`'s leases have. */
   lifetimeOf(capability: string): CapabilityLifetime {
     return this.#leases.lifetimeOf(capability);

@@ -102,7 +102,9 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
       const resource = await capabilities.awake(capability, { ...scope, signal });
       if (!resource.checkpoints) continue;
       // Before the thread's first checkpoint its resource was new: empty.
-      const digest = checkpoint?.manifestDigest ?? (await blobs.put(encodeWorkspaceManifest({ version: 1, entries: [] }))).digest;
+      const digest =
+        checkpoint?.manifestDigest ??
+        (await blobs.put(encodeWorkspaceManifest({ version: 1, entries: [] }))).digest;
       const outcome = await resource.checkpoints.restore(digest, { store: blobs, signal });
       restored.push({ capability, ...(checkpoint ? { checkpointId: checkpoint.id } : {}), ...outcome });
     }
@@ -113,7 +115,11 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
     const { threadId, toMessageId } = request;
     await access.requireThread(threadId, request.identity);
     const runId = generateId();
-    const reservation = await runs.reserve(threadId, runId, `thread "${threadId}" has a run in progress: stop it before rewinding`);
+    const reservation = await runs.reserve(
+      threadId,
+      runId,
+      `thread "${threadId}" has a run in progress: stop it before rewinding`,
+    );
     const startedAt = Date.now();
     try {
       const thread = await store.getThread(threadId);
@@ -130,7 +136,11 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
       const droppedIds = new Set(dropped.map((message) => message.id));
       const cancelledActionIds = await cancelActionsOf(store, threadId, dropped);
       const later = checkpoints.filter((checkpoint) => droppedIds.has(checkpoint.messageId));
-      if (later.length > 0) await store.deleteCheckpoints(threadId, later.map((checkpoint) => checkpoint.id));
+      if (later.length > 0)
+        await store.deleteCheckpoints(
+          threadId,
+          later.map((checkpoint) => checkpoint.id),
+        );
       await store.commitRun({
         thread: { ...thread, updatedAt: Date.now() },
         messages: kept,
@@ -144,7 +154,14 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
           endedAt: Date.now(),
         },
       });
-      return { threadId, runId, toMessageId, droppedMessageIds: [...droppedIds], cancelledActionIds, restored };
+      return {
+        threadId,
+        runId,
+        toMessageId,
+        droppedMessageIds: [...droppedIds],
+        cancelledActionIds,
+        restored,
+      };
     } finally {
       await reservation.releaseUnlessStarted();
     }
@@ -157,7 +174,8 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
     if (!thread) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
     const messages = await store.loadMessages(threadId);
     const atMessageId = request.atMessageId ?? messages.at(-1)?.id;
-    if (atMessageId === undefined) throw new PaiError("UNKNOWN_MESSAGE", `thread "${threadId}" has no messages to fork`);
+    if (atMessageId === undefined)
+      throw new PaiError("UNKNOWN_MESSAGE", `thread "${threadId}" has no messages to fork`);
     const { kept } = await split(threadId, atMessageId);
     const chosen = checkpointsAt(await store.listCheckpoints(threadId), kept);
     const forkId = generateId();
@@ -175,12 +193,21 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
         await capabilities.endRun(runId);
       }
       for (const checkpoint of chosen.values()) {
-        if (checkpoint) await store.putCheckpoint({ ...checkpoint, id: generateId(), threadId: forkId, createdAt: now });
+        if (checkpoint)
+          await store.putCheckpoint({ ...checkpoint, id: generateId(), threadId: forkId, createdAt: now });
       }
       await store.commitRun({
         thread: forked,
         messages: kept,
-        run: { id: runId, threadId: forkId, agentId: thread.agentId, status: "completed", ownerId: options.ownerId, startedAt: now, endedAt: Date.now() },
+        run: {
+          id: runId,
+          threadId: forkId,
+          agentId: thread.agentId,
+          status: "completed",
+          ownerId: options.ownerId,
+          startedAt: now,
+          endedAt: Date.now(),
+        },
       });
       return { threadId: forkId, forkedFrom: { threadId, messageId: atMessageId }, restored };
     } finally {
@@ -192,16 +219,25 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
 }
 
 /** Cancels the pending actions whose calls are in `dropped`; their ids. */
-async function cancelActionsOf(store: ThreadStore, threadId: string, dropped: readonly UIMessage[]): Promise<string[]> {
+async function cancelActionsOf(
+  store: ThreadStore,
+  threadId: string,
+  dropped: readonly UIMessage[],
+): Promise<string[]> {
   const callIds = new Set(
     dropped.flatMap((message) =>
-      message.parts.flatMap((part) => ("toolCallId" in part && typeof part.toolCallId === "string" ? [part.toolCallId] : [])),
+      message.parts.flatMap((part) =>
+        "toolCallId" in part && typeof part.toolCallId === "string" ? [part.toolCallId] : [],
+      ),
     ),
   );
   const cancelled: string[] = [];
   for (const action of await store.listPendingActions({ threadId, status: "pending" })) {
     if (!callIds.has(action.toolCallId)) continue;
-    const { changed } = await store.settlePendingAction(action.id, "pending", { status: "cancelled", settledAt: Date.now() });
+    const { changed } = await store.settlePendingAction(action.id, "pending", {
+      status: "cancelled",
+      settledAt: Date.now(),
+    });
     if (changed) cancelled.push(action.id);
   }
   return cancelled;

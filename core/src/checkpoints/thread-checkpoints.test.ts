@@ -51,6 +51,10 @@ function memoryBlobStore(): CheckpointBlobStore & { blobs: Map<string, Uint8Arra
   };
 }
 
+/** Every box provisioned, by resource id. */
+const boxes = new Map<string, Map<string, string>>();
+let boxSeq = 0;
+
 /** A binding of boxes: each a map of files, checkpointed file by file (only new blobs are stored). */
 function boxBinding(options: { failTake?: () => boolean } = {}): CapabilityBinding<Box> {
   return {
@@ -58,9 +62,14 @@ function boxBinding(options: { failTake?: () => boolean } = {}): CapabilityBindi
     capability: "box",
     async provision() {
       const files = new Map<string, string>();
+      const resourceId = `box-${++boxSeq}`;
+      boxes.set(resourceId, files);
       return {
-        facade: { write: async (path, content) => void files.set(path, content) },
-        resourceId: "box",
+        facade: {
+          write: async (path, content) => void files.set(path, content),
+          read: async () => Object.fromEntries([...files].sort()),
+        },
+        resourceId,
         release: async () => {},
         checkpoints: {
           async take({ store }) {
@@ -82,8 +91,19 @@ function boxBinding(options: { failTake?: () => boolean } = {}): CapabilityBindi
               durationMs: 0,
             };
           },
-          async restore() {
-            return { written: 0, removed: 0, bytesWritten: 0, durationMs: 0 };
+          async restore(digest, { store }) {
+            const text = async (d: string) => {
+              const parts: Buffer[] = [];
+              for await (const part of (await store.get(d)) ?? []) parts.push(part as Buffer);
+              return Buffer.concat(parts).toString();
+            };
+            const manifest = JSON.parse(await text(digest)) as WorkspaceManifest;
+            const removed = files.size;
+            files.clear();
+            for (const entry of manifest.entries) {
+              if (entry.type === "file") files.set(entry.path, await text(entry.digest));
+            }
+            return { written: files.size, removed, bytesWritten: 0, durationMs: 0 };
           },
         },
       };
@@ -91,6 +111,15 @@ function boxBinding(options: { failTake?: () => boolean } = {}): CapabilityBindi
     async close() {},
   };
 }
+
+/** Released by a test that needs a run held in progress. */
+let releaseHold: () => void = () => {};
+const hold = defineTool({
+  id: "hold",
+  description: "waits until the test lets go",
+  inputSchema: z.object({}),
+  execute: () => new Promise<string>((resolve) => (releaseHold = () => resolve("held"))),
+});
 
 const write = defineTool({
   id: "write",
@@ -111,17 +140,29 @@ const model = createScriptedModel({
     if (last?.role !== "user") return { text: "done" };
     const text = last.content.map((part) => (part.type === "text" ? part.text : "")).join("");
     if (text === "chat") return { text: "just talking" };
+    if (text === "hold") return { toolCalls: [{ toolName: "hold", input: {} }] };
     const [path = "", content = ""] = text.split("=");
     return { toolCalls: [{ toolName: "write", input: { path, content } }] };
   },
 });
+
+/** The files of a thread's box. */
+function filesOf(
+  runtime: ReturnType<typeof runtimeWith>["runtime"],
+  threadId: string,
+): Record<string, string> {
+  const lease = runtime.leases().find((entry) => entry.key === threadId);
+  const files = boxes.get(lease?.resourceId ?? "");
+  if (!files) throw new Error(`thread ${threadId} has no box`);
+  return Object.fromEntries([...files].sort());
+}
 
 function runtimeWith(options: { keep?: number; maxBytesPerThread?: number; failTake?: () => boolean } = {}) {
   const errors: unknown[] = [];
   const blobs = memoryBlobStore();
   const runtime = createAgentRuntime({
     pai: createPai({
-      agents: { a: defineAgent({ identity: z.object({ u: z.string() }), tools: { write } }) },
+      agents: { a: defineAgent({ identity: z.object({ u: z.string() }), tools: { write, hold } }) },
     }),
     store: createMemoryThreadStore(),
     model,
@@ -192,5 +233,95 @@ describe("checkpoints at the end of runs", () => {
     expect(await runtime.listCheckpoints(threadId)).toEqual([]);
     await runtime.close();
     expect(() => runtimeWith({ keep: 0 })).toThrow(/keep/);
+  });
+});
+
+describe("rewinding and forking a thread", () => {
+  it("rewinds to a message: later messages dropped, the box's files as they were then, later checkpoints gone", async () => {
+    const { runtime, send } = runtimeWith();
+    const first = await send("a.txt=one");
+    const second = await send("b.txt=two", first.threadId);
+    await send("a.txt=changed", first.threadId);
+    expect(filesOf(runtime, first.threadId)).toEqual({ "a.txt": "changed", "b.txt": "two" });
+    const toMessageId = first.messages.at(-1)!.id;
+    const result = await runtime.rewindThread({
+      threadId: first.threadId,
+      toMessageId,
+      identity: { u: "x" },
+    });
+    expect(result.droppedMessageIds).toHaveLength(4);
+    expect(result.restored).toMatchObject([{ capability: "box", written: 1, removed: 2 }]);
+    expect(filesOf(runtime, first.threadId)).toEqual({ "a.txt": "one" });
+    const thread = await runtime.getThread(first.threadId);
+    expect(thread?.messages.map((message) => message.id)).toEqual(
+      first.messages.map((message) => message.id),
+    );
+    expect((await runtime.listCheckpoints(first.threadId)).map((c) => c.messageId)).toEqual([toMessageId]);
+    // the conversation goes on from there
+    const next = await send("c.txt=three", first.threadId);
+    expect(next.status).toBe("completed");
+    expect(filesOf(runtime, first.threadId)).toEqual({ "a.txt": "one", "c.txt": "three" });
+    void second;
+    await runtime.close();
+  });
+
+  it("rewinds to before the first checkpoint: the box is empty again", async () => {
+    const { runtime, send } = runtimeWith();
+    const first = await send("a.txt=one");
+    const userMessageId = first.messages[0]!.id;
+    await runtime.rewindThread({
+      threadId: first.threadId,
+      toMessageId: userMessageId,
+      identity: { u: "x" },
+    });
+    expect(filesOf(runtime, first.threadId)).toEqual({});
+    await runtime.close();
+  });
+
+  it("forks at a message: a new thread with the history and files of then; the original untouched", async () => {
+    const { runtime, send } = runtimeWith();
+    const first = await send("a.txt=one");
+    await send("b.txt=two", first.threadId);
+    const fork = await runtime.forkThread({
+      threadId: first.threadId,
+      atMessageId: first.messages.at(-1)!.id,
+      identity: { u: "x" },
+    });
+    expect(fork.threadId).not.toBe(first.threadId);
+    expect(filesOf(runtime, fork.threadId)).toEqual({ "a.txt": "one" });
+    expect(filesOf(runtime, first.threadId)).toEqual({ "a.txt": "one", "b.txt": "two" });
+    await send("c.txt=fork", fork.threadId);
+    expect(filesOf(runtime, fork.threadId)).toEqual({ "a.txt": "one", "c.txt": "fork" });
+    expect(filesOf(runtime, first.threadId)).toEqual({ "a.txt": "one", "b.txt": "two" });
+    expect((await runtime.getThread(fork.threadId))?.messages).toHaveLength(4);
+    expect((await runtime.getThread(first.threadId))?.messages).toHaveLength(4);
+    await runtime.close();
+  });
+
+  it("refuses another identity, an unknown message, and a thread with a run in progress", async () => {
+    const { runtime, send } = runtimeWith();
+    const first = await send("a.txt=one");
+    const toMessageId = first.messages[0]!.id;
+    await expect(
+      runtime.rewindThread({ threadId: first.threadId, toMessageId, identity: { u: "mallory" } }),
+    ).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(
+      runtime.forkThread({ threadId: first.threadId, identity: { u: "mallory" } }),
+    ).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(
+      runtime.rewindThread({ threadId: first.threadId, toMessageId: "nope", identity: { u: "x" } }),
+    ).rejects.toMatchObject({ code: "UNKNOWN_MESSAGE" });
+    const held = await runtime.run({
+      agentId: "a",
+      identity: { u: "x" },
+      message: "hold",
+      threadId: first.threadId,
+    });
+    await expect(
+      runtime.rewindThread({ threadId: first.threadId, toMessageId, identity: { u: "x" } }),
+    ).rejects.toMatchObject({ code: "THREAD_BUSY" });
+    releaseHold();
+    await held.done;
+    await runtime.close();
   });
 });
