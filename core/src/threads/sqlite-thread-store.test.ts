@@ -149,6 +149,27 @@ describe("createSqliteThreadStore", () => {
     ]);
   });
 
+  it("keeps checkpoint records across closing and reopening the file", async () => {
+    const first = open();
+    const checkpoint = {
+      id: "k1",
+      threadId: "t1",
+      messageId: "m2",
+      capability: "sandbox",
+      manifestDigest: "f".repeat(64),
+      files: 2,
+      totalBytes: 6_000_000_000,
+      bytesAdded: 10,
+      createdAt: 3000,
+    };
+    await first.putCheckpoint(checkpoint);
+    await first.putCheckpoint({ ...checkpoint, id: "k2", createdAt: 4000 });
+    await first.deleteCheckpoints("t1", ["k2"]);
+    await first.close();
+
+    expect(await open().listCheckpoints("t1")).toEqual([checkpoint]);
+  });
+
   it("creates the directory and a WAL database with the current schema version", async () => {
     await open().close();
 
