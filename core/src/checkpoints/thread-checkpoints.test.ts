@@ -112,13 +112,13 @@ function boxBinding(options: { failTake?: () => boolean } = {}): CapabilityBindi
   };
 }
 
-/** Released by a test that needs a run held in progress. */
-let releaseHold: () => void = () => {};
+/** A tool that runs until its run is stopped: a run held in progress. */
 const hold = defineTool({
   id: "hold",
-  description: "waits until the test lets go",
+  description: "waits until the run is stopped",
   inputSchema: z.object({}),
-  execute: () => new Promise<string>((resolve) => (releaseHold = () => resolve("held"))),
+  execute: (ctx) =>
+    new Promise<string>((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))),
 });
 
 const write = defineTool({
@@ -320,8 +320,8 @@ describe("rewinding and forking a thread", () => {
     await expect(
       runtime.rewindThread({ threadId: first.threadId, toMessageId, identity: { u: "x" } }),
     ).rejects.toMatchObject({ code: "THREAD_BUSY" });
-    releaseHold();
-    await held.done;
+    await runtime.stop({ threadId: first.threadId });
+    expect((await held.done).status).toBe("cancelled");
     await runtime.close();
   });
 });
