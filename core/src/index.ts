@@ -57,6 +57,22 @@ export type {
   TakenCheckpoint,
   WorkspaceManifest,
 } from "./checkpoints/checkpoint-blob-store.ts";
+export {
+  createFileCheckpointStore,
+  type FileCheckpointStoreOptions,
+} from "./checkpoints/file-checkpoint-store.ts";
+export type {
+  ForkResult,
+  ForkThreadOptions,
+  RewindResult,
+  RewindThreadOptions,
+} from "./checkpoints/rewind-thread.ts";
+export type { CheckpointOptions } from "./checkpoints/thread-checkpoints.ts";
+export {
+  encodeWorkspaceManifest,
+  maxManifestEntries,
+  parseWorkspaceManifest,
+} from "./checkpoints/workspace-manifest.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";
 export { createPaiHandler, type PaiHandler, type PaiHandlerOptions } from "./http/create-pai-handler.ts";
 export {

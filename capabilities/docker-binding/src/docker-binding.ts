@@ -13,7 +13,7 @@ import {
   prepareEgressChannel,
   serveEgress,
 } from "@pai/container-agent";
-import type { CapabilityLifetime } from "@pai/core";
+import type { CapabilityLifetime, ResourceCheckpoints } from "@pai/core";
 import {
   type ContainerDriver,
   type ContainerPoolOptions,
@@ -100,6 +100,13 @@ export interface PreparedContainers<CONNECTION extends ContainerConnection, FACA
         port: number,
         signal: AbortSignal,
       ) => Promise<Duplex>)
+    | undefined;
+  /**
+   * Checkpoints of a connected container's state (see `ProvisionedResource.checkpoints`). Without it the binding's
+   * resources have no `checkpoints`.
+   */
+  checkpoints?:
+    | ((context: { connection: CONNECTION; containerId: string }) => ResourceCheckpoints)
     | undefined;
   /** The facade over a connected container. */
   facade(context: {
@@ -233,7 +240,7 @@ export function createDockerBinding<CONNECTION extends ContainerConnection, FACA
     if (engine && local) await ensureImage({ engineId: engine.id, driver: engine.driver, signal });
     channel = network.fastEgress && local ? await prepareEgressChannel(local) : undefined;
     const prepared = await options.prepare({ image, agentVolume, channel, local, signal });
-    const { healthy, openPort } = prepared;
+    const { healthy, openPort, checkpoints } = prepared;
     return {
       image,
       spec: prepared.spec,
@@ -258,6 +265,12 @@ export function createDockerBinding<CONNECTION extends ContainerConnection, FACA
         ? {
             openPort: (lease, port, signal) =>
               openPort({ connection: lease.state.connection, containerId: lease.containerId }, port, signal),
+          }
+        : {}),
+      ...(checkpoints
+        ? {
+            checkpoints: (lease) =>
+              checkpoints({ connection: lease.state.connection, containerId: lease.containerId }),
           }
         : {}),
       facadeOf: (lease, pool) => ({

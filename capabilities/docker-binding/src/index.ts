@@ -24,4 +24,10 @@ export {
   type PooledBindingOptions,
   type PreparedPool,
 } from "./pooled-binding.ts";
-export type { FacadeOf, PooledResource, PooledResourceMeta, PortOpener } from "./pooled-resource.ts";
+export type {
+  CheckpointsOf,
+  FacadeOf,
+  PooledResource,
+  PooledResourceMeta,
+  PortOpener,
+} from "./pooled-resource.ts";

@@ -26,6 +26,7 @@ import {
   type PooledBindingTuning,
 } from "./multi-engine-pool-settings.ts";
 import {
+  type CheckpointsOf,
   createPooledResource,
   type FacadeOf,
   type PooledResource,
@@ -51,6 +52,8 @@ export interface PreparedPool<STATE, FACADE>
   facadeOf: FacadeOf<STATE, FACADE>;
   /** Connections to a lease's container's ports (see `ProvisionedResource.openPort`); without it resources have none. */
   openPort?: PortOpener<STATE> | undefined;
+  /** Checkpoints of a lease's container (see `ProvisionedResource.checkpoints`); without it resources have none. */
+  checkpoints?: CheckpointsOf<STATE> | undefined;
 }
 
 /** What {@link createPooledBinding} needs to know about one kind of pooled resource. */
@@ -142,6 +145,7 @@ interface OpenPool<STATE, FACADE> {
   poolId: string;
   facadeOf: FacadeOf<STATE, FACADE>;
   openPort: PortOpener<STATE> | undefined;
+  checkpoints: CheckpointsOf<STATE> | undefined;
 }
 
 /** The errors a reap leaves: containers it could not remove, engines it could not reach. */
@@ -186,7 +190,9 @@ export function createPooledBinding<STATE, FACADE extends object>(
 
   /** Prepares, makes and warms the pool. */
   async function openPool(): Promise<OpenPool<STATE, FACADE>> {
-    const { image, facadeOf, openPort, ...containers } = await options.prepare({ signal: closing.signal });
+    const { image, facadeOf, openPort, checkpoints, ...containers } = await options.prepare({
+      signal: closing.signal,
+    });
     const poolId = options.poolId ?? `pai-${capability}-${specHash(containers.spec)}`;
     const pool = createMultiEnginePool<STATE>({
       ...containers,
@@ -208,7 +214,7 @@ export function createPooledBinding<STATE, FACADE extends object>(
       await pool.close();
       throw error;
     }
-    return { pool, image, poolId, facadeOf, openPort };
+    return { pool, image, poolId, facadeOf, openPort, checkpoints };
   }
 
   function start(context?: BindingStartContext): Promise<void> {
@@ -254,6 +260,7 @@ export function createPooledBinding<STATE, FACADE extends object>(
       carryOver: options.carryOver,
       restartLimit: options.pool?.restartLimit,
       openPort: opened.openPort,
+      checkpoints: opened.checkpoints,
     });
   }
 

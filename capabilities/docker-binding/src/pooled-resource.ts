@@ -1,6 +1,11 @@
 import type { Duplex } from "node:stream";
 import type { ConnectionAudience } from "@pai/container-agent";
-import type { ProvisionedResource, ResourceHibernation, ResourceRestart } from "@pai/core";
+import type {
+  ProvisionedResource,
+  ResourceCheckpoints,
+  ResourceHibernation,
+  ResourceRestart,
+} from "@pai/core";
 import { type EngineLease, type MultiEnginePool, PoolError, type PoolErrorCode } from "@pai/pool";
 import { type BindScope, bindFacade, type FacadeCalls } from "./bind-facade.ts";
 
@@ -43,6 +48,9 @@ export type PortOpener<STATE> = (
   signal: AbortSignal,
 ) => Promise<Duplex>;
 
+/** Checkpoints of a lease's running container's state (see `ProvisionedResource.checkpoints`). */
+export type CheckpointsOf<STATE> = (lease: EngineLease<STATE>) => ResourceCheckpoints;
+
 /** The facade over a lease's container, made again after each wake; `audience` hears its connections. */
 export type FacadeOf<STATE, FACADE> = (
   lease: EngineLease<STATE>,
@@ -65,6 +73,8 @@ export interface PooledResourceOptions<STATE, FACADE> {
   restartLimit?: { restarts?: number; withinMs?: number } | undefined;
   /** Connections to the container's ports; without it the resource has no `openPort`. */
   openPort?: PortOpener<STATE> | undefined;
+  /** Checkpoints of the container's state; without it the resource has no `checkpoints`. */
+  checkpoints?: CheckpointsOf<STATE> | undefined;
 }
 
 /** Failures of a restart that a successor would not fix. */
@@ -172,8 +182,23 @@ export function createPooledResource<STATE, FACADE extends object>(
     }
   }
 
-  const { openPort } = options;
+  const { openPort, checkpoints } = options;
   return {
+    ...(checkpoints
+      ? {
+          // The runtime wakes the resource first: a hibernated or lost one fails here, as its facade would.
+          checkpoints: {
+            take: async (takeOptions) => {
+              current();
+              return checkpoints(lease).take(takeOptions);
+            },
+            restore: async (manifestDigest, restoreOptions) => {
+              current();
+              return checkpoints(lease).restore(manifestDigest, restoreOptions);
+            },
+          } satisfies ResourceCheckpoints,
+        }
+      : {}),
     ...(openPort
       ? {
           openPort(port: number, signal: AbortSignal): Promise<Duplex> {

@@ -21,6 +21,9 @@ const marker = Symbol.for("pai.error.SandboxError");
  *   is not mounted, or the facade used outside a runtime); serve them with the handler `createPaiHandler` makes.
  * - `INTERPRETER_UNAVAILABLE`: a code context cannot start: the image lacks its interpreter (python3 with IPython,
  *   node), it failed before it was ready, or the host lacks Node's TypeScript stripping; the message names what.
+ * - `CHECKPOINT_MISMATCH`: a file's bytes did not hash to the digest the sandbox's checkpoint program claimed (the
+ *   file changed while the checkpoint was taken, or a program tampered with the program's cache); nothing was
+ *   recorded.
  */
 export type SandboxErrorCode =
   | "INVALID_ARGUMENT"
@@ -33,7 +36,8 @@ export type SandboxErrorCode =
   | "IMAGE_UNAVAILABLE"
   | "AGENT_REQUIRED"
   | "PREVIEWS_UNAVAILABLE"
-  | "INTERPRETER_UNAVAILABLE";
+  | "INTERPRETER_UNAVAILABLE"
+  | "CHECKPOINT_MISMATCH";
 
 /**
  * The error `@pai/sandbox` throws on purpose. A member of PAI's error family (extending `@pai/errors`'

@@ -144,6 +144,29 @@ export class CapabilityManager {
     }
   }
 
+  /**
+   * The resources of `threadId`'s `thread` leases that the run `runId` used (and so may have changed): what a
+   * checkpoint at the run's end records.
+   */
+  resourcesUsedBy(
+    runId: string,
+    threadId: string,
+  ): Array<{ capability: string; resource: ProvisionedResource }> {
+    return [...this.#leases.values()].flatMap((lease) =>
+      lease.lifetime === "thread" && lease.key === threadId && lease.users.has(runId) && lease.settled
+        ? [{ capability: lease.capability, resource: lease.settled }]
+        : [],
+    );
+  }
+
+  /**
+   * The resource of `capability` in `scope`, running: provisioned, reattached or woken as for a facade call, and used
+   * by `scope.runId` until {@link endRun}. For the runtime's own work on a resource (restoring a checkpoint).
+   */
+  awake(capability: string, scope: LeaseScope): Promise<ProvisionedResource> {
+    return this.#waker.awake(capability, scope);
+  }
+
   /** The lifetime `capability`'s leases have. */
   lifetimeOf(capability: string): CapabilityLifetime {
     return this.#leases.lifetimeOf(capability);

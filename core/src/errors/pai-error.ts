@@ -37,7 +37,8 @@ export type PaiErrorCode =
   | "PREVIEWS_UNAVAILABLE"
   | "PREVIEW_NOT_FOUND"
   | "PREVIEW_FORBIDDEN"
-  | "PREVIEW_UNREACHABLE";
+  | "PREVIEW_UNREACHABLE"
+  | "UNKNOWN_MESSAGE";
 
 /**
  * The error `@pai/core` throws on purpose. `code` says what went wrong; `cause` holds the original error.

@@ -84,6 +84,7 @@ const statusOf: Partial<Record<PaiErrorCode, number>> = {
   UNKNOWN_AGENT: 404,
   UNKNOWN_RUN: 404,
   UNKNOWN_ACTION: 404,
+  UNKNOWN_MESSAGE: 404,
   STALE_ANSWER: 409,
   THREAD_BUSY: 409,
   BODY_TOO_LARGE: 413,

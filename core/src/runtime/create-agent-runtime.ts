@@ -4,6 +4,14 @@ import type { PublicPendingAction } from "../actions/public-action.ts";
 import type { Pai, RegisteredAgent } from "../agents/create-pai.ts";
 import type { CapabilityBinding } from "../capabilities/capability-binding.ts";
 import { CapabilityManager } from "../capabilities/capability-manager.ts";
+import {
+  createThreadRewinds,
+  type ForkResult,
+  type ForkThreadOptions,
+  type RewindResult,
+  type RewindThreadOptions,
+} from "../checkpoints/rewind-thread.ts";
+import { type CheckpointOptions, createThreadCheckpoints } from "../checkpoints/thread-checkpoints.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PaiManifest } from "../manifest/manifest.ts";
 import { createOwnerRegistry } from "../ownership/owner-registry.ts";
@@ -11,7 +19,7 @@ import type { PortPreview } from "../previews/port-preview.ts";
 import type { PreviewOptions } from "../previews/preview-options.ts";
 import { PreviewRegistry } from "../previews/preview-registry.ts";
 import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
-import type { ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
+import type { CheckpointRecord, ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { AgentRun } from "./agent-run.ts";
 import { callerSubagents } from "./caller-subagents.ts";
 import { capabilityBindingsOf } from "./capability-bindings.ts";
@@ -53,6 +61,11 @@ export type AgentRuntimeOptions<PAI extends Pai> = {
   limits?: MessageLimits;
   /** Where and how previews of the resources' ports (`sandbox.exposePort`) are served. */
   previews?: PreviewOptions;
+  /**
+   * Checkpoints of a thread's resources (a sandbox's `/workspace`) taken when each run ends, into a content-addressed
+   * store (`createFileCheckpointStore`): the base of rewinding and forking a conversation. Unset: none are taken.
+   */
+  checkpoints?: CheckpointOptions;
 } & OwnershipOptions &
   CapabilityBindingsOf<PAI>;
 
@@ -141,6 +154,22 @@ export interface AgentRuntime {
   getThread(threadId: string, options?: { identity?: unknown }): Promise<ThreadSnapshot | undefined>;
   /** A caller's threads, newest first. */
   listThreads(query: { identity?: unknown; agentId?: string; limit?: number }): Promise<ThreadRecord[]>;
+  /**
+   * Drops the messages after `toMessageId` and restores the thread's resources (its sandbox's files) to the checkpoint
+   * taken when that message was the last (or, before the first checkpoint, to new and empty). Takes the thread's run
+   * lease (`THREAD_BUSY` while a run is in progress in any process), cancels the pending actions of dropped messages
+   * and records a run for what happened. Processes running in the resource are not stopped by the restore; a
+   * browser's state is not rewound. Only the thread's owner may (another identity: `NOT_FOUND`); a message the
+   * thread does not have is `UNKNOWN_MESSAGE`.
+   */
+  rewindThread(options: RewindThreadOptions): Promise<RewindResult>;
+  /**
+   * A new thread with the history up to `atMessageId` (default: all of it) and its resources restored from the
+   * checkpoint taken there, the original untouched. Only the thread's owner may.
+   */
+  forkThread(options: ForkThreadOptions): Promise<ForkResult>;
+  /** A thread's checkpoints, oldest first (see `checkpoints`). Check the caller's access first (`access`). */
+  listCheckpoints(threadId: string): Promise<CheckpointRecord[]>;
   /** The open previews of a thread's resources (`sandbox.exposePort`). Check the caller's access first (`access`). */
   listPreviews(threadId: string): PortPreview[];
   /** Ends a thread's `thread`-lifetime capabilities (its sandbox). The conversation stays stored. */
@@ -242,7 +271,11 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       );
     },
   });
+  const checkpoints =
+    options.checkpoints &&
+    createThreadCheckpoints({ ...options.checkpoints, threads: store, onError: onBackgroundError });
   const runs = createLocalRuns({
+    checkpoints,
     store,
     ownerId: owners.ownerId,
     capabilities,
@@ -250,6 +283,15 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     stopPollIntervalMs: options.stopPollIntervalMs ?? 250,
     subagents: (caller) => callerSubagents(parts, caller),
     onBackgroundError,
+  });
+  const rewinds = createThreadRewinds({
+    store,
+    access,
+    runs,
+    capabilities,
+    blobs: options.checkpoints?.store,
+    ownerId: owners.ownerId,
+    identityKeyOf: (identity) => identityKeyOf(identity),
   });
   const maintenance = createRuntimeMaintenance({
     store,
@@ -301,6 +343,15 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     followRun: (threadId) => followThreadRun(parts, threadId),
     getThread: (threadId, query = {}) => readThread(parts, threadId, query),
     listThreads: (query) => listOwnedThreads(parts, query),
+    listCheckpoints: (threadId) => store.listCheckpoints(threadId),
+    rewindThread: (rewindOptions) => {
+      assertOpen();
+      return rewinds.rewind(rewindOptions);
+    },
+    forkThread: (forkOptions) => {
+      assertOpen();
+      return rewinds.fork(forkOptions);
+    },
     listPreviews: (threadId) => previews.listThread(threadId),
     endThread: (threadId) => capabilities.endThread(threadId),
     async deleteThread(threadId) {

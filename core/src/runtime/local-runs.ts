@@ -35,7 +35,10 @@ export interface LocalRuns {
 
 /** What the runs of this process are started with. */
 export interface LocalRunsOptions
-  extends Pick<RunDependencies, "store" | "ownerId" | "capabilities" | "subagents" | "onBackgroundError"> {
+  extends Pick<
+    RunDependencies,
+    "store" | "ownerId" | "capabilities" | "subagents" | "checkpoints" | "onBackgroundError"
+  > {
   threadLeases: ThreadRunLeases;
   /** How often the store is read for stops other processes record for these runs. */
   stopPollIntervalMs: number;
@@ -56,6 +59,7 @@ export function createLocalRuns(options: LocalRunsOptions): LocalRuns {
     ownerId: options.ownerId,
     capabilities: options.capabilities,
     subagents: options.subagents,
+    checkpoints: options.checkpoints,
     onEnded: async (runId, threadId) => {
       active.delete(runId);
       stopRequests.delete(runId);

@@ -1,6 +1,7 @@
 import type { LanguageModel, UIMessage } from "ai";
 import type { RegisteredAgent } from "../agents/create-pai.ts";
 import type { CapabilityManager } from "../capabilities/capability-manager.ts";
+import type { ThreadCheckpoints } from "../checkpoints/thread-checkpoints.ts";
 import type { ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { SubagentRunner } from "./subagent-runner.ts";
 
@@ -14,6 +15,8 @@ export interface RunDependencies {
   subagents: (caller: { identity: unknown; clientData: unknown }) => SubagentRunner;
   /** Called once the run has ended and its thread is stored; the run's `done` waits for it. */
   onEnded: (runId: string, threadId: string) => Promise<void>;
+  /** Checkpoints the resources a run used once it ended (absent: the runtime takes none). */
+  checkpoints?: ThreadCheckpoints | undefined;
   /** Errors of work beside the run (storing its stream for followers). */
   onBackgroundError: (error: unknown) => void;
 }

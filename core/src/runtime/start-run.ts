@@ -72,7 +72,14 @@ async function drive(run: PreparedRun): Promise<RunResult> {
         stopRun(state, { type: "failed", error });
       }
     }
-    return await finalizeRun(run, modelError);
+    const result = await finalizeRun(run, modelError);
+    // Before the run lets go of its resources and its thread: nothing changes them while they are recorded.
+    await deps.checkpoints?.afterRun(
+      result.threadId,
+      result.messages,
+      deps.capabilities.resourcesUsedBy(state.runId, state.threadId),
+    );
+    return result;
   } finally {
     run.detach();
     await deps.capabilities.endRun(state.runId).catch(() => undefined);

@@ -2,6 +2,7 @@ export { createMemoryThreadStore } from "./memory-thread-store.ts";
 export { createSqliteThreadStore, type SqliteThreadStoreOptions } from "./sqlite-thread-store.ts";
 export type {
   CapabilityLifetime,
+  CheckpointRecord,
   JournalEntry,
   JournalOutcome,
   LeaseRecord,

@@ -1,3 +1,4 @@
+import { memoryCheckpointMethods } from "./memory/memory-checkpoint-methods.ts";
 import { memoryLeaseMethods } from "./memory/memory-lease-methods.ts";
 import { memoryOwnerMethods } from "./memory/memory-owner-methods.ts";
 import { memoryPendingActionMethods } from "./memory/memory-pending-action-methods.ts";
@@ -31,6 +32,7 @@ export function createMemoryThreadStore(): ThreadStore & AsyncDisposable {
     ...memoryRunChunkMethods(tables),
     ...memoryToolDataMethods(tables),
     ...memoryPendingActionMethods(tables),
+    ...memoryCheckpointMethods(tables),
     ...memoryLeaseMethods(tables),
     ...memoryThreadLeaseMethods(tables),
     ...memoryOwnerMethods(tables),

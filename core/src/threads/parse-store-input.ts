@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { PaiError } from "../errors/pai-error.ts";
 import type {
+  CheckpointRecord,
   LeaseRecord,
   OwnerRecord,
   PendingActionRecord,
@@ -203,6 +204,18 @@ export const storeInputSchemas = {
     answer: z.unknown().optional(),
     settledAt: timestamp.optional(),
   }),
+  checkpoint: z.object({
+    id,
+    threadId: id,
+    messageId: id,
+    capability: z.string().min(1),
+    manifestDigest: z.string().regex(/^[0-9a-f]{64}$/),
+    files: z.number().int().nonnegative(),
+    totalBytes: z.number().int().nonnegative(),
+    bytesAdded: z.number().int().nonnegative(),
+    createdAt: timestamp,
+  }) satisfies z.ZodType<CheckpointRecord>,
+  checkpointIds: z.array(id),
   lease,
   leaseQuery: z.object({
     capability: z.string().optional(),

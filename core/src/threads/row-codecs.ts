@@ -1,6 +1,7 @@
 import { fromStoredJson, toStoredJson, withoutUndefined } from "./parse-store-input.ts";
 import type {
   CapabilityLifetime,
+  CheckpointRecord,
   LeaseRecord,
   OwnerRecord,
   PendingActionRecord,
@@ -170,6 +171,40 @@ export function toolDataFromRow(row: StoredRow): ToolDataRecord {
     data: json(row.data),
     createdAt: row.created_at as number,
   });
+}
+
+/** The columns of a checkpoint record, in table order. */
+export const checkpointColumns =
+  "id, thread_id, message_id, capability, manifest_digest, files, total_bytes, bytes_added, created_at";
+
+/** A checkpoint record's values for {@link checkpointColumns}. */
+export function checkpointToRow(checkpoint: CheckpointRecord): StoredValue[] {
+  return [
+    checkpoint.id,
+    checkpoint.threadId,
+    checkpoint.messageId,
+    checkpoint.capability,
+    checkpoint.manifestDigest,
+    checkpoint.files,
+    checkpoint.totalBytes,
+    checkpoint.bytesAdded,
+    checkpoint.createdAt,
+  ];
+}
+
+/** A checkpoint record read back from its row. */
+export function checkpointFromRow(row: StoredRow): CheckpointRecord {
+  return {
+    id: row.id as string,
+    threadId: row.thread_id as string,
+    messageId: row.message_id as string,
+    capability: row.capability as string,
+    manifestDigest: row.manifest_digest as string,
+    files: row.files as number,
+    totalBytes: row.total_bytes as number,
+    bytesAdded: row.bytes_added as number,
+    createdAt: row.created_at as number,
+  };
 }
 
 /** The columns of a capability lease, in table order. */

@@ -62,6 +62,9 @@ const pending: PendingActionRecord = {
   createdAt: 2000,
 };
 
+/** Takes a current store back to before version 7: no checkpoints (for the tests of older versions' migrations). */
+const dropCheckpoints = "DROP TABLE checkpoints;";
+
 /** Takes a current store's owners back to before version 6 (for the tests of older versions' migrations). */
 const dropOwnerPlace = [
   "ALTER TABLE owners DROP COLUMN boot_id;",
@@ -146,16 +149,38 @@ describe("createSqliteThreadStore", () => {
     ]);
   });
 
+  it("keeps checkpoint records across closing and reopening the file", async () => {
+    const first = open();
+    const checkpoint = {
+      id: "k1",
+      threadId: "t1",
+      messageId: "m2",
+      capability: "sandbox",
+      manifestDigest: "f".repeat(64),
+      files: 2,
+      totalBytes: 6_000_000_000,
+      bytesAdded: 10,
+      createdAt: 3000,
+    };
+    await first.putCheckpoint(checkpoint);
+    await first.putCheckpoint({ ...checkpoint, id: "k2", createdAt: 4000 });
+    await first.deleteCheckpoints("t1", ["k2"]);
+    await first.close();
+
+    expect(await open().listCheckpoints("t1")).toEqual([checkpoint]);
+  });
+
   it("creates the directory and a WAL database with the current schema version", async () => {
     await open().close();
 
     const raw = new DatabaseSync(path);
     try {
       expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 6 });
+      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 7 });
       const tables = raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
       expect(tables.map((table) => table.name)).toEqual(
         expect.arrayContaining([
+          "checkpoints",
           "leases",
           "messages",
           "owners",
@@ -178,6 +203,7 @@ describe("createSqliteThreadStore", () => {
     // Back to the version 1 schema, with a run and a lease written by a PAI without owners.
     const raw = new DatabaseSync(path);
     raw.exec(`
+      ${dropCheckpoints}
       DROP TABLE run_stop_requests; DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
       DROP TABLE owners; DROP INDEX runs_status;
       ALTER TABLE runs DROP COLUMN owner_id;
@@ -218,6 +244,7 @@ describe("createSqliteThreadStore", () => {
     await open().close();
     const raw = new DatabaseSync(path);
     raw.exec(`
+      ${dropCheckpoints}
       DROP TABLE run_stop_requests; DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
       ALTER TABLE pending_actions DROP COLUMN inner_call; ALTER TABLE pending_actions DROP COLUMN journal;
       INSERT INTO pending_actions (id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input,
@@ -243,6 +270,7 @@ describe("createSqliteThreadStore", () => {
     await open().close();
     const raw = new DatabaseSync(path);
     raw.exec(`
+      ${dropCheckpoints}
       DROP TABLE run_stop_requests; DROP TABLE thread_leases; DROP TABLE run_chunks; ALTER TABLE pending_actions DROP COLUMN applied_by;
       INSERT INTO pending_actions (id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input,
         kind, name, payload, suspend_history, status, created_at, settled_at, answer, inner_call, journal)
@@ -275,6 +303,7 @@ describe("createSqliteThreadStore", () => {
     await open().close();
     const raw = new DatabaseSync(path);
     raw.exec(`
+      ${dropCheckpoints}
       DROP TABLE run_stop_requests;
       INSERT INTO runs (id, thread_id, agent_id, status, started_at, owner_id)
         VALUES ('r1', 't1', 'coder', 'running', 1, 'a');
@@ -294,6 +323,7 @@ describe("createSqliteThreadStore", () => {
     await open().close();
     const raw = new DatabaseSync(path);
     raw.exec(`
+      ${dropCheckpoints}
       ${dropOwnerPlace}
       INSERT INTO owners VALUES ('a', 'host-a', 42, 1000, 2000);
       INSERT INTO thread_leases VALUES ('t1', 'r1', 'a', 1e15);
@@ -319,6 +349,32 @@ describe("createSqliteThreadStore", () => {
     ]);
     await store.releaseOwnerThreadLeases("a");
     expect(await store.getThreadLease("t1")).toBeUndefined();
+  });
+
+  it("migrates a version 6 store: its threads stay, with no checkpoints, and checkpoints can be recorded", async () => {
+    const first = open();
+    await first.commitRun({ thread, messages: conversation, run });
+    await first.close();
+    const raw = new DatabaseSync(path);
+    raw.exec(`${dropCheckpoints} PRAGMA user_version = 6;`);
+    raw.close();
+
+    const store = open();
+    expect(await store.loadMessages("t1")).toStrictEqual(conversation);
+    expect(await store.listCheckpoints("t1")).toEqual([]);
+    const checkpoint = {
+      id: "k1",
+      threadId: "t1",
+      messageId: "m2",
+      capability: "sandbox",
+      manifestDigest: "a".repeat(64),
+      files: 2,
+      totalBytes: 10,
+      bytesAdded: 10,
+      createdAt: 3000,
+    };
+    await store.putCheckpoint(checkpoint);
+    expect(await store.listCheckpoints("t1")).toEqual([checkpoint]);
   });
 
   it("adopts an empty file as a new store", async () => {
@@ -372,7 +428,7 @@ describe("createSqliteThreadStore", () => {
 
     expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
     expect((error as PaiError).message).toMatch(/schema version 99, written by a newer PAI/);
-    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 6 });
+    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 7 });
     expect(readFileSync(path).equals(bytes)).toBe(true);
   });
 

@@ -1,4 +1,5 @@
 import { parseStoreInput, storeInputSchemas as schemas } from "./parse-store-input.ts";
+import { sqliteCheckpointMethods } from "./sqlite/sqlite-checkpoint-methods.ts";
 import { openSqliteConnection } from "./sqlite/sqlite-connection.ts";
 import { sqliteLeaseMethods } from "./sqlite/sqlite-lease-methods.ts";
 import { sqliteOwnerMethods } from "./sqlite/sqlite-owner-methods.ts";
@@ -64,6 +65,7 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
       ...sqliteRunChunkMethods(connection),
       ...sqliteToolDataMethods(connection),
       ...sqlitePendingActionMethods(connection),
+      ...sqliteCheckpointMethods(connection),
       ...sqliteLeaseMethods(connection),
       ...sqliteThreadLeaseMethods(connection),
       ...sqliteOwnerMethods(connection),

@@ -37,6 +37,8 @@ export interface ThreadStoreParts {
     | "settlePendingAction"
     | "claimPendingAction"
   >;
+  /** Checkpoints of threads' resources (the blobs live in the runtime's checkpoint store). */
+  checkpoints: Pick<ThreadStore, "putCheckpoint" | "listCheckpoints" | "deleteCheckpoints">;
   /** Capability leases and their handovers between owners. */
   leases: Pick<
     ThreadStore,

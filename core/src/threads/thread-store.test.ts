@@ -9,6 +9,7 @@ import { createMemoryThreadStore } from "./memory-thread-store.ts";
 import { createPostgresThreadStore } from "./postgres/postgres-thread-store.ts";
 import { createSqliteThreadStore } from "./sqlite-thread-store.ts";
 import type {
+  CheckpointRecord,
   LeaseRecord,
   PendingActionRecord,
   RunRecord,
@@ -100,6 +101,21 @@ function lease(overrides: Partial<LeaseRecord> = {}): LeaseRecord {
     meta: { image: "pai/sandbox" },
     createdAt: 1000,
     lastUsedAt: 1000,
+    ...overrides,
+  };
+}
+
+function checkpoint(overrides: Partial<CheckpointRecord> = {}): CheckpointRecord {
+  return {
+    id: "k1",
+    threadId: "t1",
+    messageId: "m2",
+    capability: "sandbox",
+    manifestDigest: "0123456789abcdef".repeat(4),
+    files: 3,
+    totalBytes: 4096,
+    bytesAdded: 512,
+    createdAt: 1000,
     ...overrides,
   };
 }
@@ -915,6 +931,97 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
     });
   });
 
+  describe("checkpoints", () => {
+    it("records checkpoints and lists a thread's oldest first, by time then id", async () => {
+      // Sizes past 2^32 bytes, and a fractional time, come back as the same numbers.
+      const big = checkpoint({
+        id: "k3",
+        createdAt: 2000.5,
+        totalBytes: 6_000_000_000,
+        bytesAdded: 5_000_000_000,
+      });
+      await store.putCheckpoint(big);
+      await store.putCheckpoint(checkpoint({ id: "k2", createdAt: 1000 }));
+      await store.putCheckpoint(checkpoint({ id: "k1", createdAt: 1000, messageId: "m1" }));
+      await store.putCheckpoint(checkpoint({ id: "k0", threadId: "t2", createdAt: 500 }));
+
+      expect(await store.listCheckpoints("t1")).toEqual([
+        checkpoint({ id: "k1", createdAt: 1000, messageId: "m1" }),
+        checkpoint({ id: "k2", createdAt: 1000 }),
+        big,
+      ]);
+      expect(await store.listCheckpoints("t2")).toEqual([
+        checkpoint({ id: "k0", threadId: "t2", createdAt: 500 }),
+      ]);
+      expect(await store.listCheckpoints("missing")).toEqual([]);
+
+      // Putting an id again replaces its record.
+      await store.putCheckpoint(checkpoint({ id: "k2", createdAt: 3000, files: 9 }));
+      expect((await store.listCheckpoints("t1")).map((found) => [found.id, found.files])).toEqual([
+        ["k1", 3],
+        ["k3", 3],
+        ["k2", 9],
+      ]);
+    });
+
+    it("deletes only the named checkpoints of the thread named", async () => {
+      await store.putCheckpoint(checkpoint({ id: "k1" }));
+      await store.putCheckpoint(checkpoint({ id: "k2", createdAt: 2000 }));
+      await store.putCheckpoint(checkpoint({ id: "k3", createdAt: 3000 }));
+      await store.putCheckpoint(checkpoint({ id: "other", threadId: "t2" }));
+
+      await store.deleteCheckpoints("t1", ["k1", "k3", "other", "missing"]);
+      await store.deleteCheckpoints("t1", []);
+
+      expect((await store.listCheckpoints("t1")).map((found) => found.id)).toEqual(["k2"]);
+      expect((await store.listCheckpoints("t2")).map((found) => found.id)).toEqual(["other"]);
+
+      await store.deleteCheckpoints("t2", ["other"]);
+      expect(await store.listCheckpoints("t2")).toEqual([]);
+    });
+
+    it("deletes a thread's checkpoints with the thread, and only its", async () => {
+      await store.commitRun({ thread: thread(), messages: conversation, run: run() });
+      await store.commitRun({
+        thread: thread({ id: "t2" }),
+        messages: [],
+        run: run({ id: "r2", threadId: "t2" }),
+      });
+      await store.putCheckpoint(checkpoint({ id: "k1" }));
+      await store.putCheckpoint(checkpoint({ id: "k2", createdAt: 2000 }));
+      await store.putCheckpoint(checkpoint({ id: "k3", threadId: "t2" }));
+
+      await store.deleteThread("t1");
+
+      expect(await store.listCheckpoints("t1")).toEqual([]);
+      expect(await store.listCheckpoints("t2")).toEqual([checkpoint({ id: "k3", threadId: "t2" })]);
+    });
+
+    it("refuses a malformed checkpoint or id with INVALID_ARGUMENT and stores nothing", async () => {
+      const digest = "0123456789abcdef".repeat(4);
+      const malformed: CheckpointRecord[] = [
+        checkpoint({ manifestDigest: digest.toUpperCase() }),
+        checkpoint({ manifestDigest: digest.slice(1) }),
+        checkpoint({ manifestDigest: `${digest}0` }),
+        checkpoint({ manifestDigest: `sha256:${digest}` }),
+        checkpoint({ id: "" }),
+        checkpoint({ threadId: "" }),
+        checkpoint({ capability: "" }),
+        checkpoint({ files: -1 }),
+        checkpoint({ totalBytes: 1.5 }),
+        checkpoint({ bytesAdded: Number.NaN }),
+        { ...checkpoint(), messageId: undefined } as never,
+      ];
+      for (const record of malformed) await expectCode(store.putCheckpoint(record), "INVALID_ARGUMENT");
+      expect(await store.listCheckpoints("t1")).toEqual([]);
+
+      await store.putCheckpoint(checkpoint());
+      await expectCode(store.deleteCheckpoints("t1", [""]), "INVALID_ARGUMENT");
+      await expectCode(store.deleteCheckpoints("t1", "k1" as never), "INVALID_ARGUMENT");
+      expect(await store.listCheckpoints("t1")).toEqual([checkpoint()]);
+    });
+  });
+
   describe("close", () => {
     it("rejects every method with STORE_CLOSED after close", async () => {
       await store.ensureThread(thread());
@@ -968,6 +1075,9 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       await expectCode(store.pruneRunChunks(1), "STORE_CLOSED");
       await expectCode(store.requestRunStop("r1"), "STORE_CLOSED");
       await expectCode(store.listRunStopRequests(["r1"]), "STORE_CLOSED");
+      await expectCode(store.putCheckpoint(checkpoint()), "STORE_CLOSED");
+      await expectCode(store.listCheckpoints("t1"), "STORE_CLOSED");
+      await expectCode(store.deleteCheckpoints("t1", ["k1"]), "STORE_CLOSED");
     });
   });
 });

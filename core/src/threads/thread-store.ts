@@ -217,6 +217,26 @@ export interface ThreadLeaseRecord {
   expiresAt: number;
 }
 
+/**
+ * A checkpoint of one of a thread's resources (a sandbox's `/workspace`), taken when a run ended: what a rewind to
+ * `messageId`, or a fork at it, restores. Its content lives in the runtime's checkpoint blob store, under
+ * `manifestDigest`.
+ */
+export interface CheckpointRecord {
+  id: string;
+  threadId: string;
+  /** The thread's last message when it was taken. */
+  messageId: string;
+  /** The capability whose resource it holds (`sandbox`). */
+  capability: string;
+  manifestDigest: string;
+  files: number;
+  totalBytes: number;
+  /** Bytes it added to the blob store: what changed since the checkpoints before it. */
+  bytesAdded: number;
+  createdAt: number;
+}
+
 /** One chunk of a run's UI message stream, stored so that any process sharing the store can follow the run. */
 export interface RunChunkRecord {
   runId: string;
@@ -319,6 +339,12 @@ export interface ThreadStore {
   }): Promise<LeaseRecord[]>;
   touchLease(capability: string, lifetime: CapabilityLifetime, key: string, at: number): Promise<void>;
   deleteLease(capability: string, lifetime: CapabilityLifetime, key: string): Promise<void>;
+  /** Records a checkpoint of a thread's resource; `deleteThread` removes them with the thread. */
+  putCheckpoint(checkpoint: CheckpointRecord): Promise<void>;
+  /** A thread's checkpoints, oldest first (by `createdAt`, then `id`). */
+  listCheckpoints(threadId: string): Promise<CheckpointRecord[]>;
+  /** Deletes the thread's checkpoints named (retention, a rewind that dropped the messages after them). */
+  deleteCheckpoints(threadId: string, ids: readonly string[]): Promise<void>;
   /**
    * Compare-and-set of a lease's owner: sets `ownerId` to `to` (and clears `handoverTo`) only while it is `from`
    * (`undefined`: a lease recorded without an owner). True when this call changed it; false for a missing lease.

@@ -1,5 +1,6 @@
 import { storeClosedError } from "../parse-store-input.ts";
 import type {
+  CheckpointRecord,
   LeaseRecord,
   OwnerRecord,
   PendingActionRecord,
@@ -19,6 +20,8 @@ export interface MemoryTables {
   /** The `seq` the next tool-data write gets. */
   nextToolDataSeq: number;
   actions: Map<string, PendingActionRecord>;
+  /** By id. */
+  checkpoints: Map<string, CheckpointRecord>;
   /** By capability, lifetime and key (`leaseKey` of the lease methods). */
   leases: Map<string, LeaseRecord>;
   owners: Map<string, OwnerRecord>;
@@ -43,6 +46,7 @@ export function createMemoryTables(): MemoryTables {
     toolData: [],
     nextToolDataSeq: 1,
     actions: new Map(),
+    checkpoints: new Map(),
     leases: new Map(),
     owners: new Map(),
     threadLeases: new Map(),

@@ -63,6 +63,9 @@ export function memoryThreadMethods(tables: MemoryTables): ThreadStoreParts["thr
         stopRequests.delete(runId);
       }
       threadLeases.delete(threadId);
+      for (const [checkpointId, checkpoint] of tables.checkpoints) {
+        if (checkpoint.threadId === threadId) tables.checkpoints.delete(checkpointId);
+      }
       for (const [actionId, action] of actions) {
         if (action.threadId === threadId) actions.delete(actionId);
       }

@@ -14,6 +14,7 @@ const thread: ThreadRecord = {
   updatedAt: 1000,
 };
 const storeTables = [
+  "checkpoints",
   "leases",
   "messages",
   "owners",
@@ -232,6 +233,34 @@ describe("Postgres thread store migrations", () => {
       const place = { bootId: "b", pidNamespace: "pid:[1]", processStartTicks: 7 };
       await store.heartbeatOwner({ ...recorded, heartbeatAt: 3000, ...place });
       expect(await store.listOwners()).toEqual([{ ...recorded, heartbeatAt: 3000, ...place }]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("upgrades a version-6 store in place: its threads stay, with no checkpoints, and checkpoints can be recorded", async () => {
+    const quoted = await migratedTo(6);
+    await schema.sql(`INSERT INTO ${quoted}.threads (id, agent_id, owner_key, created_at, updated_at)
+      VALUES ('t1', 'coder', 'user:1', 1000, 1000)`);
+
+    expect(await migrate()).toEqual({ from: 6, to: POSTGRES_SCHEMA_VERSION });
+    const store = await createPostgresThreadStore({ pool, schema: schema.name });
+    try {
+      expect(await store.getThread("t1")).toEqual(thread);
+      expect(await store.listCheckpoints("t1")).toEqual([]);
+      const checkpoint = {
+        id: "k1",
+        threadId: "t1",
+        messageId: "m1",
+        capability: "sandbox",
+        manifestDigest: "a".repeat(64),
+        files: 2,
+        totalBytes: 10,
+        bytesAdded: 10,
+        createdAt: 2000,
+      };
+      await store.putCheckpoint(checkpoint);
+      expect(await store.listCheckpoints("t1")).toEqual([checkpoint]);
     } finally {
       await store.close();
     }

@@ -162,6 +162,24 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       ALTER TABLE ${s}.owners ADD COLUMN process_start_ticks bigint;
     `,
   },
+  {
+    version: 7,
+    name: "checkpoints of threads' resources: what a rewind or a fork restores",
+    sql: (s) => `
+      CREATE TABLE ${s}.checkpoints (
+        id text COLLATE "C" PRIMARY KEY,
+        thread_id text COLLATE "C" NOT NULL,
+        message_id text COLLATE "C" NOT NULL,
+        capability text COLLATE "C" NOT NULL,
+        manifest_digest text COLLATE "C" NOT NULL,
+        files bigint NOT NULL,
+        total_bytes bigint NOT NULL,
+        bytes_added bigint NOT NULL,
+        created_at double precision NOT NULL
+      );
+      CREATE INDEX checkpoints_thread_created ON ${s}.checkpoints (thread_id, created_at, id);
+    `,
+  },
 ];
 
 /** The schema version this build writes and the newest it reads. */

@@ -95,7 +95,8 @@ function threadStatements(s: string) {
           WHERE run_id IN (SELECT id FROM ${s}.runs WHERE thread_id = $1)),
         stop_requests AS (DELETE FROM ${s}.run_stop_requests
           WHERE run_id IN (SELECT id FROM ${s}.runs WHERE thread_id = $1)),
-        thread_lease AS (DELETE FROM ${s}.thread_leases WHERE thread_id = $1)
+        thread_lease AS (DELETE FROM ${s}.thread_leases WHERE thread_id = $1),
+        checkpoints AS (DELETE FROM ${s}.checkpoints WHERE thread_id = $1)
       DELETE FROM ${s}.threads WHERE id = $1`,
     loadMessages: `SELECT coalesce(json_agg(message ORDER BY position), '[]') AS messages
       FROM ${s}.messages WHERE thread_id = $1`,

@@ -2,6 +2,7 @@ import { Pool as PgPool, type Pool } from "pg";
 import { z } from "zod";
 import { parseStoreInput } from "../parse-store-input.ts";
 import type { ThreadStore } from "../thread-store.ts";
+import { postgresCheckpointMethods } from "./postgres-checkpoint-methods.ts";
 import { openPostgresConnection } from "./postgres-connection.ts";
 import { postgresLeaseMethods } from "./postgres-lease-methods.ts";
 import { postgresOwnerMethods } from "./postgres-owner-methods.ts";
@@ -151,6 +152,7 @@ export async function createPostgresThreadStore(
     ...postgresRunChunkMethods(connection),
     ...postgresToolDataMethods(connection),
     ...postgresPendingActionMethods(connection),
+    ...postgresCheckpointMethods(connection),
     ...postgresLeaseMethods(connection),
     ...postgresThreadLeaseMethods(connection),
     ...postgresOwnerMethods(connection),

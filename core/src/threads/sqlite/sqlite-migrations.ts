@@ -137,6 +137,22 @@ const sqliteMigrations: ReadonlyArray<(db: DatabaseSync) => void> = [
       ALTER TABLE owners ADD COLUMN pid_namespace TEXT;
       ALTER TABLE owners ADD COLUMN process_start_ticks INTEGER;
     `),
+  // Checkpoints of threads' resources: what a rewind or a fork restores (the blobs live in the checkpoint store).
+  (db) =>
+    db.exec(`
+      CREATE TABLE checkpoints (
+        id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        capability TEXT NOT NULL,
+        manifest_digest TEXT NOT NULL,
+        files INTEGER NOT NULL,
+        total_bytes INTEGER NOT NULL,
+        bytes_added INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX checkpoints_thread_created ON checkpoints (thread_id, created_at, id);
+    `),
 ];
 
 /** The schema version this build writes and the newest it reads. */

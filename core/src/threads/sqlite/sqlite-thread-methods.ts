@@ -50,6 +50,7 @@ export function sqliteThreadMethods(connection: SqliteConnection): ThreadStorePa
           s.deleteThreadRunChunks.run(threadId);
           s.deleteThreadStopRequests.run(threadId);
           s.deleteThreadLease.run(threadId);
+          s.deleteThreadCheckpoints.run(threadId);
           s.deleteThreadRuns.run(threadId);
           s.deleteThreadActions.run(threadId);
           s.deleteThreadToolData.run(threadId);
@@ -109,6 +110,7 @@ function prepareThreadStatements(db: DatabaseSync) {
       "DELETE FROM run_stop_requests WHERE run_id IN (SELECT id FROM runs WHERE thread_id = ?)",
     ),
     deleteThreadLease: db.prepare("DELETE FROM thread_leases WHERE thread_id = ?"),
+    deleteThreadCheckpoints: db.prepare("DELETE FROM checkpoints WHERE thread_id = ?"),
 
     loadMessages: db.prepare("SELECT message FROM messages WHERE thread_id = ? ORDER BY position"),
     deleteMessages: db.prepare("DELETE FROM messages WHERE thread_id = ?"),

@@ -1,0 +1,103 @@
+import { PaiError } from "../errors/pai-error.ts";
+import type { ManifestEntry, WorkspaceManifest } from "./checkpoint-blob-store.ts";
+
+/** The most entries a {@link WorkspaceManifest} may hold. */
+export const maxManifestEntries = 100_000;
+
+const digestPattern = /^[0-9a-f]{64}$/;
+const maxPathBytes = 4096;
+
+/**
+ * A manifest's canonical bytes: JSON with keys in a fixed order and entries sorted by path, so the same workspace
+ * always gives the same bytes (and the same manifest digest in a {@link CheckpointBlobStore}).
+ */
+export function encodeWorkspaceManifest(manifest: WorkspaceManifest): Uint8Array {
+  checkEntries(manifest.entries);
+  const entries = [...manifest.entries].sort((a, b) => compareUtf8(a.path, b.path)).map(canonicalEntry);
+  return new TextEncoder().encode(JSON.stringify({ version: 1, entries }));
+}
+
+/**
+ * Reads a manifest's bytes back, checking every entry: paths relative, `/`-separated, without `.` or `..` segments,
+ * unique; modes permission bits; digests SHA-256 hex; at most {@link maxManifestEntries} entries. Anything else is a
+ * `PaiError` `STORE_CORRUPT`.
+ */
+export function parseWorkspaceManifest(bytes: Uint8Array): WorkspaceManifest {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch (error) {
+    throw new PaiError("STORE_CORRUPT", "A checkpoint manifest is not JSON", { cause: error });
+  }
+  const manifest = parsed as Partial<WorkspaceManifest> | null;
+  if (manifest?.version !== 1 || !Array.isArray(manifest.entries)) {
+    throw new PaiError("STORE_CORRUPT", "A checkpoint manifest is not a version 1 manifest");
+  }
+  try {
+    checkEntries(manifest.entries);
+  } catch (error) {
+    throw new PaiError("STORE_CORRUPT", `A checkpoint manifest is invalid: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  return { version: 1, entries: manifest.entries.map(canonicalEntry) };
+}
+
+function canonicalEntry(entry: ManifestEntry): ManifestEntry {
+  switch (entry.type) {
+    case "file":
+      return { path: entry.path, type: "file", mode: entry.mode, size: entry.size, digest: entry.digest };
+    case "directory":
+      return { path: entry.path, type: "directory", mode: entry.mode };
+    case "symlink":
+      return { path: entry.path, type: "symlink", target: entry.target };
+  }
+}
+
+function checkEntries(entries: readonly unknown[]): void {
+  if (entries.length > maxManifestEntries) {
+    throw new PaiError(
+      "INVALID_ARGUMENT",
+      `A manifest holds at most ${maxManifestEntries} entries, not ${entries.length}`,
+    );
+  }
+  const seen = new Set<string>();
+  for (const value of entries) {
+    const entry = value as ManifestEntry;
+    const what = `entry ${JSON.stringify(entry?.path)}`;
+    if (typeof entry !== "object" || entry === null || !isRelativePath(entry.path)) {
+      throw new PaiError(
+        "INVALID_ARGUMENT",
+        `${what}: a path is relative, /-separated, without . or .. segments`,
+      );
+    }
+    if (seen.has(entry.path)) throw new PaiError("INVALID_ARGUMENT", `${what} appears twice`);
+    seen.add(entry.path);
+    const mode = (entry as { mode?: unknown }).mode;
+    const validMode = Number.isInteger(mode) && (mode as number) >= 0 && (mode as number) <= 0o7777;
+    const valid =
+      (entry.type === "file" &&
+        validMode &&
+        Number.isSafeInteger(entry.size) &&
+        entry.size >= 0 &&
+        typeof entry.digest === "string" &&
+        digestPattern.test(entry.digest)) ||
+      (entry.type === "directory" && validMode) ||
+      (entry.type === "symlink" &&
+        typeof entry.target === "string" &&
+        entry.target.length > 0 &&
+        !entry.target.includes("\0"));
+    if (!valid) throw new PaiError("INVALID_ARGUMENT", `${what} is not a valid file, directory or symlink`);
+  }
+}
+
+function isRelativePath(path: unknown): path is string {
+  if (typeof path !== "string" || path === "" || path.includes("\0")) return false;
+  if (Buffer.byteLength(path) > maxPathBytes) return false;
+  return path.split("/").every((segment) => segment !== "" && segment !== "." && segment !== "..");
+}
+
+/** Orders paths by their UTF-8 bytes, as the in-container walk and `sort` in C do. */
+function compareUtf8(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
