@@ -151,12 +151,12 @@ describe.skipIf(dockerOptedOut)("sandbox checkpoints (real engine, file store)",
     // A program rewrites the checkpoint program's cache so secret.txt seems to hold other bytes.
     await sh(
       first,
-      `python3 -c 'import json, os; s = os.lstat("/workspace/secret.txt"); json.dump({"secret.txt": [s.st_size, s.st_mtime_ns, s.st_ino, s.st_ctime_ns, "${lie}"]}, open("/tmp/.pai-checkpoint", "w"))'`,
+      `python3 -c 'import os; s = os.lstat("/workspace/secret.txt"); open("/tmp/.pai-checkpoint", "wb").write(b"secret.txt\\x00%d\\x00%d\\x00%d\\x00%d\\x00${lie}\\x00" % (s.st_size, s.st_mtime_ns, s.st_ino, s.st_ctime_ns))'`,
     );
     const failure = await checkpointsOf(first)
       .take({ store, signal })
       .catch((error: unknown) => error);
-    expect(SandboxError.hasCode(failure, "CHECKPOINT_MISMATCH")).toBe(true);
+    expect(SandboxError.hasCode(failure, "CHECKPOINT_MISMATCH"), String(failure)).toBe(true);
     expect((failure as SandboxError).details).toMatchObject({ path: "secret.txt", claimed: lie });
     expect(await store.has([lie])).toEqual(new Set());
 

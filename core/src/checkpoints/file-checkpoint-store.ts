@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, open, readdir, rename, rm, stat, utimes } from "node:fs/promises";
+import { utimesSync } from "node:fs";
+import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { PaiError } from "../errors/pai-error.ts";
@@ -19,6 +20,8 @@ export interface FileCheckpointStoreOptions {
 
 const digestPattern = /^[0-9a-f]{64}$/;
 const temporaryPrefix = ".incoming-";
+/** Blobs `has` looks up between two turns of the event loop. */
+const hasBatch = 256;
 
 /**
  * A {@link CheckpointBlobStore} on the local file system: each blob is the file `<directory>/<first 2 hex>/<digest>`.
@@ -45,20 +48,22 @@ export function createFileCheckpointStore(options: FileCheckpointStoreOptions): 
 
   return {
     async has(digests) {
+      for (const digest of digests) checkDigest(digest);
       const found = new Set<string>();
       const now = new Date();
-      await Promise.all(
-        digests.map(async (digest) => {
-          checkDigest(digest);
+      // Synchronous calls in batches (a third of the time of as many threadpool round trips), yielding between them.
+      for (let start = 0; start < digests.length; start += hasBatch) {
+        if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+        for (const digest of digests.slice(start, start + hasBatch)) {
           try {
             // Marks the blob as in use, so a concurrent collect spares it while a checkpoint that reuses it is taken.
-            await utimes(blobPath(digest), now, now);
+            utimesSync(blobPath(digest), now, now);
             found.add(digest);
           } catch (error) {
             if (!isMissing(error)) throw error;
           }
-        }),
-      );
+        }
+      }
       return found;
     },
 
