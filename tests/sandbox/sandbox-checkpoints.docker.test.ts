@@ -132,12 +132,12 @@ describe.skipIf(dockerOptedOut)("sandbox checkpoints (real engine, file store)",
     await sh(
       first,
       "mkdir -p app/lib && printf 'console.log(1)' > app/main.js && chmod 700 app/main.js && " +
-        "head -c 3000000 /dev/urandom > app/lib/big.bin && ln -s app/main.js entry",
+        "head -c 20000000 /dev/urandom > app/lib/big.bin && ln -s app/main.js entry",
     );
     await sh(second, "printf 'stale' > stale.txt && mkdir app && printf 'x' > app/main.js");
     const taken = await checkpointsOf(first).take({ store, signal });
     const restored = await checkpointsOf(second).restore(taken.manifestDigest, { store, signal });
-    expect(restored).toMatchObject({ written: 2, bytesWritten: 14 + 3_000_000 });
+    expect(restored).toMatchObject({ written: 2, bytesWritten: 14 + 20_000_000 });
     expect(await fingerprint(second)).toBe(await fingerprint(first));
     expect((await checkpointsOf(second).take({ store, signal })).manifestDigest).toBe(taken.manifestDigest);
 
