@@ -145,6 +145,40 @@ describe.skipIf(dockerOptedOut)("sandbox checkpoints (real engine, file store)",
     expect(await first.facade.readTextFile("app/main.js")).toBe("console.log(1)");
   });
 
+  it("takes and restores through docker exec when the sandbox runs without the agent", async () => {
+    const execBinding = dockerSandbox({
+      image: sandboxImage,
+      poolId: `${poolId}-exec`,
+      executor: "docker-exec",
+      pool: { min: 0, max: 1 },
+    });
+    try {
+      const viaExec = await execBinding.provision({
+        leaseKey: "thread:checkpoints-exec",
+        lifetime: "thread",
+        signal,
+      });
+      await sh(
+        first,
+        "mkdir -p src && printf 'one' > src/a.txt && head -c 9000000 /dev/urandom > big.bin && ln -s src l",
+      );
+      await sh(viaExec, "printf 'other' > other.txt");
+      const taken = await checkpointsOf(first).take({ store, signal });
+      expect(await checkpointsOf(viaExec).restore(taken.manifestDigest, { store, signal })).toMatchObject({
+        written: 2,
+        removed: 1,
+      });
+      expect(await fingerprint(viaExec)).toBe(await fingerprint(first));
+      await sh(viaExec, "printf 'two' > src/a.txt");
+      const fromExec = await checkpointsOf(viaExec).take({ store, signal });
+      expect(fromExec.bytesAdded).toBeLessThan(4096);
+      await viaExec.release();
+    } finally {
+      await execBinding.close();
+      await removePoolContainers(`${poolId}-exec`);
+    }
+  });
+
   it("refuses a checkpoint whose cache lies about a file, storing nothing under the claimed digest", async () => {
     await sh(first, "printf 'real bytes' > secret.txt");
     const lie = sha256("bytes the cache claims");

@@ -61,7 +61,8 @@ function checkEntries(entries: readonly unknown[]): void {
       `A manifest holds at most ${maxManifestEntries} entries, not ${entries.length}`,
     );
   }
-  const seen = new Set<string>();
+  /** Every path, and whether it is a directory. */
+  const seen = new Map<string, boolean>();
   for (const value of entries) {
     const entry = value as ManifestEntry;
     const what = `entry ${JSON.stringify(entry?.path)}`;
@@ -72,7 +73,7 @@ function checkEntries(entries: readonly unknown[]): void {
       );
     }
     if (seen.has(entry.path)) throw new PaiError("INVALID_ARGUMENT", `${what} appears twice`);
-    seen.add(entry.path);
+    seen.set(entry.path, entry.type === "directory");
     const mode = (entry as { mode?: unknown }).mode;
     const validMode = Number.isInteger(mode) && (mode as number) >= 0 && (mode as number) <= 0o7777;
     const valid =
@@ -88,6 +89,16 @@ function checkEntries(entries: readonly unknown[]): void {
         entry.target.length > 0 &&
         !entry.target.includes("\0"));
     if (!valid) throw new PaiError("INVALID_ARGUMENT", `${what} is not a valid file, directory or symlink`);
+  }
+  // An entry lives in a directory of the manifest: never under a symlink, which a restore would follow.
+  for (const path of seen.keys()) {
+    const slash = path.lastIndexOf("/");
+    if (slash >= 0 && seen.get(path.slice(0, slash)) !== true) {
+      throw new PaiError(
+        "INVALID_ARGUMENT",
+        `entry ${JSON.stringify(path)} is not inside a directory of the manifest`,
+      );
+    }
   }
 }
 
