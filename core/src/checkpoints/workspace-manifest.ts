@@ -8,12 +8,16 @@ const digestPattern = /^[0-9a-f]{64}$/;
 const maxPathBytes = 4096;
 
 /**
- * A manifest's canonical bytes: JSON with keys in a fixed order and entries sorted by path, so the same workspace
- * always gives the same bytes (and the same manifest digest in a {@link CheckpointBlobStore}).
+ * A manifest's canonical bytes: JSON with keys in a fixed order and entries sorted by the UTF-8 bytes of their
+ * paths, so the same workspace always gives the same bytes (and the same manifest digest in a
+ * {@link CheckpointBlobStore}).
  */
 export function encodeWorkspaceManifest(manifest: WorkspaceManifest): Uint8Array {
   checkEntries(manifest.entries);
-  const entries = [...manifest.entries].sort((a, b) => compareUtf8(a.path, b.path)).map(canonicalEntry);
+  const entries = manifest.entries
+    .map((entry) => ({ key: Buffer.from(entry.path), entry }))
+    .sort((a, b) => Buffer.compare(a.key, b.key))
+    .map(({ entry }) => canonicalEntry(entry));
   return new TextEncoder().encode(JSON.stringify({ version: 1, entries }));
 }
 
@@ -106,9 +110,4 @@ function isRelativePath(path: unknown): path is string {
   if (typeof path !== "string" || path === "" || path.includes("\0")) return false;
   if (Buffer.byteLength(path) > maxPathBytes) return false;
   return path.split("/").every((segment) => segment !== "" && segment !== "." && segment !== "..");
-}
-
-/** Orders paths by their UTF-8 bytes, as the in-container walk and `sort` in C do. */
-function compareUtf8(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }

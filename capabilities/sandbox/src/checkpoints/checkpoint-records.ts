@@ -19,13 +19,9 @@ export function encodeCheckpointRecords(entries: readonly ManifestEntry[]): Buff
 
 /** The entries of a block the program wrote (checked further by `encodeWorkspaceManifest`). */
 export function decodeCheckpointRecords(block: Buffer): ManifestEntry[] {
-  const fields: string[] = [];
-  let start = 0;
-  for (let end = block.indexOf(0, start); end >= 0; end = block.indexOf(0, start)) {
-    fields.push(decode(block.subarray(start, end)));
-    start = end + 1;
-  }
-  if (start !== block.length) throw malformed("a record does not end in NUL");
+  if (block.length > 0 && block[block.length - 1] !== 0) throw malformed("a record that does not end in NUL");
+  // NUL is valid UTF-8: the block decodes as a whole exactly when every field does.
+  const fields = block.length ? decode(block.subarray(0, -1)).split("\0") : [];
   const entries: ManifestEntry[] = [];
   for (let at = 0; at < fields.length; ) {
     const [type, path = "", third = "", size = "", digest = ""] = fields.slice(at, at + 5);
