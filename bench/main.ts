@@ -3,6 +3,7 @@ import { arch, cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { removeBenchContainers } from "./bench-containers.ts";
 import type { BenchRow } from "./bench-row.ts";
+import { benchCheckpoints } from "./checkpoints.ts";
 import { benchCodeInterpreter } from "./code-interpreter.ts";
 import { benchColdStart } from "./cold-start.ts";
 import { benchCommandRoundTrip } from "./command-round-trip.ts";
@@ -58,6 +59,7 @@ const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["idle memory", () => benchIdleSandboxMemory({ count: quick ? 4 : 8 })],
   ["wake", () => benchWake({ rounds: quick ? 10 : 30 })],
   ["hibernated memory", () => benchHibernatedMemory({ count: quick ? 8 : 16 })],
+  ["checkpoints", () => benchCheckpoints({ rounds: quick ? 8 : 30 })],
   ["file frames", () => benchSmallFileFrames({ rounds: quick ? 40 : 200 })],
   ["egress", () => benchEgressProxy({ rounds: quick ? 2 : 5, megabytes: 256 })],
   ["previews", () => benchPreviews({ rounds: quick ? 2 : 5, megabytes: 100 })],

@@ -132,17 +132,51 @@ describe.skipIf(dockerOptedOut)("sandbox checkpoints (real engine, file store)",
     await sh(
       first,
       "mkdir -p app/lib && printf 'console.log(1)' > app/main.js && chmod 700 app/main.js && " +
-        "head -c 3000000 /dev/urandom > app/lib/big.bin && ln -s app/main.js entry",
+        "head -c 20000000 /dev/urandom > app/lib/big.bin && ln -s app/main.js entry",
     );
     await sh(second, "printf 'stale' > stale.txt && mkdir app && printf 'x' > app/main.js");
     const taken = await checkpointsOf(first).take({ store, signal });
     const restored = await checkpointsOf(second).restore(taken.manifestDigest, { store, signal });
-    expect(restored).toMatchObject({ written: 2, bytesWritten: 14 + 3_000_000 });
+    expect(restored).toMatchObject({ written: 2, bytesWritten: 14 + 20_000_000 });
     expect(await fingerprint(second)).toBe(await fingerprint(first));
     expect((await checkpointsOf(second).take({ store, signal })).manifestDigest).toBe(taken.manifestDigest);
 
     await sh(second, "printf 'diverged' > app/main.js");
     expect(await first.facade.readTextFile("app/main.js")).toBe("console.log(1)");
+  });
+
+  it("takes and restores through docker exec when the sandbox runs without the agent", async () => {
+    const execBinding = dockerSandbox({
+      image: sandboxImage,
+      poolId: `${poolId}-exec`,
+      executor: "docker-exec",
+      pool: { min: 0, max: 1 },
+    });
+    try {
+      const viaExec = await execBinding.provision({
+        leaseKey: "thread:checkpoints-exec",
+        lifetime: "thread",
+        signal,
+      });
+      await sh(
+        first,
+        "mkdir -p src && printf 'one' > src/a.txt && head -c 9000000 /dev/urandom > big.bin && ln -s src l",
+      );
+      await sh(viaExec, "printf 'other' > other.txt");
+      const taken = await checkpointsOf(first).take({ store, signal });
+      expect(await checkpointsOf(viaExec).restore(taken.manifestDigest, { store, signal })).toMatchObject({
+        written: 2,
+        removed: 1,
+      });
+      expect(await fingerprint(viaExec)).toBe(await fingerprint(first));
+      await sh(viaExec, "printf 'two' > src/a.txt");
+      const fromExec = await checkpointsOf(viaExec).take({ store, signal });
+      expect(fromExec.bytesAdded).toBeLessThan(4096);
+      await viaExec.release();
+    } finally {
+      await execBinding.close();
+      await removePoolContainers(`${poolId}-exec`);
+    }
   });
 
   it("refuses a checkpoint whose cache lies about a file, storing nothing under the claimed digest", async () => {
@@ -151,12 +185,12 @@ describe.skipIf(dockerOptedOut)("sandbox checkpoints (real engine, file store)",
     // A program rewrites the checkpoint program's cache so secret.txt seems to hold other bytes.
     await sh(
       first,
-      `python3 -c 'import json, os; s = os.lstat("/workspace/secret.txt"); json.dump({"secret.txt": [s.st_size, s.st_mtime_ns, s.st_ino, s.st_ctime_ns, "${lie}"]}, open("/tmp/.pai-checkpoint", "w"))'`,
+      `python3 -c 'import os; s = os.lstat("/workspace/secret.txt"); open("/tmp/.pai-checkpoint", "wb").write(b"secret.txt\\x00%d\\x00%d\\x00%d\\x00%d\\x00${lie}\\x00" % (s.st_size, s.st_mtime_ns, s.st_ino, s.st_ctime_ns))'`,
     );
     const failure = await checkpointsOf(first)
       .take({ store, signal })
       .catch((error: unknown) => error);
-    expect(SandboxError.hasCode(failure, "CHECKPOINT_MISMATCH")).toBe(true);
+    expect(SandboxError.hasCode(failure, "CHECKPOINT_MISMATCH"), String(failure)).toBe(true);
     expect((failure as SandboxError).details).toMatchObject({ path: "secret.txt", claimed: lie });
     expect(await store.has([lie])).toEqual(new Set());
 

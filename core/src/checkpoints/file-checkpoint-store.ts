@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, open, readdir, rename, rm, stat, utimes } from "node:fs/promises";
+import { utimesSync } from "node:fs";
+import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { PaiError } from "../errors/pai-error.ts";
@@ -11,7 +12,8 @@ export interface FileCheckpointStoreOptions {
   directory: string;
   /**
    * How old a blob (or a temporary file) must be before `collect` removes it, so a checkpoint another process is
-   * taking right now never loses a blob under it.
+   * taking right now never loses a blob under it: `put` and `has` mark the blobs they see as in use, and a checkpoint
+   * is safe when it is recorded within three quarters of this after them.
    * @default 60_000
    */
   collectAfterMs?: number;
@@ -19,6 +21,10 @@ export interface FileCheckpointStoreOptions {
 
 const digestPattern = /^[0-9a-f]{64}$/;
 const temporaryPrefix = ".incoming-";
+/** Blobs remembered as recently marked in use, at most (then forgotten at once). */
+const maxMarked = 200_000;
+/** Blobs `has` looks up between two turns of the event loop. */
+const hasBatch = 256;
 
 /**
  * A {@link CheckpointBlobStore} on the local file system: each blob is the file `<directory>/<first 2 hex>/<digest>`.
@@ -42,23 +48,40 @@ export function createFileCheckpointStore(options: FileCheckpointStoreOptions): 
     );
   }
   const blobPath = (digest: string): string => join(directory, digest.slice(0, 2), digest);
+  /**
+   * When this store last marked each blob as in use (put, or found by `has`). A blob marked less than a quarter of
+   * `collectAfterMs` ago cannot have been collected since (by any process): `has` answers for it without the disk.
+   */
+  const marked = new Map<string, number>();
+  const mark = (digest: string, at: number): void => {
+    if (marked.size >= maxMarked) marked.clear();
+    marked.set(digest, at);
+  };
 
   return {
     async has(digests) {
+      for (const digest of digests) checkDigest(digest);
       const found = new Set<string>();
       const now = new Date();
-      await Promise.all(
-        digests.map(async (digest) => {
-          checkDigest(digest);
+      const fresh = now.getTime() - collectAfterMs / 4;
+      // Synchronous calls in batches (a third of the time of as many threadpool round trips), yielding between them.
+      for (let start = 0; start < digests.length; start += hasBatch) {
+        if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+        for (const digest of digests.slice(start, start + hasBatch)) {
+          if ((marked.get(digest) ?? Number.NEGATIVE_INFINITY) > fresh) {
+            found.add(digest);
+            continue;
+          }
           try {
             // Marks the blob as in use, so a concurrent collect spares it while a checkpoint that reuses it is taken.
-            await utimes(blobPath(digest), now, now);
+            utimesSync(blobPath(digest), now, now);
             found.add(digest);
+            mark(digest, now.getTime());
           } catch (error) {
             if (!isMissing(error)) throw error;
           }
-        }),
-      );
+        }
+      }
       return found;
     },
 
@@ -90,6 +113,7 @@ export function createFileCheckpointStore(options: FileCheckpointStoreOptions): 
         // Same digest, same bytes: replacing a blob another process just placed changes nothing a reader sees.
         await rename(temporary, target);
         placed = true;
+        mark(digest, Date.now());
         return { digest, bytes: size } satisfies StoredBlob;
       } finally {
         if (!placed) await rm(temporary, { force: true });
@@ -131,6 +155,7 @@ export function createFileCheckpointStore(options: FileCheckpointStoreOptions): 
           if (!digestPattern.test(digest) || !digest.startsWith(name) || keep.has(digest)) continue;
           const size = await removeIfOld(join(directory, name, digest));
           if (size === undefined) continue;
+          marked.delete(digest);
           freed.blobs += 1;
           freed.bytes += size;
         }

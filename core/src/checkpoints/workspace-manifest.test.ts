@@ -47,6 +47,16 @@ describe("workspace manifests", () => {
         expect.objectContaining({ code: "STORE_CORRUPT" }),
       );
     }
+    const underLink = [
+      { path: "a", type: "symlink", target: "/etc" },
+      { path: "a/passwd", type: "file", mode: 0o644, size: 1, digest },
+    ];
+    expect(() => parseWorkspaceManifest(encode({ version: 1, entries: underLink }))).toThrow(PaiError);
+    expect(() =>
+      parseWorkspaceManifest(
+        encode({ version: 1, entries: [{ path: "no/parent", type: "directory", mode: 0o755 }] }),
+      ),
+    ).toThrow(PaiError);
     const twice = { path: "a", type: "directory", mode: 0o755 };
     expect(() => parseWorkspaceManifest(encode({ version: 1, entries: [twice, twice] }))).toThrow(PaiError);
     expect(() => parseWorkspaceManifest(new TextEncoder().encode("{"))).toThrow(PaiError);

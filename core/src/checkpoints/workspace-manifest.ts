@@ -8,12 +8,16 @@ const digestPattern = /^[0-9a-f]{64}$/;
 const maxPathBytes = 4096;
 
 /**
- * A manifest's canonical bytes: JSON with keys in a fixed order and entries sorted by path, so the same workspace
- * always gives the same bytes (and the same manifest digest in a {@link CheckpointBlobStore}).
+ * A manifest's canonical bytes: JSON with keys in a fixed order and entries sorted by the UTF-8 bytes of their
+ * paths, so the same workspace always gives the same bytes (and the same manifest digest in a
+ * {@link CheckpointBlobStore}).
  */
 export function encodeWorkspaceManifest(manifest: WorkspaceManifest): Uint8Array {
   checkEntries(manifest.entries);
-  const entries = [...manifest.entries].sort((a, b) => compareUtf8(a.path, b.path)).map(canonicalEntry);
+  const entries = manifest.entries
+    .map((entry) => ({ key: Buffer.from(entry.path), entry }))
+    .sort((a, b) => Buffer.compare(a.key, b.key))
+    .map(({ entry }) => canonicalEntry(entry));
   return new TextEncoder().encode(JSON.stringify({ version: 1, entries }));
 }
 
@@ -61,7 +65,8 @@ function checkEntries(entries: readonly unknown[]): void {
       `A manifest holds at most ${maxManifestEntries} entries, not ${entries.length}`,
     );
   }
-  const seen = new Set<string>();
+  /** Every path, and whether it is a directory. */
+  const seen = new Map<string, boolean>();
   for (const value of entries) {
     const entry = value as ManifestEntry;
     const what = `entry ${JSON.stringify(entry?.path)}`;
@@ -72,7 +77,7 @@ function checkEntries(entries: readonly unknown[]): void {
       );
     }
     if (seen.has(entry.path)) throw new PaiError("INVALID_ARGUMENT", `${what} appears twice`);
-    seen.add(entry.path);
+    seen.set(entry.path, entry.type === "directory");
     const mode = (entry as { mode?: unknown }).mode;
     const validMode = Number.isInteger(mode) && (mode as number) >= 0 && (mode as number) <= 0o7777;
     const valid =
@@ -89,15 +94,20 @@ function checkEntries(entries: readonly unknown[]): void {
         !entry.target.includes("\0"));
     if (!valid) throw new PaiError("INVALID_ARGUMENT", `${what} is not a valid file, directory or symlink`);
   }
+  // An entry lives in a directory of the manifest: never under a symlink, which a restore would follow.
+  for (const path of seen.keys()) {
+    const slash = path.lastIndexOf("/");
+    if (slash >= 0 && seen.get(path.slice(0, slash)) !== true) {
+      throw new PaiError(
+        "INVALID_ARGUMENT",
+        `entry ${JSON.stringify(path)} is not inside a directory of the manifest`,
+      );
+    }
+  }
 }
 
 function isRelativePath(path: unknown): path is string {
   if (typeof path !== "string" || path === "" || path.includes("\0")) return false;
   if (Buffer.byteLength(path) > maxPathBytes) return false;
   return path.split("/").every((segment) => segment !== "" && segment !== "." && segment !== "..");
-}
-
-/** Orders paths by their UTF-8 bytes, as the in-container walk and `sort` in C do. */
-function compareUtf8(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }

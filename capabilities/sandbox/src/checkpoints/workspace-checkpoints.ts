@@ -12,6 +12,12 @@ import {
 } from "@pai/core";
 import type { CommandExecutor, ExecutorProcess, ExecutorProcessResult } from "../command-executor.ts";
 import { SandboxError } from "../sandbox-error.ts";
+import {
+  decodeCheckpointPaths,
+  decodeCheckpointRecords,
+  encodeCheckpointPaths,
+  encodeCheckpointRecords,
+} from "./checkpoint-records.ts";
 import { createOutputReader, type OutputReader } from "./output-reader.ts";
 
 /** Options of {@link createWorkspaceCheckpoints}. */
@@ -50,8 +56,8 @@ const frameBytes = 256 * 1024;
 const failedFrame = 0xffffffff;
 /** The program sends at most 8 MiB past the last acknowledgement: acknowledge every 1 MiB stored. */
 const ackEvery = 1024 * 1024;
-/** A manifest line of 100,000 entries stays well under this. */
-const maxLineBytes = 64 * 1024 * 1024;
+/** A block of 100,000 entries stays well under this. */
+const maxBlockBytes = 64 * 1024 * 1024;
 
 /**
  * Checkpoints of a sandbox's workspace into a {@link CheckpointBlobStore}. `take` has a program in the container walk
@@ -77,7 +83,8 @@ export function createWorkspaceCheckpoints(options: WorkspaceCheckpointsOptions)
     const source = await checkpointProgram();
     const output = createOutputReader(`the checkpoint program (${mode})`);
     const process = executor.spawn({
-      argv: ["python3", "-c", source, mode, workspace, cachePath],
+      // -S -I: no site packages, no user or environment settings: a quick start, and nothing the sandbox set up.
+      argv: ["python3", "-S", "-I", "-c", source, mode, workspace, cachePath],
       cwd: "/",
       stdin: "pipe",
       onStdout: (chunk) => output.push(chunk),
@@ -114,15 +121,14 @@ export function createWorkspaceCheckpoints(options: WorkspaceCheckpointsOptions)
     async take({ store, signal }) {
       const started = performance.now();
       return converse("take", signal, async (process, output) => {
-        const entries = parseLine<{ entries?: ManifestEntry[] }>(await output.readLine(maxLineBytes)).entries;
-        if (!Array.isArray(entries)) throw protocolError("take", "no entries");
+        const entries = decodeCheckpointRecords(await readBlock(output));
         const manifest: WorkspaceManifest = { version: 1, entries };
         const manifestBytes = asSandboxError(() => encodeWorkspaceManifest(manifest));
         const files = entries.filter((entry) => entry.type === "file");
         const byDigest = new Map(files.map((file) => [file.digest, file]));
         const stored = await store.has([...byDigest.keys()]);
         const send = [...byDigest.values()].filter((file) => !stored.has(file.digest));
-        await process.writeStdin(`${JSON.stringify({ send: send.map((file) => file.path) })}\n`);
+        await writeBlock(process, encodeCheckpointPaths(send.map((file) => file.path)));
 
         let bytesAdded = 0;
         let received = 0;
@@ -181,12 +187,10 @@ export function createWorkspaceCheckpoints(options: WorkspaceCheckpointsOptions)
       const files = new Map<string, ManifestEntry & { type: "file" }>();
       for (const entry of manifest.entries) if (entry.type === "file") files.set(entry.path, entry);
       return converse("restore", signal, async (process, output) => {
-        await process.writeStdin(`${JSON.stringify({ entries: manifest.entries })}\n`);
-        const asked = parseLine<{ need?: string[]; removed?: number }>(await output.readLine(maxLineBytes));
-        if (!Array.isArray(asked.need) || typeof asked.removed !== "number")
-          throw protocolError("restore", "no need");
+        await writeBlock(process, encodeCheckpointRecords(manifest.entries));
+        const need = decodeCheckpointPaths(await readBlock(output));
         let bytesWritten = 0;
-        for (const path of asked.need) {
+        for (const path of need) {
           const file = files.get(path);
           if (!file)
             throw protocolError("restore", `asked for ${JSON.stringify(path)}, not a file of the checkpoint`);
@@ -206,12 +210,14 @@ export function createWorkspaceCheckpoints(options: WorkspaceCheckpointsOptions)
           }
           await process.writeStdin(frameHeader(0));
         }
-        const finished = parseLine<{ written?: number }>(await output.readLine(maxLineBytes));
-        if (finished.written !== asked.need.length)
-          throw protocolError("restore", "a wrong count of files written");
+        const finished = (await output.readLine(64)).toString("latin1");
+        const counts = /^written (\d+) removed (\d+)$/.exec(finished);
+        if (Number(counts?.[1]) !== need.length) {
+          throw protocolError("restore", `it ended with ${JSON.stringify(finished)}`);
+        }
         return {
-          written: asked.need.length,
-          removed: asked.removed,
+          written: need.length,
+          removed: Number(counts?.[2]),
           bytesWritten,
           durationMs: performance.now() - started,
         };
@@ -254,14 +260,21 @@ function frameHeader(length: number): Buffer {
   return header;
 }
 
-function parseLine<VALUE>(line: Buffer): VALUE {
-  try {
-    return JSON.parse(line.toString("utf8")) as VALUE;
-  } catch (error) {
-    throw new SandboxError("SANDBOX_PROTOCOL", "the checkpoint program wrote a line that is not JSON", {
-      cause: error,
-    });
+/** A block the program wrote: a decimal byte count on a line, then the bytes. */
+async function readBlock(output: OutputReader): Promise<Buffer> {
+  const line = (await output.readLine(32)).toString("latin1");
+  if (!/^\d{1,12}$/.test(line) || Number(line) > maxBlockBytes) {
+    throw new SandboxError(
+      "SANDBOX_PROTOCOL",
+      `the checkpoint program announced a block of ${JSON.stringify(line)} bytes`,
+    );
   }
+  return output.read(Number(line));
+}
+
+/** A block for the program. */
+async function writeBlock(process: ExecutorProcess, block: Buffer): Promise<void> {
+  await process.writeStdin(Buffer.concat([Buffer.from(`${block.length}\n`), block]));
 }
 
 /** Manifest checks (`PaiError`) as the sandbox's error: what the program printed is not a valid workspace. */
