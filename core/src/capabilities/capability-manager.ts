@@ -1,6 +1,4 @@
 import type { Duplex } from "node:stream";
-import { PaiError } from "../errors/pai-error.ts";
-import type { PreviewExposer } from "../previews/port-preview.ts";
 import type { PreviewRegistry } from "../previews/preview-registry.ts";
 import type { CapabilityLifetime, ThreadStore } from "../threads/thread-store.ts";
 import { BindingStarter } from "./binding-starter.ts";
@@ -14,6 +12,7 @@ import type { LeaseScope } from "./lease-scope.ts";
 import { type HeldLease, LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
 import type { OwnerLiveness } from "./owner-liveness.ts";
 import { endLeases, releaseLease } from "./release-lease.ts";
+import { ResourcePorts } from "./resource-ports.ts";
 import { ResourceWaker } from "./resource-waker.ts";
 
 /** The runtime names a run's scope from here. */
@@ -60,7 +59,7 @@ export class CapabilityManager {
   readonly #starter: BindingStarter;
   readonly #handover: LeaseHandover;
   readonly #waker: ResourceWaker;
-  readonly #previews: PreviewRegistry | undefined;
+  readonly #ports: ResourcePorts;
 
   constructor(options: CapabilityManagerOptions) {
     const { bindings, declarations, store, owners } = options;
@@ -69,7 +68,6 @@ export class CapabilityManager {
     this.#declarations = declarations;
     this.#store = store;
     this.#owners = owners;
-    this.#previews = options.previews;
     this.#leases = new LeaseTable({ bindings, declarations, store, ownerId });
     this.#reconciler = new LeaseReconciler({ store, ownerId, leases: this.#leases });
     this.#starter = new BindingStarter({
@@ -96,6 +94,12 @@ export class CapabilityManager {
       handover: this.#handover,
     });
     this.#waker = new ResourceWaker({ store, ownerId, leases: this.#leases, provisioner });
+    this.#ports = new ResourcePorts({
+      leases: this.#leases,
+      waker: this.#waker,
+      previews: options.previews,
+      endUse: (runId) => this.endRun(runId),
+    });
   }
 
   /**
@@ -110,38 +114,13 @@ export class CapabilityManager {
       members: this.#declarations.get(capability)?.members ?? [],
       scope,
       awake: () => this.#waker.awake(capability, scope),
-      previews: this.#exposerFor(capability, scope),
+      previews: this.#ports.exposerFor(capability, scope),
     });
   }
 
-  /**
-   * A new connection to `port` on the resource of `capability` in `scope`, woken first if it hibernates. Only a
-   * lease this process holds is reached (a preview never provisions a resource). The connection counts as a use of
-   * the lease (it does not hibernate while the connection is open); `scope.runId` names that use.
-   * @throws PaiError `PREVIEW_NOT_FOUND` when the lease is not held here, `PREVIEW_UNREACHABLE` when the resource
-   * cannot open ports or nothing listens on `port`
-   */
-  async openPort(capability: string, scope: LeaseScope, port: number): Promise<Duplex> {
-    const address = this.#leases.addressOf(capability, scope);
-    if (!this.#leases.has(address.id))
-      throw new PaiError("PREVIEW_NOT_FOUND", "the preview's resource is no longer held");
-    let connection: Duplex | undefined;
-    try {
-      const resource = await this.#waker.awake(capability, scope);
-      if (!resource.openPort)
-        throw new PaiError("PREVIEW_UNREACHABLE", `the ${capability} binding cannot open ports`);
-      connection = await resource.openPort(port, scope.signal).catch((error: unknown) => {
-        throw new PaiError(
-          "PREVIEW_UNREACHABLE",
-          `nothing answers on port ${port} in the ${capability}${causeOf(error)}`,
-          { cause: error },
-        );
-      });
-      connection.once("close", () => void this.endRun(scope.runId));
-      return connection;
-    } finally {
-      if (!connection) await this.endRun(scope.runId);
-    }
+  /** A new connection to `port` on the resource of `capability` in `scope` (see {@link ResourcePorts.open}). */
+  openPort(capability: string, scope: LeaseScope, port: number): Promise<Duplex> {
+    return this.#ports.open(capability, scope, port);
   }
 
   /**
@@ -281,37 +260,11 @@ export class CapabilityManager {
   /** Removes the leases `predicate` picks from the table; their previews close with them. */
   #take(predicate: (lease: HeldLease) => boolean): HeldLease[] {
     const taken = this.#leases.takeWhere(predicate);
-    for (const lease of taken)
-      this.#previews?.closeLease(leaseId(lease.capability, lease.lifetime, lease.key));
+    for (const lease of taken) this.#ports.leaseEnded(leaseId(lease.capability, lease.lifetime, lease.key));
     return taken;
-  }
-
-  /** How a facade of `capability` in `scope` opens previews of its ports, when this process serves previews. */
-  #exposerFor(capability: string, scope: LeaseScope): PreviewExposer | undefined {
-    const previews = this.#previews;
-    if (!previews) return undefined;
-    return {
-      expose: async (port, options) =>
-        previews.expose(
-          {
-            capability,
-            leaseId: this.#leases.addressOf(capability, scope).id,
-            threadId: scope.threadId,
-            identityKey: scope.identityKey,
-          },
-          port,
-          options,
-        ),
-    };
   }
 
   #release(lease: HeldLease, resource: ProvisionedResource): Promise<void> {
     return releaseLease({ store: this.#store, ownerId: this.#owners.ownerId, lease, resource });
   }
-}
-
-/** `: <message>` of an error, for a message that goes on. */
-function causeOf(error: unknown): string {
-  const message = error instanceof Error ? error.message : "";
-  return message ? `: ${message}` : "";
 }

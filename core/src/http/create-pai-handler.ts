@@ -136,15 +136,6 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
 
   const services = requireServices(runtime);
   const gateway = previewGatewayOf(services, runtime, options.authenticate);
-  const upgrade = createUpgradeHandler({
-    runtime,
-    services,
-    gateway,
-    authenticate: options.authenticate,
-    basePath,
-    terminalCapability: options.terminalCapability ?? "sandbox",
-    onError: options.onError,
-  });
 
   const routes: Array<{ method: string; pattern: RegExp; route: Route }> = [
     { method: "POST", pattern: /^\/chat$/, route: sendMessage },
@@ -314,28 +305,7 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
   async function listThreads(request: Request, identity: unknown): Promise<Response> {
     const agentId = new URL(request.url).searchParams.get("agentId") ?? undefined;
     const threads = await runtime.listThreads({ identity, ...(agentId ? { agentId } : {}) });
-    const states = await Promise.all(
-      threads.map(async (thread) => {
-        const [actions, runs] = await Promise.all([
-          runtime.store.listPendingActions({ threadId: thread.id }),
-          runtime.store.listRuns(thread.id),
-        ]);
-        const settled = actions.filter((action) => action.status !== "pending");
-        const lastAnswered = settled.reduce<(typeof settled)[number] | undefined>(
-          (latest, action) => ((action.settledAt ?? 0) >= (latest?.settledAt ?? 0) ? action : latest),
-          undefined,
-        );
-        const lastRun = runs.reduce<(typeof runs)[number] | undefined>(
-          (latest, run) => (run.startedAt >= (latest?.startedAt ?? 0) ? run : latest),
-          undefined,
-        );
-        return {
-          pendingActionCount: actions.length - settled.length,
-          lastRunStatus: lastRun?.status ?? null,
-          lastAnswer: lastAnswered?.status ?? null,
-        };
-      }),
-    );
+    const states = await Promise.all(threads.map((thread) => threadState(runtime, thread.id)));
     return json(200, { threads: threads.map((thread, index) => ({ ...thread, ...states[index] })) });
   }
 
@@ -397,13 +367,55 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
       return errorResponse(error, options.onError);
     }
   };
+  return Object.assign(handle, nodeHandlers({ options, services, gateway, basePath }));
+}
+
+/** What a Node server gets besides the fetch-style handler: upgrades, and previews Node stream to Node stream. */
+function nodeHandlers(context: {
+  options: PaiHandlerOptions;
+  services: RuntimeServices;
+  gateway: PreviewGateway;
+  basePath: string;
+}): { upgrade: UpgradeListener; [NODE_ROUTE]: NodeRoute } {
+  const { options, services, gateway, basePath } = context;
+  const upgrade = createUpgradeHandler({
+    runtime: options.runtime,
+    services,
+    gateway,
+    authenticate: options.authenticate,
+    basePath,
+    terminalCapability: options.terminalCapability ?? "sandbox",
+    onError: options.onError,
+  });
   const nodeRoute: NodeRoute = async (req, res) => {
     const previewId = gateway.previewIdOf(req.headers.host);
     if (previewId === undefined) return false;
     await gateway.handleNode(req, res, previewId);
     return true;
   };
-  return Object.assign(handle, { upgrade, [NODE_ROUTE]: nodeRoute });
+  return { upgrade, [NODE_ROUTE]: nodeRoute };
+}
+
+/** What a thread list shows of each thread: actions waiting, how its newest run ended, its last answer. */
+async function threadState(runtime: AgentRuntime, threadId: string) {
+  const [actions, runs] = await Promise.all([
+    runtime.store.listPendingActions({ threadId }),
+    runtime.store.listRuns(threadId),
+  ]);
+  const settled = actions.filter((action) => action.status !== "pending");
+  const lastAnswered = settled.reduce<(typeof settled)[number] | undefined>(
+    (latest, action) => ((action.settledAt ?? 0) >= (latest?.settledAt ?? 0) ? action : latest),
+    undefined,
+  );
+  const lastRun = runs.reduce<(typeof runs)[number] | undefined>(
+    (latest, run) => (run.startedAt >= (latest?.startedAt ?? 0) ? run : latest),
+    undefined,
+  );
+  return {
+    pendingActionCount: actions.length - settled.length,
+    lastRunStatus: lastRun?.status ?? null,
+    lastAnswer: lastAnswered?.status ?? null,
+  };
 }
 
 function requireServices(runtime: AgentRuntime): RuntimeServices {

@@ -49,273 +49,304 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-/** Serves previews over the connections `options.connect` opens. */
-export function createPreviewGateway(options: PreviewGatewayOptions): PreviewGateway {
-  const { registry } = options;
-
-  function previewIdOf(host: string | null | undefined): string | undefined {
-    const parsed = parsePreviewHost(host, registry.baseUrl);
-    return parsed.preview ? parsed.id : undefined;
-  }
-
-  async function handle(request: Request, id: string): Promise<Response> {
-    const startedAt = Date.now();
-    const url = new URL(request.url);
-    const entry = registry.get(id);
-    const base = eventBase(entry, id, request.method, url, "http");
-    const decision = await decide(entry, request.method, url, request.headers.get("cookie"), request);
-    if (!decision.allowed) {
-      registry.report({
-        ...base,
-        ...refusal(decision),
-        bytesUp: 0,
-        bytesDown: 0,
-        durationMs: elapsed(startedAt),
-      });
-      return errorResponse(decision.status, decision.code, decision.reason);
-    }
-    if (decision.redirectTo !== undefined) {
-      registry.report({ ...base, decision: "allowed", status: 302, bytesUp: 0, bytesDown: 0, durationMs: 0 });
-      return new Response(null, {
-        status: 302,
-        headers: {
-          location: decision.redirectTo,
-          "set-cookie": decision.setCookie ?? "",
-          "cache-control": "no-store",
-        },
-      });
-    }
-    const live = entry as PreviewEntry;
-    let connection: Duplex;
-    try {
-      connection = await options.connect(live, request.signal);
-    } catch (error) {
-      const failure = unreachable(error);
-      registry.report({
-        ...base,
-        ...failure.event,
-        bytesUp: 0,
-        bytesDown: 0,
-        durationMs: elapsed(startedAt),
-      });
-      return errorResponse(failure.event.status, failure.code, failure.event.reason);
-    }
-    registry.track(live.id, connection);
-    const down = countData(connection);
-    let up = () => 0;
-    const finish = (status: number, reason?: string) =>
-      registry.report({
-        ...base,
-        decision: "allowed",
-        status,
-        ...(reason ? { reason } : {}),
-        bytesUp: up(),
-        bytesDown: down(),
-        durationMs: elapsed(startedAt),
-      });
-    try {
-      const response = await forward(request, url, live, connection, (source) => {
-        up = countData(source);
-      });
-      const body = response.body;
-      if (!body) {
-        finish(response.status);
-        connection.destroy();
-        return response;
-      }
-      return new Response(
-        body.pipeThrough(
-          new TransformStream({
-            flush: () => {
-              finish(response.status);
-              connection.destroy();
-            },
-          }),
-        ),
-        { status: response.status, statusText: response.statusText, headers: response.headers },
-      );
-    } catch (error) {
-      connection.destroy();
-      const reason = error instanceof Error ? error.message : String(error);
-      finish(502, reason);
-      return errorResponse(
-        502,
-        "PREVIEW_UNREACHABLE",
-        `the server on port ${live.port} did not answer: ${reason}`,
-      );
-    }
-  }
-
-  async function handleNode(req: IncomingMessage, res: ServerResponse, id: string): Promise<void> {
-    const startedAt = Date.now();
-    const url = nodeRequestUrl(req, registry.baseUrl);
-    const method = req.method ?? "GET";
-    const entry = registry.get(id);
-    const base = eventBase(entry, id, method, url, "http");
-    const asRequest = () => new Request(url, { method: "GET", headers: toFetchHeaders(req.headers) });
-    const decision = await decide(entry, method, url, req.headers.cookie, asRequest);
-    if (!decision.allowed) {
-      registry.report({
-        ...base,
-        ...refusal(decision),
-        bytesUp: 0,
-        bytesDown: 0,
-        durationMs: elapsed(startedAt),
-      });
-      return sendError(res, decision.status, decision.code, decision.reason);
-    }
-    if (decision.redirectTo !== undefined) {
-      registry.report({ ...base, decision: "allowed", status: 302, bytesUp: 0, bytesDown: 0, durationMs: 0 });
-      res.writeHead(302, {
-        location: decision.redirectTo,
-        "set-cookie": decision.setCookie ?? "",
-        "cache-control": "no-store",
-      });
-      res.end();
-      return;
-    }
-    const live = entry as PreviewEntry;
-    const controller = new AbortController();
-    res.once("close", () => controller.abort());
-    let connection: Duplex;
-    try {
-      connection = await options.connect(live, controller.signal);
-    } catch (error) {
-      const failure = unreachable(error);
-      registry.report({
-        ...base,
-        ...failure.event,
-        bytesUp: 0,
-        bytesDown: 0,
-        durationMs: elapsed(startedAt),
-      });
-      return sendError(res, failure.event.status, failure.code, failure.event.reason);
-    }
-    registry.track(live.id, connection);
-    const up = countData(req);
-    const down = countData(connection);
-    let status = 502;
-    let reason: string | undefined;
-    res.once("close", () => {
-      connection.destroy();
-      registry.report({
-        ...base,
-        decision: "allowed",
-        status,
-        ...(reason ? { reason } : {}),
-        bytesUp: up(),
-        bytesDown: down(),
-        durationMs: elapsed(startedAt),
-      });
-    });
-    const outgoing = httpRequest({
-      method,
-      path: withoutTokenParam(url),
-      headers: forwardedHeaders(req.headers, live, url, false),
-      createConnection: () => connection as never,
-    });
-    outgoing.once("error", (error) => {
-      reason = error.message;
-      if (res.headersSent) res.destroy();
-      else
-        sendError(
-          res,
-          502,
-          "PREVIEW_UNREACHABLE",
-          `the server on port ${live.port} did not answer: ${reason}`,
-        );
-    });
-    outgoing.once("response", (incoming) => {
-      status = incoming.statusCode ?? 502;
-      res.writeHead(status, incoming.statusMessage ?? "", responseHeaderPairs(incoming).flat());
-      incoming.pipe(res);
-      incoming.once("error", () => res.destroy());
-    });
-    req.pipe(outgoing);
-  }
-
-  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, id: string): Promise<void> {
-    const startedAt = Date.now();
-    const url = nodeRequestUrl(req, registry.baseUrl);
-    const method = req.method ?? "GET";
-    const entry = registry.get(id);
-    const base = eventBase(entry, id, method, url, "upgrade");
-    const asRequest = () => new Request(url, { method, headers: toFetchHeaders(req.headers) });
-    const decision = await decide(entry, method, url, req.headers.cookie, asRequest);
-    if (!decision.allowed) {
-      registry.report({
-        ...base,
-        ...refusal(decision),
-        bytesUp: 0,
-        bytesDown: 0,
-        durationMs: elapsed(startedAt),
-      });
-      refuseUpgrade(socket, decision.status, decision.code, decision.reason);
-      return;
-    }
-    const live = entry as PreviewEntry;
-    const controller = new AbortController();
-    socket.once("close", () => controller.abort());
-    let connection: Duplex;
-    try {
-      connection = await options.connect(live, controller.signal);
-    } catch (error) {
-      const failure = unreachable(error);
-      registry.report({
-        ...base,
-        ...failure.event,
-        bytesUp: 0,
-        bytesDown: 0,
-        durationMs: elapsed(startedAt),
-      });
-      refuseUpgrade(socket, failure.event.status, failure.code, failure.event.reason);
-      return;
-    }
-    registry.track(live.id, connection);
-    const up = countData(socket);
-    const down = countData(connection);
-    const path = withoutTokenParam(url);
-    const headers = forwardedHeaders(req.headers, live, url, true);
-    connection.write(requestHead(method, path, headers));
-    if (head.length > 0) connection.write(head);
-    socket.pipe(connection);
-    connection.pipe(socket);
-    const end = () => {
-      socket.destroy();
-      connection.destroy();
-    };
-    socket.once("error", end);
-    connection.once("error", end);
-    socket.once("close", end);
-    connection.once("close", () => {
-      end();
-      registry.report({
-        ...base,
-        decision: "allowed",
-        status: 101,
-        bytesUp: up(),
-        bytesDown: down(),
-        durationMs: elapsed(startedAt),
-      });
-    });
-  }
-
-  async function decide(
+/** What the request paths of a gateway share: the registry, the way to the port, and the access decision. */
+interface GatewayContext {
+  registry: PreviewRegistry;
+  connect: PreviewGatewayOptions["connect"];
+  decide(
     entry: PreviewEntry | undefined,
     method: string,
     url: URL,
     cookie: string | null | undefined,
     request: Request | (() => Request),
-  ): Promise<PreviewAccessDecision> {
-    return decidePreviewAccess(entry, {
-      method,
-      url,
-      cookie,
-      identityKey: () => options.identityKeyOf(typeof request === "function" ? request() : request),
+  ): Promise<PreviewAccessDecision>;
+}
+
+/** Serves previews over the connections `options.connect` opens. */
+export function createPreviewGateway(options: PreviewGatewayOptions): PreviewGateway {
+  const { registry } = options;
+  const gateway: GatewayContext = {
+    registry,
+    connect: options.connect,
+    decide: (entry, method, url, cookie, request) =>
+      decidePreviewAccess(entry, {
+        method,
+        url,
+        cookie,
+        identityKey: () => options.identityKeyOf(typeof request === "function" ? request() : request),
+      }),
+  };
+  return {
+    previewIdOf(host) {
+      const parsed = parsePreviewHost(host, registry.baseUrl);
+      return parsed.preview ? parsed.id : undefined;
+    },
+    handle: (request, id) => handleRequest(gateway, request, id),
+    handleNode: (req, res, id) => handleNodeRequest(gateway, req, res, id),
+    upgrade: (req, socket, head, id) => tunnelUpgrade(gateway, req, socket, head, id),
+  };
+}
+
+async function handleRequest(gateway: GatewayContext, request: Request, id: string): Promise<Response> {
+  const startedAt = Date.now();
+  const url = new URL(request.url);
+  const entry = gateway.registry.get(id);
+  const base = eventBase(entry, id, request.method, url, "http");
+  const decision = await gateway.decide(entry, request.method, url, request.headers.get("cookie"), request);
+  if (!decision.allowed) {
+    gateway.registry.report({
+      ...base,
+      ...refusal(decision),
+      bytesUp: 0,
+      bytesDown: 0,
+      durationMs: elapsed(startedAt),
+    });
+    return errorResponse(decision.status, decision.code, decision.reason);
+  }
+  if (decision.redirectTo !== undefined) {
+    gateway.registry.report({
+      ...base,
+      decision: "allowed",
+      status: 302,
+      bytesUp: 0,
+      bytesDown: 0,
+      durationMs: 0,
+    });
+    return new Response(null, {
+      status: 302,
+      headers: {
+        location: decision.redirectTo,
+        "set-cookie": decision.setCookie ?? "",
+        "cache-control": "no-store",
+      },
     });
   }
+  const live = entry as PreviewEntry;
+  let connection: Duplex;
+  try {
+    connection = await gateway.connect(live, request.signal);
+  } catch (error) {
+    const failure = unreachable(error);
+    gateway.registry.report({
+      ...base,
+      ...failure.event,
+      bytesUp: 0,
+      bytesDown: 0,
+      durationMs: elapsed(startedAt),
+    });
+    return errorResponse(failure.event.status, failure.code, failure.event.reason);
+  }
+  gateway.registry.track(live.id, connection);
+  const down = countData(connection);
+  let up = () => 0;
+  const finish = (status: number, reason?: string) =>
+    gateway.registry.report({
+      ...base,
+      decision: "allowed",
+      status,
+      ...(reason ? { reason } : {}),
+      bytesUp: up(),
+      bytesDown: down(),
+      durationMs: elapsed(startedAt),
+    });
+  try {
+    const response = await forward(request, url, live, connection, (source) => {
+      up = countData(source);
+    });
+    const body = response.body;
+    if (!body) {
+      finish(response.status);
+      connection.destroy();
+      return response;
+    }
+    return new Response(
+      body.pipeThrough(
+        new TransformStream({
+          flush: () => {
+            finish(response.status);
+            connection.destroy();
+          },
+        }),
+      ),
+      { status: response.status, statusText: response.statusText, headers: response.headers },
+    );
+  } catch (error) {
+    connection.destroy();
+    const reason = error instanceof Error ? error.message : String(error);
+    finish(502, reason);
+    return errorResponse(
+      502,
+      "PREVIEW_UNREACHABLE",
+      `the server on port ${live.port} did not answer: ${reason}`,
+    );
+  }
+}
 
-  return { previewIdOf, handle, handleNode, upgrade };
+async function handleNodeRequest(
+  gateway: GatewayContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  id: string,
+): Promise<void> {
+  const startedAt = Date.now();
+  const url = nodeRequestUrl(req, gateway.registry.baseUrl);
+  const method = req.method ?? "GET";
+  const entry = gateway.registry.get(id);
+  const base = eventBase(entry, id, method, url, "http");
+  const asRequest = () => new Request(url, { method: "GET", headers: toFetchHeaders(req.headers) });
+  const decision = await gateway.decide(entry, method, url, req.headers.cookie, asRequest);
+  if (!decision.allowed) {
+    gateway.registry.report({
+      ...base,
+      ...refusal(decision),
+      bytesUp: 0,
+      bytesDown: 0,
+      durationMs: elapsed(startedAt),
+    });
+    return sendError(res, decision.status, decision.code, decision.reason);
+  }
+  if (decision.redirectTo !== undefined) {
+    gateway.registry.report({
+      ...base,
+      decision: "allowed",
+      status: 302,
+      bytesUp: 0,
+      bytesDown: 0,
+      durationMs: 0,
+    });
+    res.writeHead(302, {
+      location: decision.redirectTo,
+      "set-cookie": decision.setCookie ?? "",
+      "cache-control": "no-store",
+    });
+    res.end();
+    return;
+  }
+  const live = entry as PreviewEntry;
+  const controller = new AbortController();
+  res.once("close", () => controller.abort());
+  let connection: Duplex;
+  try {
+    connection = await gateway.connect(live, controller.signal);
+  } catch (error) {
+    const failure = unreachable(error);
+    gateway.registry.report({
+      ...base,
+      ...failure.event,
+      bytesUp: 0,
+      bytesDown: 0,
+      durationMs: elapsed(startedAt),
+    });
+    return sendError(res, failure.event.status, failure.code, failure.event.reason);
+  }
+  gateway.registry.track(live.id, connection);
+  const up = countData(req);
+  const down = countData(connection);
+  let status = 502;
+  let reason: string | undefined;
+  res.once("close", () => {
+    connection.destroy();
+    gateway.registry.report({
+      ...base,
+      decision: "allowed",
+      status,
+      ...(reason ? { reason } : {}),
+      bytesUp: up(),
+      bytesDown: down(),
+      durationMs: elapsed(startedAt),
+    });
+  });
+  const outgoing = httpRequest({
+    method,
+    path: withoutTokenParam(url),
+    headers: forwardedHeaders(req.headers, live, url, false),
+    createConnection: () => connection as never,
+  });
+  outgoing.once("error", (error) => {
+    reason = error.message;
+    if (res.headersSent) res.destroy();
+    else
+      sendError(res, 502, "PREVIEW_UNREACHABLE", `the server on port ${live.port} did not answer: ${reason}`);
+  });
+  outgoing.once("response", (incoming) => {
+    status = incoming.statusCode ?? 502;
+    res.writeHead(status, incoming.statusMessage ?? "", responseHeaderPairs(incoming).flat());
+    incoming.pipe(res);
+    incoming.once("error", () => res.destroy());
+  });
+  req.pipe(outgoing);
+}
+
+async function tunnelUpgrade(
+  gateway: GatewayContext,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  id: string,
+): Promise<void> {
+  const startedAt = Date.now();
+  const url = nodeRequestUrl(req, gateway.registry.baseUrl);
+  const method = req.method ?? "GET";
+  const entry = gateway.registry.get(id);
+  const base = eventBase(entry, id, method, url, "upgrade");
+  const asRequest = () => new Request(url, { method, headers: toFetchHeaders(req.headers) });
+  const decision = await gateway.decide(entry, method, url, req.headers.cookie, asRequest);
+  if (!decision.allowed) {
+    gateway.registry.report({
+      ...base,
+      ...refusal(decision),
+      bytesUp: 0,
+      bytesDown: 0,
+      durationMs: elapsed(startedAt),
+    });
+    refuseUpgrade(socket, decision.status, decision.code, decision.reason);
+    return;
+  }
+  const live = entry as PreviewEntry;
+  const controller = new AbortController();
+  socket.once("close", () => controller.abort());
+  let connection: Duplex;
+  try {
+    connection = await gateway.connect(live, controller.signal);
+  } catch (error) {
+    const failure = unreachable(error);
+    gateway.registry.report({
+      ...base,
+      ...failure.event,
+      bytesUp: 0,
+      bytesDown: 0,
+      durationMs: elapsed(startedAt),
+    });
+    refuseUpgrade(socket, failure.event.status, failure.code, failure.event.reason);
+    return;
+  }
+  gateway.registry.track(live.id, connection);
+  const up = countData(socket);
+  const down = countData(connection);
+  const path = withoutTokenParam(url);
+  const headers = forwardedHeaders(req.headers, live, url, true);
+  connection.write(requestHead(method, path, headers));
+  if (head.length > 0) connection.write(head);
+  socket.pipe(connection);
+  connection.pipe(socket);
+  const end = () => {
+    socket.destroy();
+    connection.destroy();
+  };
+  socket.once("error", end);
+  connection.once("error", end);
+  socket.once("close", end);
+  connection.once("close", () => {
+    end();
+    gateway.registry.report({
+      ...base,
+      decision: "allowed",
+      status: 101,
+      bytesUp: up(),
+      bytesDown: down(),
+      durationMs: elapsed(startedAt),
+    });
+  });
 }
 
 /**

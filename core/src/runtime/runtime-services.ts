@@ -1,6 +1,5 @@
 import type { Duplex } from "node:stream";
 import type { PreviewEntry, PreviewRegistry } from "../previews/preview-registry.ts";
-import type { AgentRuntime } from "./create-agent-runtime.ts";
 
 /** A facade of a thread's capability used outside any run (a terminal), until `release`. */
 export interface ThreadFacadeUse {
@@ -26,14 +25,15 @@ export interface RuntimeServices {
   }): ThreadFacadeUse;
 }
 
-const services = new WeakMap<AgentRuntime, RuntimeServices>();
+/** By runtime (an `AgentRuntime`; typed `object` so that this module does not import the runtime's). */
+const services = new WeakMap<object, RuntimeServices>();
 
 /** Records the services of a runtime `createAgentRuntime` made. */
-export function registerRuntimeServices(runtime: AgentRuntime, value: RuntimeServices): void {
+export function registerRuntimeServices(runtime: object, value: RuntimeServices): void {
   services.set(runtime, value);
 }
 
 /** The services of `runtime`; `undefined` for an object `createAgentRuntime` did not make. */
-export function runtimeServices(runtime: AgentRuntime): RuntimeServices | undefined {
+export function runtimeServices(runtime: object): RuntimeServices | undefined {
   return services.get(runtime);
 }
