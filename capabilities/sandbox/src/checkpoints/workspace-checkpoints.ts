@@ -180,10 +180,13 @@ export function createWorkspaceCheckpoints(options: WorkspaceCheckpointsOptions)
 
     async restore(manifestDigest, { store, signal }) {
       const started = performance.now();
-      const manifest = await loadWorkspaceManifest({ store, manifestDigest, signal });
-      const files = new Map<string, ManifestEntry & { type: "file" }>();
-      for (const entry of manifest.entries) if (entry.type === "file") files.set(entry.path, entry);
+      // Read while the program starts and walks the workspace; a failure stops it (see converse).
+      const loading = loadWorkspaceManifest({ store, manifestDigest, signal });
+      loading.catch(() => {});
       return converse("restore", signal, async (process, output) => {
+        const manifest = await loading;
+        const files = new Map<string, ManifestEntry & { type: "file" }>();
+        for (const entry of manifest.entries) if (entry.type === "file") files.set(entry.path, entry);
         await writeBlock(process, encodeCheckpointRecords(manifest.entries));
         const need = decodeCheckpointPaths(await readBlock(output));
         let bytesWritten = 0;
