@@ -69,10 +69,12 @@ export type {
 } from "./checkpoints/rewind-thread.ts";
 export type { CheckpointOptions } from "./checkpoints/thread-checkpoints.ts";
 export {
-  encodeWorkspaceManifest,
-  maxManifestEntries,
-  parseWorkspaceManifest,
-} from "./checkpoints/workspace-manifest.ts";
+  loadWorkspaceManifest,
+  type StoredWorkspaceManifest,
+  storeWorkspaceManifest,
+  workspaceManifestBlobs,
+} from "./checkpoints/stored-workspace-manifest.ts";
+export { checkManifestEntries, maxManifestEntries } from "./checkpoints/workspace-manifest.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";
 export { createPaiHandler, type PaiHandler, type PaiHandlerOptions } from "./http/create-pai-handler.ts";
 export {

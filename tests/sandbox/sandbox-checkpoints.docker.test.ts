@@ -6,7 +6,12 @@ import { createHash } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type CheckpointBlobStore, createFileCheckpointStore, type ProvisionedResource } from "@pai/core";
+import {
+  type CheckpointBlobStore,
+  createFileCheckpointStore,
+  PaiError,
+  type ProvisionedResource,
+} from "@pai/core";
 import { dockerSandbox, SandboxError, type SandboxFacade } from "@pai/sandbox";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -123,7 +128,7 @@ describe.skipIf(dockerOptedOut)("sandbox checkpoints (real engine, file store)",
     await sh(first, "head -c 10000 /dev/urandom > f7.bin");
     const next = await checkpointsOf(first).take({ store, signal });
     expect(next.manifestDigest).not.toBe(full.manifestDigest);
-    // The new file and the new manifest (about 120 bytes an entry).
+    // The new file, and the manifest chunk holding it with the manifest's root.
     expect(next.bytesAdded).toBeGreaterThanOrEqual(10000);
     expect(next.bytesAdded).toBeLessThan(10000 + 8192);
   });
@@ -177,6 +182,16 @@ describe.skipIf(dockerOptedOut)("sandbox checkpoints (real engine, file store)",
       await execBinding.close();
       await removePoolContainers(`${poolId}-exec`);
     }
+  });
+
+  it("refuses to restore a checkpoint the store lacks, leaving the workspace as it is", async () => {
+    await sh(first, "printf 'kept' > kept.txt");
+    const before = await fingerprint(first);
+    const failure = await checkpointsOf(first)
+      .restore("0".repeat(64), { store, signal })
+      .catch((error: unknown) => error);
+    expect(PaiError.hasCode(failure, "NOT_FOUND")).toBe(true);
+    expect(await fingerprint(first)).toBe(before);
   });
 
   it("refuses a checkpoint whose cache lies about a file, storing nothing under the claimed digest", async () => {

@@ -236,8 +236,9 @@ def receive(target, mode):
 
 
 def restore(root, cache_path):
-    wanted = parse_records(read_block())
+    # The walk first: it overlaps with the host reading the manifest from its store.
     found, fresh = walk(root, load_cache(cache_path))
+    wanted = parse_records(read_block())
     removed = 0
     # Every directory writable while entries are removed and written; wanted ones get their modes at the end.
     for path, have in found.items():

@@ -8,46 +8,20 @@ const digestPattern = /^[0-9a-f]{64}$/;
 const maxPathBytes = 4096;
 
 /**
- * A manifest's canonical bytes: JSON with keys in a fixed order and entries sorted by the UTF-8 bytes of their
- * paths, so the same workspace always gives the same bytes (and the same manifest digest in a
- * {@link CheckpointBlobStore}).
+ * A manifest's entries checked ({@link checkManifestEntries}), in canonical form: keys in a fixed order, sorted by the
+ * UTF-8 bytes of their paths, so the same workspace always gives the same stored bytes.
+ * @throws PaiError `INVALID_ARGUMENT` for an entry that does not pass.
  */
-export function encodeWorkspaceManifest(manifest: WorkspaceManifest): Uint8Array {
-  checkEntries(manifest.entries);
-  const entries = manifest.entries
+export function canonicalManifestEntries(manifest: WorkspaceManifest): ManifestEntry[] {
+  checkManifestEntries(manifest.entries);
+  return manifest.entries
     .map((entry) => ({ key: Buffer.from(entry.path), entry }))
     .sort((a, b) => Buffer.compare(a.key, b.key))
     .map(({ entry }) => canonicalEntry(entry));
-  return new TextEncoder().encode(JSON.stringify({ version: 1, entries }));
 }
 
-/**
- * Reads a manifest's bytes back, checking every entry: paths relative, `/`-separated, without `.` or `..` segments,
- * unique; modes permission bits; digests SHA-256 hex; at most {@link maxManifestEntries} entries. Anything else is a
- * `PaiError` `STORE_CORRUPT`.
- */
-export function parseWorkspaceManifest(bytes: Uint8Array): WorkspaceManifest {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch (error) {
-    throw new PaiError("STORE_CORRUPT", "A checkpoint manifest is not JSON", { cause: error });
-  }
-  const manifest = parsed as Partial<WorkspaceManifest> | null;
-  if (manifest?.version !== 1 || !Array.isArray(manifest.entries)) {
-    throw new PaiError("STORE_CORRUPT", "A checkpoint manifest is not a version 1 manifest");
-  }
-  try {
-    checkEntries(manifest.entries);
-  } catch (error) {
-    throw new PaiError("STORE_CORRUPT", `A checkpoint manifest is invalid: ${(error as Error).message}`, {
-      cause: error,
-    });
-  }
-  return { version: 1, entries: manifest.entries.map(canonicalEntry) };
-}
-
-function canonicalEntry(entry: ManifestEntry): ManifestEntry {
+/** An entry with its keys in canonical order (and nothing else). */
+export function canonicalEntry(entry: ManifestEntry): ManifestEntry {
   switch (entry.type) {
     case "file":
       return { path: entry.path, type: "file", mode: entry.mode, size: entry.size, digest: entry.digest };
@@ -58,7 +32,12 @@ function canonicalEntry(entry: ManifestEntry): ManifestEntry {
   }
 }
 
-function checkEntries(entries: readonly unknown[]): void {
+/**
+ * Checks a manifest's entries: paths relative, `/`-separated, without `.` or `..` segments, unique, each inside a
+ * directory of the manifest; modes permission bits; digests SHA-256 hex; at most {@link maxManifestEntries}.
+ * @throws PaiError `INVALID_ARGUMENT` naming the first entry that does not pass.
+ */
+export function checkManifestEntries(entries: readonly unknown[]): void {
   if (entries.length > maxManifestEntries) {
     throw new PaiError(
       "INVALID_ARGUMENT",

@@ -1,13 +1,11 @@
-import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import {
-  type CheckpointBlobStore,
-  encodeWorkspaceManifest,
+  checkManifestEntries,
+  loadWorkspaceManifest,
   type ManifestEntry,
-  maxManifestEntries,
   PaiError,
-  parseWorkspaceManifest,
   type ResourceCheckpoints,
+  storeWorkspaceManifest,
   type WorkspaceManifest,
 } from "@pai/core";
 import type { CommandExecutor, ExecutorProcess, ExecutorProcessResult } from "../command-executor.ts";
@@ -123,7 +121,7 @@ export function createWorkspaceCheckpoints(options: WorkspaceCheckpointsOptions)
       return converse("take", signal, async (process, output) => {
         const entries = decodeCheckpointRecords(await readBlock(output));
         const manifest: WorkspaceManifest = { version: 1, entries };
-        const manifestBytes = asSandboxError(() => encodeWorkspaceManifest(manifest));
+        asSandboxError(() => checkManifestEntries(entries));
         const files = entries.filter((entry) => entry.type === "file");
         const byDigest = new Map(files.map((file) => [file.digest, file]));
         const stored = await store.has([...byDigest.keys()]);
@@ -167,10 +165,9 @@ export function createWorkspaceCheckpoints(options: WorkspaceCheckpointsOptions)
           bytesAdded += blob.bytes;
         }
 
-        const manifestDigest = createHash("sha256").update(manifestBytes).digest("hex");
-        if (!(await store.has([manifestDigest])).has(manifestDigest)) {
-          bytesAdded += (await store.put(manifestBytes, { signal })).bytes;
-        }
+        const recorded = await storeWorkspaceManifest({ store, manifest, signal });
+        bytesAdded += recorded.bytesAdded;
+        const { manifestDigest } = recorded;
         return {
           manifestDigest,
           files: files.length,
@@ -183,10 +180,13 @@ export function createWorkspaceCheckpoints(options: WorkspaceCheckpointsOptions)
 
     async restore(manifestDigest, { store, signal }) {
       const started = performance.now();
-      const manifest = await readManifest(store, manifestDigest);
-      const files = new Map<string, ManifestEntry & { type: "file" }>();
-      for (const entry of manifest.entries) if (entry.type === "file") files.set(entry.path, entry);
+      // Read while the program starts and walks the workspace; a failure stops it (see converse).
+      const loading = loadWorkspaceManifest({ store, manifestDigest, signal });
+      loading.catch(() => {});
       return converse("restore", signal, async (process, output) => {
+        const manifest = await loading;
+        const files = new Map<string, ManifestEntry & { type: "file" }>();
+        for (const entry of manifest.entries) if (entry.type === "file") files.set(entry.path, entry);
         await writeBlock(process, encodeCheckpointRecords(manifest.entries));
         const need = decodeCheckpointPaths(await readBlock(output));
         let bytesWritten = 0;
@@ -224,34 +224,6 @@ export function createWorkspaceCheckpoints(options: WorkspaceCheckpointsOptions)
       });
     },
   };
-}
-
-/** The manifest `manifestDigest` names, read and checked. */
-async function readManifest(store: CheckpointBlobStore, manifestDigest: string): Promise<WorkspaceManifest> {
-  const blob = await store.get(manifestDigest);
-  if (!blob) {
-    throw new SandboxError("NOT_FOUND", `no checkpoint ${manifestDigest} in the store`, {
-      details: { manifestDigest },
-    });
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of blob as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      // About 700 bytes an entry at most: a manifest past this is not one PAI wrote.
-      if (size > maxManifestEntries * 8192) {
-        throw new SandboxError(
-          "INVALID_ARGUMENT",
-          `checkpoint ${manifestDigest} is too large to be a manifest`,
-        );
-      }
-      chunks.push(chunk);
-    }
-  } finally {
-    blob.destroy();
-  }
-  return parseWorkspaceManifest(Buffer.concat(chunks));
 }
 
 function frameHeader(length: number): Buffer {
