@@ -5,7 +5,7 @@ import type { LocalRuns } from "../runtime/local-runs.ts";
 import type { ThreadAccess } from "../runtime/thread-access.ts";
 import type { CheckpointRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { CheckpointBlobStore, RestoredCheckpoint } from "./checkpoint-blob-store.ts";
-import { encodeWorkspaceManifest } from "./workspace-manifest.ts";
+import { storeWorkspaceManifest } from "./stored-workspace-manifest.ts";
 
 /** What `runtime.rewindThread` takes. */
 export interface RewindThreadOptions {
@@ -104,7 +104,8 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
       // Before the thread's first checkpoint its resource was new: empty.
       const digest =
         checkpoint?.manifestDigest ??
-        (await blobs.put(encodeWorkspaceManifest({ version: 1, entries: [] }))).digest;
+        (await storeWorkspaceManifest({ store: blobs, manifest: { version: 1, entries: [] } }))
+          .manifestDigest;
       const outcome = await resource.checkpoints.restore(digest, { store: blobs, signal });
       restored.push({ capability, ...(checkpoint ? { checkpointId: checkpoint.id } : {}), ...outcome });
     }

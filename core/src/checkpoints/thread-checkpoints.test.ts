@@ -11,6 +11,7 @@ import { createScriptedModel } from "../testing/scripted-model.ts";
 import { createMemoryThreadStore } from "../threads/memory-thread-store.ts";
 import { defineTool } from "../tools/define-tool.ts";
 import type { CheckpointBlobStore, WorkspaceManifest } from "./checkpoint-blob-store.ts";
+import { loadWorkspaceManifest, storeWorkspaceManifest } from "./stored-workspace-manifest.ts";
 
 /**
  * Checkpoints at the end of runs, through the runtime, against a capability whose state is a map of files and
@@ -82,12 +83,12 @@ function boxBinding(options: { failTake?: () => boolean } = {}): CapabilityBindi
               if (!(await store.has([digest])).has(digest)) bytesAdded += (await store.put(bytes)).bytes;
               entries.push({ path, type: "file", mode: 0o644, size: bytes.length, digest });
             }
-            const manifest = await store.put(Buffer.from(JSON.stringify({ version: 1, entries })));
+            const manifest = await storeWorkspaceManifest({ store, manifest: { version: 1, entries } });
             return {
-              manifestDigest: manifest.digest,
+              manifestDigest: manifest.manifestDigest,
               files: entries.length,
               totalBytes: entries.reduce((sum, entry) => sum + (entry.type === "file" ? entry.size : 0), 0),
-              bytesAdded: bytesAdded + manifest.bytes,
+              bytesAdded: bytesAdded + manifest.bytesAdded,
               durationMs: 0,
             };
           },
@@ -97,7 +98,7 @@ function boxBinding(options: { failTake?: () => boolean } = {}): CapabilityBindi
               for await (const part of (await store.get(d)) ?? []) parts.push(part as Buffer);
               return Buffer.concat(parts).toString();
             };
-            const manifest = JSON.parse(await text(digest)) as WorkspaceManifest;
+            const manifest = await loadWorkspaceManifest({ store, manifestDigest: digest });
             const removed = files.size;
             files.clear();
             for (const entry of manifest.entries) {
