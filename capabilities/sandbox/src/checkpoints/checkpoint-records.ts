@@ -17,7 +17,7 @@ export function encodeCheckpointRecords(entries: readonly ManifestEntry[]): Buff
   return Buffer.from(fields.length ? `${fields.join("\0")}\0` : "");
 }
 
-/** The entries of a block the program wrote (checked further by `encodeWorkspaceManifest`). */
+/** The entries of a block the program wrote (checked further by `checkManifestEntries`). */
 export function decodeCheckpointRecords(block: Buffer): ManifestEntry[] {
   if (block.length > 0 && block[block.length - 1] !== 0) throw malformed("a record that does not end in NUL");
   // NUL is valid UTF-8: the block decodes as a whole exactly when every field does.
