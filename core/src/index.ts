@@ -67,13 +67,13 @@ export type {
   RewindResult,
   RewindThreadOptions,
 } from "./checkpoints/rewind-thread.ts";
-export type { CheckpointOptions } from "./checkpoints/thread-checkpoints.ts";
 export {
   loadWorkspaceManifest,
   type StoredWorkspaceManifest,
   storeWorkspaceManifest,
   workspaceManifestBlobs,
 } from "./checkpoints/stored-workspace-manifest.ts";
+export type { CheckpointOptions } from "./checkpoints/thread-checkpoints.ts";
 export { checkManifestEntries, maxManifestEntries } from "./checkpoints/workspace-manifest.ts";
 export { PaiError, type PaiErrorCode } from "./errors/pai-error.ts";
 export { createPaiHandler, type PaiHandler, type PaiHandlerOptions } from "./http/create-pai-handler.ts";
