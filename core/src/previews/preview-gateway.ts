@@ -122,21 +122,9 @@ async function handleRequest(gateway: GatewayContext, request: Request, id: stri
     });
   }
   const live = entry as PreviewEntry;
-  let connection: Duplex;
-  try {
-    connection = await gateway.connect(live, request.signal);
-  } catch (error) {
-    const failure = unreachable(error);
-    gateway.registry.report({
-      ...base,
-      ...failure.event,
-      bytesUp: 0,
-      bytesDown: 0,
-      durationMs: elapsed(startedAt),
-    });
-    return errorResponse(failure.event.status, failure.code, failure.event.reason);
-  }
-  gateway.registry.track(live.id, connection);
+  const opened = await openTracked(gateway, live, request.signal, { base, startedAt });
+  if (!("connection" in opened)) return errorResponse(opened.status, opened.code, opened.reason);
+  const { connection } = opened;
   const down = countData(connection);
   let up = () => 0;
   const finish = (status: number, reason?: string) =>
@@ -225,21 +213,9 @@ async function handleNodeRequest(
   const live = entry as PreviewEntry;
   const controller = new AbortController();
   res.once("close", () => controller.abort());
-  let connection: Duplex;
-  try {
-    connection = await gateway.connect(live, controller.signal);
-  } catch (error) {
-    const failure = unreachable(error);
-    gateway.registry.report({
-      ...base,
-      ...failure.event,
-      bytesUp: 0,
-      bytesDown: 0,
-      durationMs: elapsed(startedAt),
-    });
-    return sendError(res, failure.event.status, failure.code, failure.event.reason);
-  }
-  gateway.registry.track(live.id, connection);
+  const opened = await openTracked(gateway, live, controller.signal, { base, startedAt });
+  if (!("connection" in opened)) return sendError(res, opened.status, opened.code, opened.reason);
+  const { connection } = opened;
   const up = countData(req);
   const down = countData(connection);
   let status = 502;
@@ -305,22 +281,9 @@ async function tunnelUpgrade(
   const live = entry as PreviewEntry;
   const controller = new AbortController();
   socket.once("close", () => controller.abort());
-  let connection: Duplex;
-  try {
-    connection = await gateway.connect(live, controller.signal);
-  } catch (error) {
-    const failure = unreachable(error);
-    gateway.registry.report({
-      ...base,
-      ...failure.event,
-      bytesUp: 0,
-      bytesDown: 0,
-      durationMs: elapsed(startedAt),
-    });
-    refuseUpgrade(socket, failure.event.status, failure.code, failure.event.reason);
-    return;
-  }
-  gateway.registry.track(live.id, connection);
+  const opened = await openTracked(gateway, live, controller.signal, { base, startedAt });
+  if (!("connection" in opened)) return refuseUpgrade(socket, opened.status, opened.code, opened.reason);
+  const { connection } = opened;
   const up = countData(socket);
   const down = countData(connection);
   const path = withoutTokenParam(url);
@@ -468,6 +431,40 @@ function requestHead(method: string, path: string, headers: Record<string, strin
     for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
   }
   return `${lines.join("\r\n")}\r\n\r\n`;
+}
+
+/** Why a connection to a preview's port failed, as the request is answered. */
+interface ConnectFailure {
+  status: number;
+  code: string;
+  reason: string;
+}
+
+/**
+ * Connects to the preview's port and tracks the connection (closing the preview ends it); a failure is reported as
+ * the request's event and returned for the caller to answer with.
+ */
+async function openTracked(
+  gateway: GatewayContext,
+  live: PreviewEntry,
+  signal: AbortSignal,
+  event: { base: ReturnType<typeof eventBase>; startedAt: number },
+): Promise<{ connection: Duplex } | ConnectFailure> {
+  try {
+    const connection = await gateway.connect(live, signal);
+    gateway.registry.track(live.id, connection);
+    return { connection };
+  } catch (error) {
+    const failure = unreachable(error);
+    gateway.registry.report({
+      ...event.base,
+      ...failure.event,
+      bytesUp: 0,
+      bytesDown: 0,
+      durationMs: elapsed(event.startedAt),
+    });
+    return { status: failure.event.status, code: failure.code, reason: failure.event.reason };
+  }
 }
 
 /** Counts the bytes `stream` emits (alongside whoever reads them). */
