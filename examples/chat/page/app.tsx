@@ -1,6 +1,7 @@
 import { type ReactNode, useCallback, useEffect, useRef, useState } from "react";
 import { newThreadId } from "./chat-api.ts";
 import { ChatView } from "./chat-view.tsx";
+import { LineIcon } from "./line-icon.tsx";
 import { ThreadList } from "./thread-list.tsx";
 import { useHashThread } from "./use-hash-thread.ts";
 import { useMediaQuery } from "./use-media-query.ts";
@@ -112,25 +113,13 @@ export function App(): ReactNode {
 }
 
 function MenuIcon(): ReactNode {
-  return (
-    <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true">
-      <path d="M4 6h16M4 12h16M4 18h16" stroke="currentColor" strokeWidth="2" strokeLinecap="round" />
-    </svg>
-  );
+  return <LineIcon d="M4 6h16M4 12h16M4 18h16" size={20} />;
 }
 
 function PlusIcon(): ReactNode {
-  return (
-    <svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true">
-      <path d="M12 5v14M5 12h14" stroke="currentColor" strokeWidth="2" strokeLinecap="round" />
-    </svg>
-  );
+  return <LineIcon d="M12 5v14M5 12h14" size={18} />;
 }
 
 function CloseIcon(): ReactNode {
-  return (
-    <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true">
-      <path d="M6 6l12 12M18 6L6 18" stroke="currentColor" strokeWidth="2" strokeLinecap="round" />
-    </svg>
-  );
+  return <LineIcon d="M6 6l12 12M18 6L6 18" size={20} />;
 }

@@ -19,6 +19,7 @@ import {
 } from "./chat-api.ts";
 import type { ChatMessage } from "./chat-message.ts";
 import { Composer } from "./composer.tsx";
+import { LineIcon } from "./line-icon.tsx";
 import { MessageActions } from "./message-actions.tsx";
 import { MessageView } from "./message-view.tsx";
 import { PreviewCard } from "./preview-card.tsx";
@@ -249,33 +250,11 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
 }
 
 function ArrowDownIcon(): ReactNode {
-  return (
-    <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
-      <path
-        d="M12 5v14M6 13l6 6 6-6"
-        fill="none"
-        stroke="currentColor"
-        strokeWidth="2"
-        strokeLinecap="round"
-        strokeLinejoin="round"
-      />
-    </svg>
-  );
+  return <LineIcon d="M12 5v14M6 13l6 6 6-6" />;
 }
 
 function TerminalIcon(): ReactNode {
-  return (
-    <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
-      <path
-        d="M4 6l6 6-6 6M12 18h8"
-        fill="none"
-        stroke="currentColor"
-        strokeWidth="2"
-        strokeLinecap="round"
-        strokeLinejoin="round"
-      />
-    </svg>
-  );
+  return <LineIcon d="M4 6l6 6-6 6M12 18h8" />;
 }
 
 /** The message's last part shows progress itself: text streaming in (with its caret), or a call running. */

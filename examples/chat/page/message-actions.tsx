@@ -1,5 +1,6 @@
 import { type ReactNode, useEffect, useState } from "react";
 import type { ChatMessage } from "./chat-message.ts";
+import { LineIcon } from "./line-icon.tsx";
 
 /** How long "Copied" shows before the button says "Copy" again, in milliseconds. */
 const FEEDBACK_MS = 2000;
@@ -73,16 +74,5 @@ function CopyIcon(): ReactNode {
 }
 
 function CheckIcon(): ReactNode {
-  return (
-    <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
-      <path
-        d="M5 12l5 5 9-10"
-        fill="none"
-        stroke="currentColor"
-        strokeWidth="2"
-        strokeLinecap="round"
-        strokeLinejoin="round"
-      />
-    </svg>
-  );
+  return <LineIcon d="M5 12l5 5 9-10" />;
 }

@@ -1,6 +1,7 @@
 import { type ToolCallStatus, ToolCardFrame, type ToolCardPropsFor } from "@pai/react";
 import { type ReactNode, useEffect, useState } from "react";
 import type { ChatMessage } from "./chat-message.ts";
+import { LineIcon } from "./line-icon.tsx";
 
 /** Where a preview stands, as the card shows it (`data-preview`). */
 export type PreviewState = "starting" | "live" | "expired" | "failed" | "stopped";
@@ -118,16 +119,5 @@ function ExpiryTime({ at }: { at: string }): ReactNode {
 }
 
 function ReloadIcon(): ReactNode {
-  return (
-    <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
-      <path
-        d="M20 12a8 8 0 1 1-2.34-5.66M20 4v5h-5"
-        fill="none"
-        stroke="currentColor"
-        strokeWidth="2"
-        strokeLinecap="round"
-        strokeLinejoin="round"
-      />
-    </svg>
-  );
+  return <LineIcon d="M20 12a8 8 0 1 1-2.34-5.66M20 4v5h-5" />;
 }

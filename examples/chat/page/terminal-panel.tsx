@@ -1,5 +1,6 @@
 import { type ReactNode, useEffect, useRef, useState } from "react";
 import { connectTerminal, type TerminalConnection, type TerminalStatus } from "./connect-terminal.ts";
+import { LineIcon } from "./line-icon.tsx";
 import type { XtermView } from "./xterm-view.ts";
 
 /** What {@link TerminalPanel} accepts. */
@@ -75,9 +76,7 @@ export function TerminalPanel({ threadId, onClose }: TerminalPanelProps): ReactN
           aria-label="Close the terminal"
           onClick={onClose}
         >
-          <svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true">
-            <path d="M6 6l12 12M18 6L6 18" stroke="currentColor" strokeWidth="2" strokeLinecap="round" />
-          </svg>
+          <LineIcon d="M6 6l12 12M18 6L6 18" size={18} />
         </button>
       </header>
       {/* a reconnect starts on a fresh screen */}

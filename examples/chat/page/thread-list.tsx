@@ -1,5 +1,6 @@
 import { type ReactNode, useEffect, useRef, useState } from "react";
 import { deleteThread, listThreads, renameThread, type ThreadSummary } from "./chat-api.ts";
+import { LineIcon } from "./line-icon.tsx";
 
 /** What {@link ThreadList} accepts. */
 export interface ThreadListProps {
@@ -200,30 +201,9 @@ function formatTime(at: number): string {
 }
 
 function PencilIcon(): ReactNode {
-  return (
-    <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
-      <path
-        d="M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4"
-        fill="none"
-        stroke="currentColor"
-        strokeWidth="2"
-        strokeLinejoin="round"
-      />
-    </svg>
-  );
+  return <LineIcon d="M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4" />;
 }
 
 function TrashIcon(): ReactNode {
-  return (
-    <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
-      <path
-        d="M4 7h16M10 11v6M14 11v6M6 7l1 13h10l1-13M9 7V4h6v3"
-        fill="none"
-        stroke="currentColor"
-        strokeWidth="2"
-        strokeLinecap="round"
-        strokeLinejoin="round"
-      />
-    </svg>
-  );
+  return <LineIcon d="M4 7h16M10 11v6M14 11v6M6 7l1 13h10l1-13M9 7V4h6v3" />;
 }
