@@ -94,24 +94,11 @@ async function handleRequest(gateway: GatewayContext, request: Request, id: stri
   const base = eventBase(entry, id, request.method, url, "http");
   const decision = await gateway.decide(entry, request.method, url, request.headers.get("cookie"), request);
   if (!decision.allowed) {
-    gateway.registry.report({
-      ...base,
-      ...refusal(decision),
-      bytesUp: 0,
-      bytesDown: 0,
-      durationMs: elapsed(startedAt),
-    });
+    reportUnconnected(gateway, base, refusal(decision), startedAt);
     return errorResponse(decision.status, decision.code, decision.reason);
   }
   if (decision.redirectTo !== undefined) {
-    gateway.registry.report({
-      ...base,
-      decision: "allowed",
-      status: 302,
-      bytesUp: 0,
-      bytesDown: 0,
-      durationMs: 0,
-    });
+    reportUnconnected(gateway, base, { decision: "allowed", status: 302 }, startedAt);
     return new Response(null, {
       status: 302,
       headers: {
@@ -184,24 +171,11 @@ async function handleNodeRequest(
   const asRequest = () => new Request(url, { method: "GET", headers: toFetchHeaders(req.headers) });
   const decision = await gateway.decide(entry, method, url, req.headers.cookie, asRequest);
   if (!decision.allowed) {
-    gateway.registry.report({
-      ...base,
-      ...refusal(decision),
-      bytesUp: 0,
-      bytesDown: 0,
-      durationMs: elapsed(startedAt),
-    });
+    reportUnconnected(gateway, base, refusal(decision), startedAt);
     return sendError(res, decision.status, decision.code, decision.reason);
   }
   if (decision.redirectTo !== undefined) {
-    gateway.registry.report({
-      ...base,
-      decision: "allowed",
-      status: 302,
-      bytesUp: 0,
-      bytesDown: 0,
-      durationMs: 0,
-    });
+    reportUnconnected(gateway, base, { decision: "allowed", status: 302 }, startedAt);
     res.writeHead(302, {
       location: decision.redirectTo,
       "set-cookie": decision.setCookie ?? "",
@@ -268,13 +242,7 @@ async function tunnelUpgrade(
   const asRequest = () => new Request(url, { method, headers: toFetchHeaders(req.headers) });
   const decision = await gateway.decide(entry, method, url, req.headers.cookie, asRequest);
   if (!decision.allowed) {
-    gateway.registry.report({
-      ...base,
-      ...refusal(decision),
-      bytesUp: 0,
-      bytesDown: 0,
-      durationMs: elapsed(startedAt),
-    });
+    reportUnconnected(gateway, base, refusal(decision), startedAt);
     refuseUpgrade(socket, decision.status, decision.code, decision.reason);
     return;
   }
@@ -456,15 +424,19 @@ async function openTracked(
     return { connection };
   } catch (error) {
     const failure = unreachable(error);
-    gateway.registry.report({
-      ...event.base,
-      ...failure.event,
-      bytesUp: 0,
-      bytesDown: 0,
-      durationMs: elapsed(event.startedAt),
-    });
+    reportUnconnected(gateway, event.base, failure.event, event.startedAt);
     return { status: failure.event.status, code: failure.code, reason: failure.event.reason };
   }
+}
+
+/** Reports a request whose bytes never reached the port: refused, redirected to set the token cookie, or failed. */
+function reportUnconnected(
+  gateway: GatewayContext,
+  base: ReturnType<typeof eventBase>,
+  outcome: Pick<PreviewRequestEvent, "decision" | "status" | "reason">,
+  startedAt: number,
+): void {
+  gateway.registry.report({ ...base, ...outcome, bytesUp: 0, bytesDown: 0, durationMs: elapsed(startedAt) });
 }
 
 /** Counts the bytes `stream` emits (alongside whoever reads them). */
