@@ -56,7 +56,7 @@ for arg in "$@"; do
 done
 [ ${#targets[@]} -gt 0 ] || targets=("${ARCHITECTURES[@]}")
 
-SOURCES=("$HERE/splice-relay.h" "$HERE/wire.h")
+SOURCES=("$HERE/splice-relay.h" "$HERE/wire.h" "$HERE/least-privilege.h")
 for program in "${PROGRAMS[@]}"; do
   [ -f "$HERE/$program.c" ] || die "missing $HERE/$program.c"
   SOURCES+=("$HERE/$program.c")

@@ -43,7 +43,16 @@
  * no peer can stall another; memory is bounded (MAX_CONNECTIONS, each holding at most its head). The relay exits
  * when its parent does (stdin EOF), on SIGTERM/SIGINT/SIGHUP, and removes its socket file then.
  *
- * Usage: pai-egress-relay SOCKET_PATH
+ * Least privilege: once its socket listens, and before it says READY, the relay becomes UID:GID (argv[2]; "-" keeps
+ * its ids; without it a relay started as root becomes 65534:65534, nobody), with no supplementary groups, sets
+ * no_new_privs and installs a seccomp filter allowing only the system calls of its loop (RELAY_SYSCALLS below):
+ * no file can be opened, no program executed. As another user it cannot remove its socket file from a directory
+ * of root's at exit; its parent does.
+ *
+ * `--without-seccomp` (argv[3]) skips the filter, for an emulator that cannot install a guest's (qemu-user answers
+ * EINVAL; the aarch64 build's test runs under it); otherwise a kernel that refuses the filter stops the relay.
+ *
+ * Usage: pai-egress-relay SOCKET_PATH [UID:GID | - [--without-seccomp]]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -64,6 +73,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "least-privilege.h"
 #include "splice-relay.h"
 #include "wire.h"
 
@@ -715,9 +725,44 @@ static short conn_events(conn_t *c, int j) {
   return 0;
 }
 
+/* The system calls of the relay's loop (and its libc's: memory, time, stderr), once it listens. */
+static const long RELAY_SYSCALLS[] = {
+  SYS_read, SYS_write, SYS_writev, SYS_recvfrom, SYS_sendto, SYS_splice, SYS_pipe2, SYS_fcntl, SYS_close,
+  SYS_socket, SYS_connect, SYS_accept4, SYS_setsockopt, SYS_getsockopt, SYS_getsockname, SYS_getpeername,
+  SYS_shutdown, SYS_ppoll, SYS_mmap, SYS_munmap, SYS_mremap, SYS_brk, SYS_madvise, SYS_clock_gettime,
+  SYS_gettimeofday, SYS_rt_sigreturn, SYS_rt_sigprocmask, SYS_restart_syscall, SYS_futex, SYS_getrandom,
+  SYS_unlinkat, SYS_exit, SYS_exit_group,
+#ifdef SYS_poll
+  SYS_poll,
+#endif
+#ifdef SYS_unlink
+  SYS_unlink,
+#endif
+};
+
+/* Drops what the relay no longer needs once it listens (see the top): `user` is argv[2] or NULL. */
+static void drop_privileges(const char *user, int with_seccomp) {
+  unsigned long uid = 65534, gid = 65534;
+  int keep = user && strcmp(user, "-") == 0;
+  if (user && !keep) {
+    char *end;
+    uid = strtoul(user, &end, 10);
+    if (end == user || *end != ':') die("UID:GID expected");
+    const char *g = end + 1;
+    gid = strtoul(g, &end, 10);
+    if (end == g || *end) die("UID:GID expected");
+  }
+  if (!keep && lp_drop_to((uid_t)uid, (gid_t)gid)) die("dropping privileges");
+  if (with_seccomp && lp_restrict_syscalls(RELAY_SYSCALLS, sizeof RELAY_SYSCALLS / sizeof *RELAY_SYSCALLS))
+    die("seccomp filter");
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2 || strlen(argv[1]) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-    fprintf(stderr, "usage: pai-egress-relay SOCKET_PATH (stdin/stdout: the parent's control channel)\n");
+  int with_seccomp = !(argc == 4 && strcmp(argv[3], "--without-seccomp") == 0);
+  if (argc < 2 || argc > 4 || (argc == 4 && with_seccomp) ||
+      strlen(argv[1]) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+    fprintf(stderr,
+            "usage: pai-egress-relay SOCKET_PATH [UID:GID | - [--without-seccomp]] (stdin/stdout: the parent's control channel)\n");
     return 64;
   }
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* tokens live in this process */
@@ -754,6 +799,7 @@ int main(int argc, char **argv) {
   umask(old);
   socket_path = argv[1];
   if (chmod(argv[1], 0666) || listen(listen_fd, 512)) die(argv[1]);
+  drop_privileges(argc >= 3 ? argv[2] : NULL, with_seccomp);
   send_frame(OUT_READY, 0, RELAY_VERSION, sizeof RELAY_VERSION - 1);
 
   struct pollfd *pfds = NULL;

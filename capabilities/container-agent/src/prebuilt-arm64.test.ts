@@ -17,6 +17,7 @@ import { AGENT_PROTOCOL_VERSION } from "./agent-protocol.ts";
 import { parseEgressPolicy } from "./egress/egress-policy.ts";
 import { createEgressProxy, type EgressConnectionEvent } from "./egress/egress-proxy.ts";
 import { type RelayAdmission, spawnEgressRelayProcess } from "./egress/egress-relay-process.ts";
+import { relayUserArgument, resolveRelayUser } from "./egress/relay-user.ts";
 import { findPrebuiltBinary } from "./prebuilt-binary.ts";
 
 const QEMU = "qemu-aarch64-static";
@@ -154,7 +155,14 @@ describe("the aarch64 pai-egress-relay under qemu", () => {
       [1, { token, handle: (connection) => proxy.handle(connection, { channel: "socket" }) }],
     ]);
     const path = join(scratch, "relay.sock");
-    const relay = spawnEgressRelayProcess({ binary: relayCommand, path, admissions, holdProcess: true });
+    const relay = spawnEgressRelayProcess({
+      binary: relayCommand,
+      path,
+      user: relayUserArgument(resolveRelayUser(undefined)),
+      seccomp: false, // qemu-user cannot install a guest's filter (EINVAL); the x86_64 build's test checks it
+      admissions,
+      holdProcess: true,
+    });
     try {
       await relay.listening;
       const socket = connect(path);

@@ -160,12 +160,16 @@ function describeExit(result: { signal?: string | undefined; exitCode?: number |
 export function spawnEgressRelayProcess(options: {
   binary: string;
   path: string;
+  /** Its second argument: `<uid>:<gid>` to become once it listens, `-` to keep its ids. */
+  user: string;
+  /** Whether it installs its seccomp filter: only an emulator that cannot (qemu-user, in a test) says no. @default true */
+  seccomp?: boolean;
   admissions: ReadonlyMap<number, RelayAdmission>;
   holdProcess: boolean;
   signal?: AbortSignal | undefined;
 }): EgressRelayProcess {
-  const { binary, path, admissions, holdProcess, signal } = options;
-  const child = execa(binary, [path], {
+  const { binary, path, user, admissions, holdProcess, signal } = options;
+  const child = execa(binary, [path, user, ...(options.seccomp === false ? ["--without-seccomp"] : [])], {
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",

@@ -12,6 +12,7 @@ import type { ContainerAgentError } from "../container-agent-error.ts";
 import { parseEgressPolicy } from "./egress-policy.ts";
 import { createEgressProxy, type EgressConnectionEvent } from "./egress-proxy.ts";
 import { createEgressRelay, type EgressRelay } from "./egress-relay.ts";
+import { resolveRelayUser } from "./relay-user.ts";
 
 const MIB = 1024 * 1024;
 let directory: string;
@@ -449,7 +450,7 @@ describe("createEgressRelay", () => {
     expect(JSON.parse(child.stdout)).toMatchObject({ restartInMs: 60_000 });
   });
 
-  it("exits with its parent, removing its socket", async () => {
+  it("exits with its parent; a killed parent's socket file is removed by the next process that claims the directory", async () => {
     const script = `
       const { createEgressRelay } = await import(${JSON.stringify(new URL("./egress-relay.ts", import.meta.url).pathname)});
       const { readFileSync } = await import("node:fs");
@@ -468,12 +469,44 @@ describe("createEgressRelay", () => {
     expect((await readdir(directory)).includes(fileName)).toBe(true);
     parent.kill("SIGKILL");
     await parent;
-    await vi.waitUntil(async () => !(await readdir(directory)).includes(fileName), { timeout: 10_000 });
     await vi.waitUntil(
       async () => (await readFile(`/proc/${relayPid}/comm`, "utf8").catch(() => "gone")) === "gone",
-      {
-        timeout: 10_000,
-      },
+      { timeout: 10_000 },
     );
+    await relay.close();
+    relay = await createEgressRelay({ directory });
+    expect(await readdir(directory)).toEqual([relay.fileName]);
+  });
+
+  it("runs as another user once it listens (nobody for root), with no_new_privs and a seccomp filter", async () => {
+    const status = await readFile(`/proc/${relay.pid()}/status`, "utf8");
+    const field = (name: string) => new RegExp(`^${name}:[ \\t]*(.*)$`, "m").exec(status)?.[1]?.split(/\s+/);
+    const expected = process.getuid?.() === 0 ? resolveRelayUser(undefined, {}) : "self";
+    const uid = expected === "self" ? process.getuid?.() : expected.uid;
+    const gid = expected === "self" ? process.getgid?.() : expected.gid;
+    expect(field("Uid")).toEqual([uid, uid, uid, uid].map(String));
+    expect(field("Gid")).toEqual([gid, gid, gid, gid].map(String));
+    if (expected !== "self") expect(field("Groups")).toEqual([""]);
+    expect(field("NoNewPrivs")).toEqual(["1"]);
+    expect(field("Seccomp")).toEqual(["2"]); // a filter
+    // It still does its work: a connection with a wrong token is refused, the relay lives on.
+    const socket = connect(join(directory, relay.fileName));
+    socket.end("PAI-EGRESS/1 forged\n");
+    await vi.waitUntil(() => relay!.refused() >= 1, { timeout: 5000 });
+    expect(relay.pid()).toBeGreaterThan(0);
+  });
+
+  it("runs as the user PAI_EGRESS_RELAY_USER names, or keeps its ids with self", async () => {
+    expect(resolveRelayUser(undefined, { PAI_EGRESS_RELAY_USER: "self" })).toBe("self");
+    expect(resolveRelayUser(undefined, { PAI_EGRESS_RELAY_USER: "123:456" })).toEqual({ uid: 123, gid: 456 });
+    expect(resolveRelayUser(undefined, { PAI_EGRESS_RELAY_USER: "root" })).toEqual({ uid: 0, gid: 0 });
+    expect(() => resolveRelayUser(undefined, { PAI_EGRESS_RELAY_USER: "no such user" })).toThrow(
+      expect.objectContaining({ code: "INVALID_ARGUMENT" }),
+    );
+    await relay.close();
+    relay = await createEgressRelay({ directory, user: "self" });
+    const status = await readFile(`/proc/${relay.pid()}/status`, "utf8");
+    expect(/^Uid:\s*(\d+)/m.exec(status)?.[1]).toBe(String(process.getuid?.()));
+    expect(/^Seccomp:\s*(\d+)/m.exec(status)?.[1]).toBe("2");
   });
 });

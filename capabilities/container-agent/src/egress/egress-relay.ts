@@ -12,6 +12,7 @@ import {
   type RelayAdmission,
   spawnEgressRelayProcess,
 } from "./egress-relay-process.ts";
+import { type RelayUser, relayUserArgument, resolveRelayUser } from "./relay-user.ts";
 
 /** A token admitted by {@link EgressRelay.admit}. */
 export interface EgressAdmission {
@@ -54,6 +55,13 @@ export interface EgressRelayOptions {
   directory: string;
   /** Aborts the first start (until it listens). */
   signal?: AbortSignal | undefined;
+  /**
+   * Whom the relay becomes once its socket listens (it also sets no_new_privs and a seccomp filter allowing only the
+   * system calls of its loop): these ids, or `"self"` to keep this process's.
+   * @default `PAI_EGRESS_RELAY_USER` (`self`, `<uid>:<gid>` or a user name), else `nobody` when this process is
+   * root, else `"self"`
+   */
+  user?: RelayUser | undefined;
   /** How a relay that exited unexpectedly is started again. */
   restart?: RestartBackoffOptions | undefined;
   /**
@@ -71,7 +79,9 @@ export interface EgressRelayOptions {
  * is what admits), after removing the sockets of processes that are gone. The directory must exist and be this
  * process's. Each admitted connection's request head comes here to be decided; the relay then connects upstream
  * and moves the bytes both ways in the kernel (splice), reporting them. The relay does not keep this process
- * alive, and exits (removing the file) when this process does.
+ * alive, and exits when this process does; the file is removed then (by this process's exit handler; after a
+ * kill -9 of this process, by the next process that claims the directory, since the relay may run as another user
+ * that cannot remove it: see `user`).
  *
  * When the relay exits while this process lives (killed, out of memory, a crash), it is reported to `onError`
  * and started again on the same path after a wait (100 ms, doubling with each exit up to 10 s; back to 100 ms
@@ -93,6 +103,7 @@ export async function createEgressRelay(options: EgressRelayOptions): Promise<Eg
     platform: process.platform,
     architecture: process.arch,
   });
+  const user = relayUserArgument(resolveRelayUser(options.user));
   const path = await claimSocketPath(options.directory, ".sock");
   const fileName = basename(path);
   /** Every token admitted and not revoked: each relay that starts admits them all before it listens. */
@@ -103,7 +114,7 @@ export async function createEgressRelay(options: EgressRelayOptions): Promise<Eg
   let refusedEarlier = 0;
   let closed = false;
   const restarts = createRestartSchedule({
-    restart: () => watch(spawnEgressRelayProcess({ binary, path, admissions, holdProcess: false })),
+    restart: () => watch(spawnEgressRelayProcess({ binary, path, user, admissions, holdProcess: false })),
     backoff: options.restart,
     onError: options.onError,
   });
@@ -135,7 +146,7 @@ export async function createEgressRelay(options: EgressRelayOptions): Promise<Eg
     });
   };
 
-  const first = spawnEgressRelayProcess({ binary, path, admissions, holdProcess: true, signal });
+  const first = spawnEgressRelayProcess({ binary, path, user, admissions, holdProcess: true, signal });
   await first.listening;
   watch(first);
   const removeFile = () => {
