@@ -220,6 +220,11 @@ describe.skipIf(dockerOptedOut)("pai command line on the real engine", () => {
       expect(alive(pid)).toBe(true);
       await expectPluginServes(socket);
       expect(await readFile(log, "utf8")).toContain(`pai-disk: serving ${socket}`);
+      // It keeps only what mounting needs: CAP_SYS_ADMIN in its bounding set, no_new_privs.
+      const status = await readFile(`/proc/${pid}/status`, "utf8");
+      expect(/^NoNewPrivs:\s*(\d)/m.exec(status)?.[1]).toBe("1");
+      expect(/^CapBnd:\s*([0-9a-f]+)/m.exec(status)?.[1]).toBe((1n << 21n).toString(16).padStart(16, "0"));
+      expect(/^CapInh:\s*([0-9a-f]+)/m.exec(status)?.[1]).toBe("0".repeat(16));
 
       // A crash: the daemon dies, its socket file stays.
       process.kill(pid, "SIGKILL");

@@ -6,6 +6,7 @@ import { diskVolumePluginEntryPath } from "@pai/pool";
 import { diskPluginAnswers } from "./disk-plugin-answers.ts";
 import type { DiskPluginFiles } from "./disk-plugin-files.ts";
 import { diskPluginProcess } from "./disk-plugin-process.ts";
+import { findExecutable } from "./find-executable.ts";
 
 /** How long a started daemon may take to answer. */
 const startTimeoutMs = 30_000;
@@ -34,20 +35,29 @@ async function logTail(log: string): Promise<string> {
 }
 
 /**
- * The daemon, in a session of its own (no terminal's signals reach it), its output written straight to the open
- * file `logFd`. `node:child_process` rather than execa: the point is a raw process that outlives this one, with no
- * pipe to it and no handle holding this process (execa's types allow neither a file descriptor nor `unref`).
+ * What the daemon keeps of root's privileges: only `CAP_SYS_ADMIN` (mounting loop devices; mkfs works on the image
+ * file it owns) in its bounding set, none inheritable, and no_new_privs — with `setpriv` (util-linux), which runs it
+ * under them. Without `setpriv` it runs with root's.
  */
-function spawnDaemon(files: DiskPluginFiles, logFd: number): ChildProcess {
-  return spawn(
+const DAEMON_PRIVILEGES = ["--no-new-privs", "--inh-caps=-all", "--bounding-set=-all,+sys_admin"];
+
+/**
+ * The daemon, in a session of its own (no terminal's signals reach it), its output written straight to the open
+ * file `logFd`, with the privileges above when `setpriv` is at hand. `node:child_process` rather than execa: the
+ * point is a raw process that outlives this one, with no pipe to it and no handle holding this process (execa's
+ * types allow neither a file descriptor nor `unref`).
+ */
+function spawnDaemon(files: DiskPluginFiles, logFd: number, setpriv: string | undefined): ChildProcess {
+  const daemon = [
     process.execPath,
-    [diskVolumePluginEntryPath, "--socket", files.socket, "--state-dir", files.stateDir],
-    {
-      cwd: "/",
-      detached: true,
-      stdio: ["ignore", logFd, logFd],
-    },
-  );
+    diskVolumePluginEntryPath,
+    "--socket",
+    files.socket,
+    "--state-dir",
+    files.stateDir,
+  ];
+  const [command, ...args] = setpriv ? [setpriv, ...DAEMON_PRIVILEGES, "--", ...daemon] : daemon;
+  return spawn(command!, args, { cwd: "/", detached: true, stdio: ["ignore", logFd, logFd] });
 }
 
 /**
@@ -75,10 +85,12 @@ export async function startDiskPlugin(options: {
   const log = await open(files.log, "a");
   let daemon: ChildProcess;
   try {
+    const setpriv = await findExecutable("setpriv");
     await log.write(
-      `=== ${new Date().toISOString()} pai engine setup starting the disk plugin ${files.name}\n`,
+      `=== ${new Date().toISOString()} pai engine setup starting the disk plugin ${files.name}` +
+        (setpriv ? " (bounding set: sys_admin; no_new_privs)\n" : " (no setpriv: with root's privileges)\n"),
     );
-    daemon = spawnDaemon(files, log.fd);
+    daemon = spawnDaemon(files, log.fd, setpriv);
   } finally {
     await log.close();
   }
