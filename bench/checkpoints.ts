@@ -6,6 +6,7 @@ import { dockerSandbox, type ProvisionedSandbox } from "@pai/sandbox";
 import { execa } from "execa";
 import { benchImage, benchPoolId } from "./bench-containers.ts";
 import type { BenchRow } from "./bench-row.ts";
+import { benchRewindAndFork } from "./checkpoint-rewinds.ts";
 import { summarize } from "./stats.ts";
 
 const files = 1000;
@@ -24,7 +25,8 @@ async function changeOne(sandbox: ProvisionedSandbox, index: number, signal: Abo
  * Checkpoints of a workspace of 1,000 files (100 MiB) where one file changed since the last one: the time to take
  * one and the bytes it adds to the store, and a rewind (restore) of one changed file, each against copying the whole
  * workspace with `docker cp` out of the container (for a checkpoint) and into it (for a rewind), in alternating
- * rounds.
+ * rounds; then, on the same workspace through a runtime, a rewind and a fork to their first command
+ * ({@link benchRewindAndFork}).
  */
 export async function benchCheckpoints(options: { rounds: number }): Promise<BenchRow[]> {
   const binding = dockerSandbox({
@@ -93,6 +95,12 @@ export async function benchCheckpoints(options: { rounds: number }): Promise<Ben
   const copyingIn = summarize(copyIn);
   const workspace = `${files} files / ${totalMiB.toFixed(0)} MiB`;
   const allowed = 2 * fileBytes + 64 * 1024;
+  // Half as many rounds: each rewinds, forks a 100 MiB workspace and copies it out and in.
+  const rewinds = await benchRewindAndFork({
+    rounds: Math.max(4, Math.ceil(options.rounds / 2)),
+    files,
+    fileBytes,
+  });
   return [
     {
       name: `checkpoint of a workspace of ${workspace}, one file changed (vs docker cp out)`,
@@ -118,5 +126,6 @@ export async function benchCheckpoints(options: { rounds: number }): Promise<Ben
       ratio: rewinding.p50 / copyingIn.p50,
       note: "restore: the program compares the workspace with the manifest (stat, cached hashes) and gets the one file from the store; baseline: docker cp of the whole workspace (as copied out) into a second sandbox (its files then root's: a real rewind by copy would still have to give them back to the sandbox user)",
     },
+    ...rewinds,
   ];
 }

@@ -12,8 +12,14 @@ export interface CheckpointBlobStore {
   put(bytes: Uint8Array | AsyncIterable<Uint8Array>, options?: { signal?: AbortSignal }): Promise<StoredBlob>;
   /** The blob's bytes, or `undefined` when it is not stored. */
   get(digest: string): Promise<Readable | undefined>;
-  /** Removes every blob not in `keep` (the digests live checkpoints reference); resolves to what was freed. */
-  collect(keep: ReadonlySet<string>): Promise<{ blobs: number; bytes: number }>;
+  /**
+   * Removes every blob not in `keep` (the digests live checkpoints reference); resolves to what was freed. Stops,
+   * rejecting, once `signal` aborts (what was removed until then stays removed).
+   */
+  collect(
+    keep: ReadonlySet<string>,
+    options?: { signal?: AbortSignal },
+  ): Promise<{ blobs: number; bytes: number }>;
 }
 
 /** A blob as the store has it. */

@@ -101,6 +101,15 @@ describe("createFileCheckpointStore", () => {
     );
   });
 
+  it("stops a collect whose signal aborted, removing nothing more", async () => {
+    const store = createFileCheckpointStore({ directory, collectAfterMs: 0 });
+    const blob = await store.put(encode("unreferenced"));
+    const controller = new AbortController();
+    controller.abort(new Error("closing"));
+    await expect(store.collect(new Set(), { signal: controller.signal })).rejects.toThrow("closing");
+    expect(await store.has([blob.digest])).toEqual(new Set([blob.digest]));
+  });
+
   it("marks a blob found by has as in use, so a collect right after spares it", async () => {
     const store = createFileCheckpointStore({ directory });
     const reused = await store.put(encode("reused"));

@@ -131,7 +131,8 @@ export function createFileCheckpointStore(options: FileCheckpointStoreOptions): 
       }
     },
 
-    async collect(keep) {
+    async collect(keep, collectOptions) {
+      const signal = collectOptions?.signal;
       const freed = { blobs: 0, bytes: 0 };
       const before = Date.now() - collectAfterMs;
       const removeIfOld = async (path: string): Promise<number | undefined> => {
@@ -146,6 +147,7 @@ export function createFileCheckpointStore(options: FileCheckpointStoreOptions): 
         }
       };
       for (const name of await readdirOrEmpty(directory)) {
+        signal?.throwIfAborted();
         if (name.startsWith(temporaryPrefix)) {
           await removeIfOld(join(directory, name));
           continue;

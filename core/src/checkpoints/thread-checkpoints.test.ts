@@ -46,8 +46,15 @@ function memoryBlobStore(): CheckpointBlobStore & { blobs: Map<string, Uint8Arra
       const blob = blobs.get(digest);
       return blob ? Readable.from([blob]) : undefined;
     },
-    async collect() {
-      return { blobs: 0, bytes: 0 };
+    async collect(keep) {
+      const freed = { blobs: 0, bytes: 0 };
+      for (const [digest, blob] of blobs) {
+        if (keep.has(digest)) continue;
+        blobs.delete(digest);
+        freed.blobs += 1;
+        freed.bytes += blob.length;
+      }
+      return freed;
     },
   };
 }
@@ -234,6 +241,63 @@ describe("checkpoints at the end of runs", () => {
     expect(await runtime.listCheckpoints(threadId)).toEqual([]);
     await runtime.close();
     expect(() => runtimeWith({ keep: 0 })).toThrow(/keep/);
+  });
+});
+
+describe("collecting the blobs of dropped checkpoints", () => {
+  /** The text of every file blob the store holds (manifests left out). */
+  const fileBlobs = (blobs: Map<string, Uint8Array>) =>
+    [...blobs.values()]
+      .map((blob) => Buffer.from(blob).toString())
+      .filter((text) => !text.startsWith("{"))
+      .sort();
+
+  it("removes what retention, a rewind and a thread's deletion dropped; keeps what a checkpoint or a fork holds", async () => {
+    const { runtime, blobs, errors, send } = runtimeWith({ keep: 2 });
+    const first = await send("a=one");
+    const { threadId } = first;
+    await send("a=two", threadId);
+    await send("a=three", threadId);
+    // retention dropped the first checkpoint: its blob goes at the next pass, the other two stay
+    expect(fileBlobs(blobs.blobs)).toEqual(["one", "three", "two"]);
+    await runtime.sweep();
+    expect(fileBlobs(blobs.blobs)).toEqual(["three", "two"]);
+
+    const kept = await runtime.listCheckpoints(threadId);
+    const fork = await runtime.forkThread({
+      threadId,
+      atMessageId: kept[0]!.messageId,
+      identity: { u: "x" },
+    });
+    await runtime.rewindThread({ threadId, toMessageId: first.messages[0]!.id, identity: { u: "x" } });
+    // the rewind dropped both of the thread's checkpoints; the fork's copy of the first still holds "two"
+    await runtime.sweep();
+    expect(fileBlobs(blobs.blobs)).toEqual(["two"]);
+    expect(filesOf(runtime, fork.threadId)).toEqual({ a: "two" });
+
+    await runtime.deleteThread(fork.threadId);
+    await runtime.sweep();
+    expect(blobs.blobs.size).toBe(0);
+    expect(errors).toEqual([]);
+    await runtime.close();
+  });
+
+  it("passes over a checkpoint whose manifest is gone, reporting it, and still collects", async () => {
+    const { runtime, blobs, errors, send } = runtimeWith({ keep: 1 });
+    const { threadId } = await send("a=one");
+    const [lost] = await runtime.listCheckpoints(threadId);
+    await send("a=two", threadId);
+    // a record of another thread naming a manifest the store does not have
+    await runtime.store.putCheckpoint({
+      ...lost!,
+      id: "lost",
+      threadId: "other",
+      manifestDigest: "0".repeat(64),
+    });
+    await runtime.sweep();
+    expect(fileBlobs(blobs.blobs)).toEqual(["two"]);
+    expect(errors).toMatchObject([{ code: "NOT_FOUND" }]);
+    await runtime.close();
   });
 });
 

@@ -4,6 +4,7 @@ import type { ProvisionedResource } from "../capabilities/capability-binding.ts"
 import { PaiError } from "../errors/pai-error.ts";
 import type { CheckpointRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { CheckpointBlobStore } from "./checkpoint-blob-store.ts";
+import { workspaceManifestBlobs } from "./stored-workspace-manifest.ts";
 
 /** How a runtime checkpoints its threads' resources (`createAgentRuntime({ checkpoints })`). */
 export interface CheckpointOptions {
@@ -15,11 +16,19 @@ export interface CheckpointOptions {
   maxBytesPerThread?: number;
   /** How long one checkpoint may take before it is given up (the run is not held longer). @default 60000 */
   timeoutMs?: number;
+  /**
+   * How often the runtime removes the blobs no checkpoint references any more (dropped by retention or a rewind, or
+   * of deleted threads), from the runtime's maintenance pass. @default 600000 (10 minutes)
+   */
+  collectIntervalMs?: number;
 }
 
 const DEFAULT_KEEP = 20;
 const DEFAULT_MAX_BYTES_PER_THREAD = 1024 ** 3;
 const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_COLLECT_INTERVAL_MS = 600_000;
+/** Manifests whose blob lists a runtime remembers between collections (each list at most 100,001 digests). */
+const maxRememberedManifests = 2000;
 
 /** What {@link createThreadCheckpoints} needs of the runtime. */
 export interface ThreadCheckpointsOptions extends CheckpointOptions {
@@ -42,6 +51,15 @@ export interface ThreadCheckpoints {
     messages: readonly UIMessage[],
     resources: readonly CheckpointedResource[],
   ): Promise<void>;
+  /** How often {@link collect} is to run. */
+  readonly collectIntervalMs: number;
+  /**
+   * Removes from the blob store every blob that no checkpoint record in the thread store references (of any thread,
+   * taken by any process sharing the store); resolves to what was freed. A checkpoint whose manifest cannot be read
+   * is reported and its blobs are not counted as kept (it cannot be restored anyway). Blobs a checkpoint being taken
+   * right now stores are spared by the store (`collectAfterMs`).
+   */
+  collect(signal: AbortSignal): Promise<{ blobs: number; bytes: number }>;
 }
 
 /** Checkpoints taken into `options.store`, recorded in `options.threads`. */
@@ -52,6 +70,12 @@ export function createThreadCheckpoints(options: ThreadCheckpointsOptions): Thre
     "checkpoints.maxBytesPerThread",
   );
   const timeoutMs = positiveInteger(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, "checkpoints.timeoutMs");
+  const collectIntervalMs = positiveInteger(
+    options.collectIntervalMs ?? DEFAULT_COLLECT_INTERVAL_MS,
+    "checkpoints.collectIntervalMs",
+  );
+  /** The blobs of manifests expanded before: a manifest's blobs never change (it is named by its digest). */
+  const manifestBlobs = new Map<string, readonly string[]>();
 
   async function takeOne(threadId: string, messageId: string, entry: CheckpointedResource): Promise<void> {
     const checkpoints = entry.resource.checkpoints;
@@ -92,7 +116,47 @@ export function createThreadCheckpoints(options: ThreadCheckpointsOptions): Thre
     if (dropped.size > 0) await options.threads.deleteCheckpoints(threadId, [...dropped]);
   }
 
+  /** Adds the blobs of each manifest in `digests` to `keep`. */
+  async function expand(digests: Iterable<string>, keep: Set<string>, signal: AbortSignal): Promise<void> {
+    for (const manifestDigest of digests) {
+      let blobs = manifestBlobs.get(manifestDigest);
+      if (!blobs) {
+        try {
+          blobs = [...(await workspaceManifestBlobs({ store: options.store, manifestDigest, signal }))];
+        } catch (error) {
+          // Only a checkpoint that cannot be restored is passed over; any other failure stops the collection.
+          if (!PaiError.isInstance(error) || (error.code !== "NOT_FOUND" && error.code !== "STORE_CORRUPT"))
+            throw error;
+          options.onError(error);
+          continue;
+        }
+        if (manifestBlobs.size >= maxRememberedManifests) manifestBlobs.clear();
+        manifestBlobs.set(manifestDigest, blobs);
+      }
+      for (const blob of blobs) keep.add(blob);
+    }
+  }
+
   return {
+    collectIntervalMs,
+
+    async collect(signal) {
+      const keep = new Set<string>();
+      const expanded = new Set<string>();
+      // Listed again until no new checkpoint appeared while manifests were read, so the collection starts right after
+      // a listing: the blobs of a checkpoint recorded after it were stored (or found) just before, and are too young
+      // for the store to remove.
+      for (;;) {
+        const fresh = (await options.threads.listCheckpointDigests()).filter(
+          (digest) => !expanded.has(digest),
+        );
+        if (fresh.length === 0) break;
+        await expand(fresh, keep, signal);
+        for (const digest of fresh) expanded.add(digest);
+      }
+      return options.store.collect(keep, { signal });
+    },
+
     async afterRun(threadId, messages, resources) {
       const messageId = messages.at(-1)?.id;
       const checkpointed = resources.filter((entry) => entry.resource.checkpoints);

@@ -185,7 +185,7 @@ export interface AgentRuntime {
   /**
    * Runs the background maintenance now (it also runs on timers): heartbeat, dead owners' runs marked
    * `interrupted` with their open calls closed, dead owners' leases taken over or freed and their containers
-   * reaped, leases handed over when asked, idle leases released.
+   * reaped, leases handed over when asked, idle leases released, checkpoint blobs no checkpoint references removed.
    */
   sweep(): Promise<void>;
   /** Active capability leases. */
@@ -298,6 +298,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     owners,
     threadLeases,
     capabilities,
+    checkpoints,
     intervals: {
       ...(options.heartbeatIntervalMs !== undefined
         ? { heartbeatIntervalMs: options.heartbeatIntervalMs }

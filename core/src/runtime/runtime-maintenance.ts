@@ -1,4 +1,5 @@
 import type { CapabilityManager } from "../capabilities/capability-manager.ts";
+import type { ThreadCheckpoints } from "../checkpoints/thread-checkpoints.ts";
 import type { OwnerRegistry } from "../ownership/owner-registry.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
 import { freeGoneOwnersThreads, interruptDeadRuns } from "./interrupt-dead-runs.ts";
@@ -37,7 +38,8 @@ export interface RuntimeMaintenance {
  * capability leases in the store (handovers); every reconcile interval it interrupts dead owners' runs, frees the
  * threads of those whose process is known gone, takes over or frees their leases and has the bindings reap, then
  * forgets the dead owners every binding has dealt with, and deletes the stored streams of runs that ended a minute
- * ago; every idle interval it releases idle leases. A pass never overlaps the previous one; errors go to `onError`
+ * ago; every idle interval it releases idle leases; every collect interval of `checkpoints` it removes the
+ * checkpoint blobs nothing references. A pass never overlaps the previous one; errors go to `onError`
  * and the next pass tries again. The first pass runs at once, so a process that starts after another on its
  * machine died has that one's runs ended and its threads free once `started` resolves.
  */
@@ -46,15 +48,20 @@ export function createRuntimeMaintenance(options: {
   owners: OwnerRegistry;
   threadLeases: ThreadRunLeases;
   capabilities: CapabilityManager;
+  /** The runtime's checkpoints, whose unreferenced blobs are collected every `collectIntervalMs`. */
+  checkpoints?: Pick<ThreadCheckpoints, "collect" | "collectIntervalMs"> | undefined;
   intervals?: MaintenanceIntervals;
   onError: (error: unknown) => void;
 }): RuntimeMaintenance {
-  const { store, owners, threadLeases, capabilities, onError } = options;
+  const { store, owners, threadLeases, capabilities, checkpoints, onError } = options;
   const heartbeatIntervalMs = options.intervals?.heartbeatIntervalMs ?? 5000;
   const reconcileIntervalMs = options.intervals?.reconcileIntervalMs ?? 15_000;
   const sweepIdleIntervalMs = options.intervals?.sweepIdleIntervalMs ?? 30_000;
   let lastReconcile = Number.NEGATIVE_INFINITY;
   let lastSweep = Date.now();
+  let lastCollect = Date.now();
+  /** Aborted by `close`: a collection under way stops. */
+  const closing = new AbortController();
   let running: Promise<void> = Promise.resolve();
   let beating: Promise<void> | undefined;
   let closed = false;
@@ -79,7 +86,11 @@ export function createRuntimeMaintenance(options: {
     return current;
   };
 
-  async function pass(force: boolean): Promise<void> {
+  /**
+   * One pass; `force` runs every step now. The first pass (`first`) leaves the collection of checkpoint blobs to
+   * the timer: it walks the whole blob store, and the start waits for the first pass.
+   */
+  async function pass(force: boolean, first = false): Promise<void> {
     const now = Date.now();
     const live = await owners.liveOwners().catch((error: unknown) => {
       onError(error);
@@ -101,14 +112,18 @@ export function createRuntimeMaintenance(options: {
       lastSweep = now;
       await step(() => capabilities.sweepIdle());
     }
+    if (checkpoints && !first && (force || now - lastCollect >= checkpoints.collectIntervalMs)) {
+      lastCollect = now;
+      await step(() => checkpoints.collect(closing.signal));
+    }
   }
 
-  const enqueue = (force: boolean) => {
-    running = running.then(() => (closed ? undefined : pass(force)));
+  const enqueue = (force: boolean, first = false) => {
+    running = running.then(() => (closed ? undefined : pass(force, first)));
     return running;
   };
 
-  const started = beat().then(() => enqueue(true));
+  const started = beat().then(() => enqueue(true, true));
   let ticking = false;
   const timer = setInterval(() => {
     if (closed) return;
@@ -128,6 +143,7 @@ export function createRuntimeMaintenance(options: {
     async close() {
       closed = true;
       clearInterval(timer);
+      closing.abort();
       await Promise.all([running, beating]);
     },
   };

@@ -38,7 +38,10 @@ export interface ThreadStoreParts {
     | "claimPendingAction"
   >;
   /** Checkpoints of threads' resources (the blobs live in the runtime's checkpoint store). */
-  checkpoints: Pick<ThreadStore, "putCheckpoint" | "listCheckpoints" | "deleteCheckpoints">;
+  checkpoints: Pick<
+    ThreadStore,
+    "putCheckpoint" | "listCheckpoints" | "deleteCheckpoints" | "listCheckpointDigests"
+  >;
   /** Capability leases and their handovers between owners. */
   leases: Pick<
     ThreadStore,

@@ -997,6 +997,22 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       expect(await store.listCheckpoints("t2")).toEqual([checkpoint({ id: "k3", threadId: "t2" })]);
     });
 
+    it("lists the manifest digest of every thread's checkpoints once, and forgets those deleted", async () => {
+      const digest = (n: number) => String(n).repeat(64);
+      expect(await store.listCheckpointDigests()).toEqual([]);
+      await store.putCheckpoint(checkpoint({ id: "k1", manifestDigest: digest(1) }));
+      await store.putCheckpoint(checkpoint({ id: "k2", manifestDigest: digest(2), createdAt: 2000 }));
+      // a fork's copy of a checkpoint: the same manifest on another thread
+      await store.putCheckpoint(checkpoint({ id: "k3", threadId: "t2", manifestDigest: digest(1) }));
+      await store.putCheckpoint(checkpoint({ id: "k4", threadId: "t3", manifestDigest: digest(3) }));
+      expect((await store.listCheckpointDigests()).sort()).toEqual([digest(1), digest(2), digest(3)]);
+
+      await store.deleteCheckpoints("t1", ["k1", "k2"]);
+      expect((await store.listCheckpointDigests()).sort()).toEqual([digest(1), digest(3)]);
+      await store.deleteCheckpoints("t2", ["k3"]);
+      expect(await store.listCheckpointDigests()).toEqual([digest(3)]);
+    });
+
     it("refuses a malformed checkpoint or id with INVALID_ARGUMENT and stores nothing", async () => {
       const digest = "0123456789abcdef".repeat(4);
       const malformed: CheckpointRecord[] = [

@@ -346,6 +346,11 @@ export interface ThreadStore {
   /** Deletes the thread's checkpoints named (retention, a rewind that dropped the messages after them). */
   deleteCheckpoints(threadId: string, ids: readonly string[]): Promise<void>;
   /**
+   * The manifest digest of every thread's checkpoints, each once (in no particular order): what the checkpoint blob
+   * store must keep when it collects.
+   */
+  listCheckpointDigests(): Promise<string[]>;
+  /**
    * Compare-and-set of a lease's owner: sets `ownerId` to `to` (and clears `handoverTo`) only while it is `from`
    * (`undefined`: a lease recorded without an owner). True when this call changed it; false for a missing lease.
    */

@@ -28,5 +28,10 @@ export function memoryCheckpointMethods(tables: MemoryTables): ThreadStoreParts[
         if (checkpoints.get(id)?.threadId === threadId) checkpoints.delete(id);
       }
     },
+
+    async listCheckpointDigests() {
+      assertOpen(tables);
+      return [...new Set([...checkpoints.values()].map((checkpoint) => checkpoint.manifestDigest))];
+    },
   };
 }

@@ -22,6 +22,11 @@ export function postgresCheckpointMethods(connection: PostgresConnection): Threa
         const ids = parseStoreInput(schemas.checkpointIds, input, "checkpoint ids");
         await query("deleteCheckpoints", [threadId, ids]);
       }),
+
+    listCheckpointDigests: () =>
+      use("read", async () =>
+        (await query("listCheckpointDigests", [])).map((row) => String(row.manifest_digest)),
+      ),
   };
 }
 
@@ -37,5 +42,6 @@ function checkpointStatements(s: string) {
       ORDER BY created_at, id`,
     /** Only the thread's own: an id of another thread's checkpoint is left alone. */
     deleteCheckpoints: `DELETE FROM ${s}.checkpoints WHERE thread_id = $1 AND id = ANY($2::text[])`,
+    listCheckpointDigests: `SELECT DISTINCT manifest_digest FROM ${s}.checkpoints`,
   };
 }

@@ -22,6 +22,9 @@ export function sqliteCheckpointMethods(connection: SqliteConnection): ThreadSto
         const ids = parseStoreInput(schemas.checkpointIds, input, "checkpoint ids");
         s.deleteCheckpoints.run(threadId, JSON.stringify(ids));
       }),
+
+    listCheckpointDigests: () =>
+      use("read", () => s.listCheckpointDigests.all().map((row) => String(row.manifest_digest))),
   };
 }
 
@@ -40,5 +43,6 @@ function prepareCheckpointStatements(db: DatabaseSync) {
     deleteCheckpoints: db.prepare(
       "DELETE FROM checkpoints WHERE thread_id = ? AND id IN (SELECT value FROM json_each(?))",
     ),
+    listCheckpointDigests: db.prepare("SELECT DISTINCT manifest_digest FROM checkpoints"),
   } satisfies Record<string, StatementSync>;
 }
