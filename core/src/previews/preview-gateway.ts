@@ -1,16 +1,24 @@
-import {
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type ServerResponse,
-} from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { type Duplex, Readable } from "node:stream";
 import { PaiError } from "../errors/pai-error.ts";
 import { refuseUpgrade, toFetchHeaders } from "../http/upgrade-socket.ts";
-import { decidePreviewAccess, type PreviewAccessDecision, withoutCookie } from "./preview-access.ts";
-import { PREVIEW_TOKEN_COOKIE, PREVIEW_TOKEN_PARAM, parsePreviewHost } from "./preview-origin.ts";
+import { decidePreviewAccess, type PreviewAccessDecision } from "./preview-access.ts";
+import {
+  forwardedHeaders,
+  requestHead,
+  responseHeaderPairs,
+  responseHeaders,
+  withoutTokenParam,
+} from "./preview-headers.ts";
+import { parsePreviewHost } from "./preview-origin.ts";
 import type { PreviewEntry, PreviewRegistry } from "./preview-registry.ts";
 import type { PreviewRequestEvent } from "./preview-request-event.ts";
+import {
+  PreviewUpstream,
+  requestUpstream,
+  type UpstreamRequestError,
+  upstreamBytesRead,
+} from "./preview-upstream.ts";
 
 /** Options of {@link createPreviewGateway}. */
 export interface PreviewGatewayOptions {
@@ -36,23 +44,14 @@ export interface PreviewGateway {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, id: string): Promise<void>;
 }
 
-/** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
-
-/** What the request paths of a gateway share: the registry, the way to the port, and the access decision. */
+/**
+ * What the request paths of a gateway share: the registry, the way to the port (new connections, and each
+ * preview's kept-alive ones), and the access decision.
+ */
 interface GatewayContext {
   registry: PreviewRegistry;
   connect: PreviewGatewayOptions["connect"];
+  upstreamOf(entry: PreviewEntry): PreviewUpstream;
   decide(
     entry: PreviewEntry | undefined,
     method: string,
@@ -65,9 +64,19 @@ interface GatewayContext {
 /** Serves previews over the connections `options.connect` opens. */
 export function createPreviewGateway(options: PreviewGatewayOptions): PreviewGateway {
   const { registry } = options;
+  // by entry: a closed preview's upstream goes with it (its connections were closed with the preview)
+  const upstreams = new WeakMap<PreviewEntry, PreviewUpstream>();
   const gateway: GatewayContext = {
     registry,
     connect: options.connect,
+    upstreamOf(entry) {
+      let upstream = upstreams.get(entry);
+      if (!upstream) {
+        upstream = new PreviewUpstream((signal) => connectTracked(gateway, entry, signal));
+        upstreams.set(entry, upstream);
+      }
+      return upstream;
+    },
     decide: (entry, method, url, cookie, request) =>
       decidePreviewAccess(entry, {
         method,
@@ -108,53 +117,28 @@ async function handleRequest(gateway: GatewayContext, request: Request, id: stri
       },
     });
   }
-  const live = entry as PreviewEntry;
-  const opened = await openTracked(gateway, live, request.signal, { base, startedAt });
-  if (!("connection" in opened)) return errorResponse(opened.status, opened.code, opened.reason);
-  const { connection } = opened;
-  const down = countData(connection);
-  let up = () => 0;
-  const finish = (status: number, reason?: string) =>
-    gateway.registry.report({
-      ...base,
-      decision: "allowed",
-      status,
-      ...(reason ? { reason } : {}),
-      bytesUp: up(),
-      bytesDown: down(),
-      durationMs: elapsed(startedAt),
-    });
-  try {
-    const response = await forward(request, url, live, connection, (source) => {
-      up = countData(source);
-    });
-    const body = response.body;
-    if (!body) {
-      finish(response.status);
-      connection.destroy();
-      return response;
-    }
-    return new Response(
-      body.pipeThrough(
-        new TransformStream({
-          flush: () => {
-            finish(response.status);
-            connection.destroy();
-          },
-        }),
-      ),
-      { status: response.status, statusText: response.statusText, headers: response.headers },
-    );
-  } catch (error) {
-    connection.destroy();
-    const reason = error instanceof Error ? error.message : String(error);
-    finish(502, reason);
-    return errorResponse(
-      502,
-      "PREVIEW_UNREACHABLE",
-      `the server on port ${live.port} did not answer: ${reason}`,
-    );
+  const exchanged = await exchange(gateway, entry as PreviewEntry, {
+    method: request.method,
+    url,
+    headers: Object.fromEntries(request.headers),
+    body: request.body ? Readable.fromWeb(request.body as never) : undefined,
+    signal: request.signal,
+    event: { base, startedAt },
+  });
+  if (!("incoming" in exchanged)) return errorResponse(exchanged.status, exchanged.code, exchanged.reason);
+  const { incoming, report } = exchanged;
+  const init = {
+    status: incoming.statusCode ?? 502,
+    statusText: incoming.statusMessage ?? "",
+    headers: responseHeaders(incoming),
+  };
+  if (request.method === "HEAD" || init.status === 204 || init.status === 304) {
+    incoming.resume();
+    report();
+    return new Response(null, init);
   }
+  const body = Readable.toWeb(incoming) as ReadableStream<Uint8Array>;
+  return new Response(body.pipeThrough(new TransformStream({ flush: report })), init);
 }
 
 async function handleNodeRequest(
@@ -184,47 +168,26 @@ async function handleNodeRequest(
     res.end();
     return;
   }
-  const live = entry as PreviewEntry;
   const controller = new AbortController();
   res.once("close", () => controller.abort());
-  const opened = await openTracked(gateway, live, controller.signal, { base, startedAt });
-  if (!("connection" in opened)) return sendError(res, opened.status, opened.code, opened.reason);
-  const { connection } = opened;
-  const up = countData(req);
-  const down = countData(connection);
-  let status = 502;
-  let reason: string | undefined;
-  res.once("close", () => {
-    connection.destroy();
-    gateway.registry.report({
-      ...base,
-      decision: "allowed",
-      status,
-      ...(reason ? { reason } : {}),
-      bytesUp: up(),
-      bytesDown: down(),
-      durationMs: elapsed(startedAt),
-    });
-  });
-  const outgoing = httpRequest({
+  const exchanged = await exchange(gateway, entry as PreviewEntry, {
     method,
-    path: withoutTokenParam(url),
-    headers: forwardedHeaders(req.headers, live, url, false),
-    createConnection: () => connection as never,
+    url,
+    headers: req.headers,
+    body: hasBody(req) ? req : undefined,
+    signal: controller.signal,
+    event: { base, startedAt },
   });
-  outgoing.once("error", (error) => {
-    reason = error.message;
-    if (res.headersSent) res.destroy();
-    else
-      sendError(res, 502, "PREVIEW_UNREACHABLE", `the server on port ${live.port} did not answer: ${reason}`);
-  });
-  outgoing.once("response", (incoming) => {
-    status = incoming.statusCode ?? 502;
-    res.writeHead(status, incoming.statusMessage ?? "", responseHeaderPairs(incoming).flat());
-    incoming.pipe(res);
-    incoming.once("error", () => res.destroy());
-  });
-  req.pipe(outgoing);
+  if (!("incoming" in exchanged)) return sendError(res, exchanged.status, exchanged.code, exchanged.reason);
+  const { incoming, report } = exchanged;
+  res.once("close", report);
+  res.writeHead(
+    incoming.statusCode ?? 502,
+    incoming.statusMessage ?? "",
+    responseHeaderPairs(incoming).flat(),
+  );
+  incoming.pipe(res);
+  incoming.once("error", () => res.destroy());
 }
 
 async function tunnelUpgrade(
@@ -280,125 +243,94 @@ async function tunnelUpgrade(
   });
 }
 
+/** A request to a preview's port, from the browser's. */
+interface ExchangeOptions {
+  method: string;
+  /** What the browser asked for. */
+  url: URL;
+  /** The browser's headers. */
+  headers: IncomingHttpHeaders | Record<string, string>;
+  body: Readable | undefined;
+  /** Ends the exchange (the browser went away). */
+  signal: AbortSignal;
+  event: { base: ReturnType<typeof eventBase>; startedAt: number };
+}
+
+/** The port's response to an {@link exchange}, and how to report the request once the response is over. */
+interface Exchanged {
+  incoming: IncomingMessage;
+  /** Reports the request as served, with the port's status (once; call it when the response is over). */
+  report(): void;
+}
+
 /**
- * Sends `request` to the port over `connection` and resolves with the port's response, its body streaming.
- * `onBody` gets the request body's stream, when there is one.
+ * Sends a browser's request to the preview's port over its kept-alive connections ({@link PreviewUpstream}) and
+ * resolves with the response, its body streaming. A failure is reported as the request's event and returned for
+ * the caller to answer with.
  */
-function forward(
-  request: Request,
-  url: URL,
-  entry: PreviewEntry,
-  connection: Duplex,
-  onBody: (source: Readable) => void,
-): Promise<Response> {
-  return new Promise<Response>((resolve, reject) => {
-    const outgoing = httpRequest({
-      method: request.method,
-      path: withoutTokenParam(url),
-      headers: forwardedHeaders(Object.fromEntries(request.headers), entry, url, false),
-      createConnection: () => connection as never,
-      signal: request.signal,
+async function exchange(
+  gateway: GatewayContext,
+  live: PreviewEntry,
+  options: ExchangeOptions,
+): Promise<Exchanged | ConnectFailure> {
+  const { base, startedAt } = options.event;
+  const up = options.body ? countData(options.body) : () => 0;
+  let down = () => 0;
+  const event = (status: number, reason?: string) =>
+    gateway.registry.report({
+      ...base,
+      decision: "allowed",
+      status,
+      ...(reason ? { reason } : {}),
+      bytesUp: up(),
+      bytesDown: down(),
+      durationMs: elapsed(startedAt),
     });
-    outgoing.once("error", reject);
-    outgoing.once("response", (incoming) => {
-      const body =
-        request.method === "HEAD" || incoming.statusCode === 204 || incoming.statusCode === 304
-          ? null
-          : (Readable.toWeb(incoming) as ReadableStream<Uint8Array>);
-      if (!body) incoming.resume();
-      resolve(
-        new Response(body, {
-          status: incoming.statusCode ?? 502,
-          statusText: incoming.statusMessage ?? "",
-          headers: responseHeaders(incoming),
-        }),
-      );
+  let incoming: IncomingMessage;
+  try {
+    incoming = await requestUpstream({
+      upstream: gateway.upstreamOf(live),
+      method: options.method,
+      path: withoutTokenParam(options.url),
+      headers: forwardedHeaders(options.headers, live, options.url, false),
+      body: options.body,
+      signal: options.signal,
+      onConnection(connection) {
+        const from = upstreamBytesRead(connection);
+        down = () => upstreamBytesRead(connection) - from;
+      },
     });
-    if (request.body) {
-      const source = Readable.fromWeb(request.body as never);
-      onBody(source);
-      source.once("error", (error) => outgoing.destroy(error));
-      source.pipe(outgoing);
-    } else {
-      outgoing.end();
-    }
+  } catch (error) {
+    const { cause, connected } = error as UpstreamRequestError;
+    if (!connected) return unconnected(gateway, cause, options.event);
+    const reason = error instanceof Error ? error.message : String(error);
+    event(502, reason);
+    return {
+      status: 502,
+      code: "PREVIEW_UNREACHABLE",
+      reason: `the server on port ${live.port} did not answer: ${reason}`,
+    };
+  }
+  // the connection serves the next request once this response is read: its bytes are this request's until then
+  incoming.once("end", () => {
+    const total = down();
+    down = () => total;
   });
+  let reported = false;
+  return {
+    incoming,
+    report() {
+      if (reported) return;
+      reported = true;
+      event(incoming.statusCode ?? 502);
+    },
+  };
 }
 
-/**
- * The headers the port's server gets: the browser's, less hop-by-hop ones (unless `upgrade`) and the preview's
- * token cookie, with its own `Host` (`localhost:<port>`) and where the browser was in `X-Forwarded-*`.
- */
-function forwardedHeaders(
-  incoming: IncomingHttpHeaders | Record<string, string>,
-  entry: PreviewEntry,
-  url: URL,
-  upgrade: boolean,
-): Record<string, string | string[]> {
-  const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(incoming)) {
-    if (value === undefined) continue;
-    const lower = name.toLowerCase();
-    if (lower === "host" || lower.startsWith("x-forwarded-")) continue;
-    if (HOP_BY_HOP.has(lower) && !(upgrade && (lower === "connection" || lower === "upgrade"))) continue;
-    headers[lower] = value;
-  }
-  const cookie = withoutCookie(
-    typeof headers.cookie === "string" ? headers.cookie : undefined,
-    PREVIEW_TOKEN_COOKIE,
-  );
-  if (cookie === undefined) delete headers.cookie;
-  else headers.cookie = cookie;
-  headers.host = `localhost:${entry.port}`;
-  headers["x-forwarded-host"] = url.host;
-  headers["x-forwarded-proto"] = url.protocol.replace(":", "");
-  return headers;
-}
-
-/** The port's response headers for the browser: no hop-by-hop ones, and cookies only for the preview's own host. */
-function responseHeaders(incoming: IncomingMessage): Headers {
-  const headers = new Headers();
-  for (const [name, value] of responseHeaderPairs(incoming)) headers.append(name, value);
-  return headers;
-}
-
-/** {@link responseHeaders} as the name/value pairs Node's `writeHead` takes, in order. */
-function responseHeaderPairs(incoming: IncomingMessage): Array<[string, string]> {
-  const pairs: Array<[string, string]> = [];
-  const raw = incoming.rawHeaders;
-  for (let at = 0; at + 1 < raw.length; at += 2) {
-    const name = raw[at]!.toLowerCase();
-    const value = raw[at + 1]!;
-    if (HOP_BY_HOP.has(name) || (name === "content-length" && incoming.headers["transfer-encoding"]))
-      continue;
-    pairs.push([name, name === "set-cookie" ? hostOnlyCookie(value) : value]);
-  }
-  return pairs;
-}
-
-/** A `Set-Cookie` value without a `Domain` attribute: a preview sets cookies for its own host only. */
-function hostOnlyCookie(value: string): string {
-  return value
-    .split(";")
-    .filter((part, index) => index === 0 || !/^\s*domain\s*=/i.test(part))
-    .join(";");
-}
-
-/** The path and query of `url` without the preview's token parameter. */
-function withoutTokenParam(url: URL): string {
-  if (!url.searchParams.has(PREVIEW_TOKEN_PARAM)) return url.pathname + url.search;
-  const clean = new URL(url);
-  clean.searchParams.delete(PREVIEW_TOKEN_PARAM);
-  return clean.pathname + clean.search;
-}
-
-/** An HTTP/1.1 request head. Node's parser validated the header names and values the browser sent. */
-function requestHead(method: string, path: string, headers: Record<string, string | string[]>): string {
-  const lines = [`${method} ${path} HTTP/1.1`];
-  for (const [name, value] of Object.entries(headers)) {
-    for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
-  }
-  return `${lines.join("\r\n")}\r\n\r\n`;
+/** Whether a browser's request has a body (a length other than 0, or chunks). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }
 
 /** Why a connection to a preview's port failed, as the request is answered. */
@@ -419,14 +351,32 @@ async function openTracked(
   event: { base: ReturnType<typeof eventBase>; startedAt: number },
 ): Promise<{ connection: Duplex } | ConnectFailure> {
   try {
-    const connection = await gateway.connect(live, signal);
-    gateway.registry.track(live.id, connection);
-    return { connection };
+    return { connection: await connectTracked(gateway, live, signal) };
   } catch (error) {
-    const failure = unreachable(error);
-    reportUnconnected(gateway, event.base, failure.event, event.startedAt);
-    return { status: failure.event.status, code: failure.code, reason: failure.event.reason };
+    return unconnected(gateway, error, event);
   }
+}
+
+/** A new connection to the preview's port, tracked: closing the preview ends it. */
+async function connectTracked(
+  gateway: GatewayContext,
+  live: PreviewEntry,
+  signal: AbortSignal,
+): Promise<Duplex> {
+  const connection = await gateway.connect(live, signal);
+  gateway.registry.track(live.id, connection);
+  return connection;
+}
+
+/** Reports a request whose connection to the port failed with `error`, and says how to answer it. */
+function unconnected(
+  gateway: GatewayContext,
+  error: unknown,
+  event: { base: ReturnType<typeof eventBase>; startedAt: number },
+): ConnectFailure {
+  const failure = unreachable(error);
+  reportUnconnected(gateway, event.base, failure.event, event.startedAt);
+  return { status: failure.event.status, code: failure.code, reason: failure.event.reason };
 }
 
 /** Reports a request whose bytes never reached the port: refused, redirected to set the token cookie, or failed. */

@@ -1,5 +1,6 @@
+import { once } from "node:events";
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
-import { type AddressInfo, connect } from "node:net";
+import { type AddressInfo, connect, createServer as createNetServer, type Socket } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import { z } from "zod";
@@ -38,6 +39,8 @@ let appPort: number;
 let boxServer: Server;
 let boxPort: number;
 let runtime: AgentRuntime;
+/** The handler as a fetch function (the app's server uses its Node route). */
+let fetchHandler: (request: Request) => Promise<Response>;
 let events: PreviewRequestEvent[];
 let exposed: PortPreview | undefined;
 /** What the model asks the next `expose` call for. */
@@ -170,6 +173,7 @@ beforeEach(async () => {
       return user ? { userId: user } : null;
     },
   });
+  fetchHandler = handler;
   app = createServer(toNodeListener(handler));
   app.on("upgrade", handler.upgrade);
   await new Promise<void>((resolve) => app.listen(0, "127.0.0.1", resolve));
@@ -387,6 +391,109 @@ describe("previews through createPaiHandler", () => {
     expect(response.status).toBe(502);
     expect(JSON.parse(response.body.toString()).error.code).toBe("PREVIEW_UNREACHABLE");
     await new Promise<void>((resolve) => boxServer.listen(boxPort, "127.0.0.1", resolve));
+  });
+
+  it("keeps one connection to the port for a preview's requests, each request's bytes its own", async () => {
+    const preview = await openPreview();
+    const accepted: Socket[] = [];
+    boxServer.on("connection", (socket) => accepted.push(socket));
+    const headers = { cookie: cookieOf(preview) };
+    for (const path of ["/a", "/b", "/c"]) {
+      expect((await send({ path, host: hostOf(preview), headers })).status).toBe(200);
+    }
+    expect(accepted).toHaveLength(1);
+    const served = events.filter((event) => event.decision === "allowed");
+    expect(served.map((event) => event.path)).toEqual(["/a", "/b", "/c"]);
+    // the same response each time: the same bytes, not a running total of the connection's
+    const [first] = served;
+    expect(first!.bytesDown).toBeGreaterThan(0);
+    expect(served.map((event) => event.bytesDown)).toEqual([
+      first!.bytesDown,
+      first!.bytesDown,
+      first!.bytesDown,
+    ]);
+  });
+
+  it("serves the fetch-style handler the same way, over the kept connection", async () => {
+    const preview = await openPreview();
+    const accepted: Socket[] = [];
+    boxServer.on("connection", (socket) => accepted.push(socket));
+    const headers = { cookie: cookieOf(preview), host: hostOf(preview) };
+    const fetchPreview = async (path: string, init: RequestInit = {}) => {
+      const response = await fetchHandler(
+        new Request(`http://${hostOf(preview)}${path}`, { ...init, headers }),
+      );
+      const text = await response.text();
+      // the next request comes on a later turn of the event loop, as one from the network does
+      await new Promise((resolve) => setImmediate(resolve));
+      return { status: response.status, text };
+    };
+    const posted = await fetchPreview("/form", { method: "POST", body: "abcd" });
+    expect(posted.status).toBe(200);
+    expect(JSON.parse(posted.text)).toMatchObject({ url: "/form", body: 4, host: `localhost:${boxPort}` });
+    expect(JSON.parse((await fetchPreview("/page")).text)).toMatchObject({ url: "/page", body: 0 });
+    expect(JSON.parse((await fetchPreview("/")).text).url).toBe("/");
+    expect(accepted).toHaveLength(1);
+    expect(await fetchPreview("/page", { method: "HEAD" })).toEqual({ status: 200, text: "" });
+    expect(events.slice(-4).map((event) => [event.method, event.status, event.bytesUp])).toEqual([
+      ["POST", 200, 4],
+      ["GET", 200, 0],
+      ["GET", 200, 0],
+      ["HEAD", 200, 0],
+    ]);
+  });
+
+  it("closes the kept connections when the preview closes", async () => {
+    const preview = await openPreview();
+    const accepted: Socket[] = [];
+    boxServer.on("connection", (socket) => accepted.push(socket));
+    expect(
+      (await send({ path: "/", host: hostOf(preview), headers: { cookie: cookieOf(preview) } })).status,
+    ).toBe(200);
+    const [kept] = accepted;
+    expect(kept!.destroyed).toBe(false);
+    const closed = once(kept!, "close");
+    await preview.close();
+    await closed;
+  });
+
+  it("does not fail a request when the server closed the kept connection, idle or as it was reused", async () => {
+    const preview = await openPreview();
+    const headers = { cookie: cookieOf(preview) };
+    const host = hostOf(preview);
+    boxServer.keepAliveTimeout = 100;
+    expect((await send({ path: "/", host, headers })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the server closed it
+    expect((await send({ path: "/", host, headers })).status).toBe(200);
+
+    // a server that answers one request per connection and drops the connection when a second one comes
+    boxServer.closeAllConnections();
+    await new Promise<void>((resolve) => boxServer.close(() => resolve()));
+    let connections = 0;
+    const once = createNetServer((socket) => {
+      connections += 1;
+      let answered = false;
+      socket.on("data", () => {
+        if (answered) return void socket.destroy();
+        answered = true;
+        socket.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+      });
+    });
+    await new Promise<void>((resolve) => once.listen(boxPort, "127.0.0.1", resolve));
+    try {
+      expect((await send({ path: "/", host, headers })).body.toString()).toBe("ok");
+      // on the kept connection, dropped: sent again on a new one
+      expect((await send({ path: "/", host, headers })).body.toString()).toBe("ok");
+      expect(connections).toBe(2);
+      // a request with a body is never sent twice
+      const posted = await send({ path: "/", host, headers, method: "POST", body: Buffer.from("x") });
+      expect(posted.status).toBe(502);
+      expect(connections).toBe(2);
+      expect(events.at(-1)).toMatchObject({ decision: "allowed", status: 502 });
+    } finally {
+      await new Promise<void>((resolve) => once.close(() => resolve()));
+      await new Promise<void>((resolve) => boxServer.listen(boxPort, "127.0.0.1", resolve));
+    }
   });
 
   it("serves previews from a preview server of their own", async () => {
