@@ -528,6 +528,42 @@ static void conn_event(conn_t *c, int j, short revents) {
   }
 }
 
+/* Takes on a connection the listener accepted (fd, non-blocking): refused when the table is full, else read. */
+static void conn_open(int fd) {
+  if (nconns >= MAX_CONNECTIONS) {
+    close(fd);
+    refused_count++;
+    counts_dirty = 1;
+    return;
+  }
+  if (unidentified >= MAX_UNIDENTIFIED) {
+    conn_t *oldest = NULL;
+    for (size_t i = 0; i < nconns; i++)
+      if (conns[i]->fd >= 0 && conns[i]->state == S_HEADER && (!oldest || conns[i]->seq < oldest->seq))
+        oldest = conns[i];
+    if (oldest) conn_refuse_unseen(oldest);
+  }
+  int size = 4 * 1024 * 1024; /* more in flight towards the agent per wake-up (capped at net.core.wmem_max) */
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  conn_t *c = calloc(1, sizeof *c);
+  if (!c) die("out of memory");
+  while (find_conn(next_id) || next_id == 0) next_id++;
+  c->id = next_id++;
+  c->fd = fd;
+  c->up = -1;
+  c->seq = next_seq++;
+  c->state = S_HEADER;
+  c->deadline = now_ms() + HEADER_TIMEOUT_MS;
+  if (nconns == conns_cap) {
+    conns_cap = conns_cap ? conns_cap * 2 : 64;
+    conns = xrealloc(conns, conns_cap * sizeof *conns);
+  }
+  conns[nconns++] = c;
+  unidentified++;
+  counts_dirty = 1;
+  on_header(c); /* the agent writes its header as it connects */
+}
+
 static void accept_connections(void) {
   for (int rounds = 0; rounds < 64; rounds++) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -537,38 +573,7 @@ static void accept_connections(void) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) accept_after = now_ms() + 100;
       return;
     }
-    if (nconns >= MAX_CONNECTIONS) {
-      close(fd);
-      refused_count++;
-      counts_dirty = 1;
-      continue;
-    }
-    if (unidentified >= MAX_UNIDENTIFIED) {
-      conn_t *oldest = NULL;
-      for (size_t i = 0; i < nconns; i++)
-        if (conns[i]->fd >= 0 && conns[i]->state == S_HEADER && (!oldest || conns[i]->seq < oldest->seq))
-          oldest = conns[i];
-      if (oldest) conn_refuse_unseen(oldest);
-    }
-    int size = 4 * 1024 * 1024; /* more in flight towards the agent per wake-up (capped at net.core.wmem_max) */
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-    conn_t *c = calloc(1, sizeof *c);
-    if (!c) die("out of memory");
-    while (find_conn(next_id) || next_id == 0) next_id++;
-    c->id = next_id++;
-    c->fd = fd;
-    c->up = -1;
-    c->seq = next_seq++;
-    c->state = S_HEADER;
-    c->deadline = now_ms() + HEADER_TIMEOUT_MS;
-    if (nconns == conns_cap) {
-      conns_cap = conns_cap ? conns_cap * 2 : 64;
-      conns = xrealloc(conns, conns_cap * sizeof *conns);
-    }
-    conns[nconns++] = c;
-    unidentified++;
-    counts_dirty = 1;
-    on_header(c); /* the agent writes its header as it connects */
+    conn_open(fd);
   }
 }
 
