@@ -72,7 +72,7 @@ if (selected.includes(PROPERTIES)) {
   console.log(`\n== ${PROPERTIES}: fast-check, ${runs} runs per property`);
   const { stdout } = await execa("git", ["ls-files", "*.fuzz.test.ts"], { cwd: root });
   const files = stdout.split("\n").filter(Boolean);
-  const result = await execa(join(root, "node_modules/.bin/vitest"), ["run", ...files], {
+  const result = await execa(join(root, "node_modules/.bin/vitest"), ["run", "--testTimeout=0", ...files], {
     cwd: root,
     env: { PAI_FUZZ_RUNS: String(runs) },
     stdio: "inherit",
