@@ -51,6 +51,32 @@ const entryArbitrary = fc.record({
 });
 
 describe("transformTar (properties)", () => {
+  it("fails done and its stream when the archive ends inside an entry, and throws nothing uncaught", async () => {
+    const archive = await pack([
+      { name: "a.txt", body: new Uint8Array(11) },
+      { name: "b.bin", body: new Uint8Array(3000).fill(1) },
+    ]);
+    const uncaught: unknown[] = [];
+    const listener = (error: unknown) => uncaught.push(error);
+    process.on("uncaughtException", listener);
+    try {
+      // Cut after a header, inside a body, and inside the second entry's body.
+      for (const cut of [512, 600, 1536, 3000]) {
+        const transformed = transformTar(pieces(archive.subarray(0, cut), []), (header) => header);
+        const [read, done] = await Promise.all([
+          unpack(transformed.stream).catch((error: unknown) => error),
+          transformed.done.catch((error: unknown) => error),
+        ]);
+        expect(read).toBeInstanceOf(Error);
+        expect(done).toBeInstanceOf(Error);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off("uncaughtException", listener);
+    }
+  });
+
   it("passes every entry and body through unchanged, however the archive is split", async () => {
     await fc.assert(
       fc.asyncProperty(
