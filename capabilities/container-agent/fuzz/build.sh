@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # capabilities/container-agent/fuzz/build.sh — build the libFuzzer targets of the C code that reads what a container
 # (or the host) sends: relay-header (pai-egress-relay's token line and request head) and agent-frames (pai-agent's
-# frame split and payload decoders). See ../README.md (Fuzzing) and scripts/fuzz.ts.
+# frame split and payload decoders). Run by libfuzzer.ts, for `npm run fuzz` (scripts/fuzz.ts) and the smoke in
+# `npm test` (src/fuzz-smoke.test.ts).
 #
 # Usage:
 #   capabilities/container-agent/fuzz/build.sh [--force]
@@ -30,7 +31,7 @@ force=
 for arg in "$@"; do
   case $arg in
     --force | -f) force=1 ;;
-    -h | --help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+    -h | --help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
     *) die "unknown argument: $arg" ;;
   esac
 done
@@ -40,8 +41,8 @@ toolchain_works() {
   command -v clang >/dev/null 2>&1 || return 1
   local probe
   probe=$(mktemp -d)
-  printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' \
-    >"$probe/probe.c"
+  printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+    'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' >"$probe/probe.c"
   clang -fsanitize=fuzzer,address,undefined -o "$probe/probe" "$probe/probe.c" >/dev/null 2>&1
   local ok=$?
   rm -rf "$probe"
@@ -84,7 +85,10 @@ for entry in "${TARGETS[@]}"; do
   target=${entry%%:*} program=${entry#*:}
   log "compiling $target (includes native/$program.c)"
   tmp=$(mktemp "$BUILD/.$target.XXXXXX")
-  clang "${CFLAGS[@]}" -Dmain="${program//-/_}_main" -o "$tmp" "$HERE/$target.c" || { rm -f "$tmp"; die "$target does not compile"; }
+  if ! clang "${CFLAGS[@]}" -Dmain="${program//-/_}_main" -o "$tmp" "$HERE/$target.c"; then
+    rm -f "$tmp"
+    die "$target does not compile"
+  fi
   mv -f "$tmp" "$BUILD/$target"
 done
 hash_of >"$BUILD/targets.sha256"

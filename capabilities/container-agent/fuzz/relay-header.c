@@ -7,7 +7,8 @@
  * the way the parent admits them (handle_command ADMIT).
  *
  * Input: u8 chunking | u8 ending | the bytes the program sends.
- *   chunking  the size of each write (CHUNKS[byte % count]; 0: all at once); events run after each write
+ *   chunking  the size of each write (CHUNKS[byte % count]; 0: all at once; at least 1/MAX_WRITES of the
+ *             input); events run after each write
  *   ending    bit 2: the parent CLOSEs the connection; bit 0: one waiting for the parent's decision is refused
  *             (REFUSE); bit 1: the program then shuts its writing side down (else it closes)
  *
@@ -20,6 +21,8 @@
 
 static const char *const TOKENS[] = {"fuzz-token-0123456789abcdef", "A"};
 static const size_t CHUNKS[] = {0, 1, 2, 3, 7, 16, 100, 512, 1000, 4096, 8191, 16384, 32768};
+/* The most writes of one input: a large head comes in larger pieces, so each input stays fast to run. */
+#define MAX_WRITES 64u
 static const char ANSWER[] = "HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n";
 
 #define CHECK(cond)                                                                                             \
@@ -96,6 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   data += 2;
   size -= 2;
   if (chunk == 0) chunk = size ? size : 1;
+  if (chunk < size / MAX_WRITES + 1) chunk = size / MAX_WRITES + 1;
 
   int sv[2];
   CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
