@@ -740,11 +740,19 @@ static int take_host_target(const unsigned char *p, size_t len, const char *gree
  * relayed connection is relayed; CONNECTED is then the id's last frame, and none of the connection's bytes pass
  * through the frames. ERROR when either connect fails.
  */
+/* Reads a CONNECT request (above) into *port and, when it names a socket, *target: 0, or -1 when malformed. */
+static int parse_connect(uint32_t id, const unsigned char *p, size_t len, unsigned *port, host_target_t *target) {
+  *port = len >= 2 ? (unsigned)((p[0] << 8) | p[1]) : 0;
+  if (*port == 0 || id == 0 || id >= STREAM_ID_BASE ||
+      (len > 2 && take_host_target(p + 2, len - 2, "PAI-AGENT/1", target)))
+    return -1;
+  return 0;
+}
+
 static void do_connect(uint32_t id, const unsigned char *p, size_t len) {
-  unsigned port = len >= 2 ? (unsigned)((p[0] << 8) | p[1]) : 0;
+  unsigned port;
   host_target_t target;
-  if (port == 0 || id == 0 || id >= STREAM_ID_BASE ||
-      (len > 2 && take_host_target(p + 2, len - 2, "PAI-AGENT/1", &target))) {
+  if (parse_connect(id, p, len, &port, &target)) {
     send_error(id, EINVAL, "malformed CONNECT request");
     return;
   }
@@ -806,14 +814,16 @@ static void remove_closed_streams(void) {
  * socket path (the host's egress socket, through a read-only mount) each connection is relayed there, after a
  * header line carrying the token; without one, or when that socket cannot be reached, it is tunnelled in frames.
  */
+/* Reads a LISTEN payload (above) into target (zeroed when it names no socket): 0, or -1 when malformed. */
+static int parse_listen(const unsigned char *p, size_t len, host_target_t *target) {
+  memset(target, 0, sizeof *target);
+  if (len < 2) return -1;
+  return len > 2 && take_host_target(p + 2, len - 2, "PAI-EGRESS/1", target) ? -1 : 0;
+}
+
 static void do_listen(uint32_t id, const unsigned char *p, size_t len) {
-  if (len < 2) {
-    send_error(id, EINVAL, "malformed LISTEN payload");
-    return;
-  }
   host_target_t target;
-  memset(&target, 0, sizeof target);
-  if (len > 2 && take_host_target(p + 2, len - 2, "PAI-EGRESS/1", &target)) {
+  if (parse_listen(p, len, &target)) {
     send_error(id, EINVAL, "malformed LISTEN payload");
     return;
   }
@@ -964,41 +974,62 @@ static int open_pty(uid_t uid, gid_t gid, unsigned cols, unsigned rows, int *mas
  * (0x03 is Ctrl-C), RESIZE changes its size, and STDIN_EOF only stops the typing. When the command exits the
  * terminal is hung up.
  */
+/* A SPAWN payload as parse_spawn reads it. The strings point into the payload; argv and env are arrays of their own. */
+typedef struct {
+  unsigned flags;
+  uid_t uid;
+  gid_t gid;
+  unsigned cols, rows; /* SPAWN_PTY */
+  char *cwd;
+  char **argv; /* argc (>= 1) strings, then NULL; argv[0] is not empty */
+  char **env;  /* envc strings, then NULL */
+  size_t envc;
+} spawn_request_t;
+
+/*
+ * Reads a SPAWN payload (see above) into r, acting on nothing: 0, or -1 when it is malformed. r->argv and r->env are
+ * allocated (or NULL) either way; the caller frees them.
+ */
+static int parse_spawn(unsigned char *p, size_t len, spawn_request_t *r) {
+  memset(r, 0, sizeof *r);
+  if (len < 13) return -1;
+  r->flags = p[0];
+  r->uid = (r->flags & SPAWN_HAS_UID) ? (uid_t)get_u32(p + 1) : default_uid;
+  r->gid = (r->flags & SPAWN_HAS_GID) ? (gid_t)get_u32(p + 5) : default_gid;
+  size_t argc = ((size_t)p[9] << 8) | p[10];
+  r->envc = ((size_t)p[11] << 8) | p[12];
+  size_t off = 13;
+  if (r->flags & SPAWN_PTY) {
+    if (len < 17) return -1;
+    r->cols = ((unsigned)p[13] << 8) | p[14];
+    r->rows = ((unsigned)p[15] << 8) | p[16];
+    off = 17;
+  }
+  r->argv = calloc(argc + 1, sizeof *r->argv);
+  r->env = calloc(r->envc + 1, sizeof *r->env);
+  if (!r->argv || !r->env) die("out of memory");
+  if (argc == 0 || take_strings(p, len, &off, &r->cwd, 1) || take_strings(p, len, &off, r->argv, argc) ||
+      take_strings(p, len, &off, r->env, r->envc) || off != len || r->argv[0][0] == 0)
+    return -1;
+  return 0;
+}
+
 static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
   if (find_cmd(id)) {
     send_error(id, EEXIST, "request id %u is already in use", id);
     return;
   }
-  if (len < 13) {
-    send_error(id, EINVAL, "malformed SPAWN payload");
-    return;
-  }
-  unsigned flags = p[0];
-  uid_t uid = (flags & SPAWN_HAS_UID) ? (uid_t)get_u32(p + 1) : default_uid;
-  gid_t gid = (flags & SPAWN_HAS_GID) ? (gid_t)get_u32(p + 5) : default_gid;
-  size_t argc = ((size_t)p[9] << 8) | p[10];
-  size_t envc = ((size_t)p[11] << 8) | p[12];
-  size_t off = 13;
-  unsigned cols = 0, rows = 0;
-  if (flags & SPAWN_PTY) {
-    if (len < 17) {
-      send_error(id, EINVAL, "malformed SPAWN payload");
-      return;
-    }
-    cols = ((unsigned)p[13] << 8) | p[14];
-    rows = ((unsigned)p[15] << 8) | p[16];
-    off = 17;
-  }
-  char *cwd = NULL;
-  char **argv = calloc(argc + 1, sizeof *argv);
-  char **given = calloc(envc + 1, sizeof *given);
+  spawn_request_t r;
   char **envp = NULL;
-  if (!argv || !given) die("out of memory");
-  if (argc == 0 || take_strings(p, len, &off, &cwd, 1) || take_strings(p, len, &off, argv, argc) ||
-      take_strings(p, len, &off, given, envc) || off != len || argv[0][0] == 0) {
+  if (parse_spawn(p, len, &r)) {
     send_error(id, EINVAL, "malformed SPAWN payload");
     goto done;
   }
+  unsigned flags = r.flags, cols = r.cols, rows = r.rows;
+  uid_t uid = r.uid;
+  gid_t gid = r.gid;
+  char *cwd = r.cwd, **argv = r.argv, **given = r.env;
+  size_t envc = r.envc;
   if (!user_allowed(id, uid, gid)) goto done;
 
   /* Environment: the given entries, over the agent's own when asked to inherit. */
@@ -1144,8 +1175,8 @@ static void do_spawn(uint32_t id, unsigned char *p, size_t len) {
   cmds[ncmds++] = c;
   send_u32(T_SPAWNED, id, (uint32_t)pid);
 done:
-  free(argv);
-  free(given);
+  free(r.argv);
+  free(r.env);
   free(envp);
 }
 
@@ -1270,27 +1301,56 @@ static int open_beneath(const char *root, const char *resolved, int flags, mode_
   return open(resolved, flags | O_CLOEXEC | O_NOFOLLOW, mode);
 }
 
-/* Parses a file request: u8 flags | u32 a | u32 uid | u32 gid | root\0 | path\0 [| bytes]. */
-static char *file_head(uint32_t id, unsigned char *p, size_t len, unsigned *flags, uint32_t *a, uid_t *uid,
-                       gid_t *gid, char **root, size_t *off) {
-  if (len < 15) goto bad;
-  *flags = p[0];
-  *a = get_u32(p + 1);
-  *uid = (*flags & FILE_HAS_UID) ? (uid_t)get_u32(p + 5) : default_uid;
-  *gid = (*flags & FILE_HAS_GID) ? (gid_t)get_u32(p + 9) : default_gid;
+/* A file request's head as parse_file_head reads it; root and path point into the payload. */
+typedef struct {
+  unsigned flags;
+  uint32_t a; /* WRITE_FILE: the mode; READ_FILE: the most bytes */
+  uid_t uid;
+  gid_t gid;
+  char *root, *path;
+  size_t off; /* where the bytes after the path start */
+} file_request_t;
+
+/*
+ * Reads a file request, `u8 flags | u32 a | u32 uid | u32 gid | root\0 | path\0 [| bytes]`, into r, acting on
+ * nothing: 0, -1 when it is malformed, -2 when the root or the path is not absolute.
+ */
+static int parse_file_head(unsigned char *p, size_t len, file_request_t *r) {
+  memset(r, 0, sizeof *r);
+  if (len < 15) return -1;
+  r->flags = p[0];
+  r->a = get_u32(p + 1);
+  r->uid = (r->flags & FILE_HAS_UID) ? (uid_t)get_u32(p + 5) : default_uid;
+  r->gid = (r->flags & FILE_HAS_GID) ? (gid_t)get_u32(p + 9) : default_gid;
   size_t at = 13;
   char *strings[2];
-  if (take_strings(p, len, &at, strings, 2)) goto bad;
-  *root = strings[0];
-  *off = at;
-  if ((*root)[0] != '/' || strings[1][0] != '/') {
-    send_error(id, EINVAL, "root and path must be absolute: %s, %s", *root, strings[1]);
+  if (take_strings(p, len, &at, strings, 2)) return -1;
+  r->root = strings[0];
+  r->path = strings[1];
+  r->off = at;
+  return r->root[0] == '/' && r->path[0] == '/' ? 0 : -2;
+}
+
+/* A file request's head (parse_file_head), answered with an ERROR (NULL) when malformed or not allowed. */
+static char *file_head(uint32_t id, unsigned char *p, size_t len, unsigned *flags, uint32_t *a, uid_t *uid,
+                       gid_t *gid, char **root, size_t *off) {
+  file_request_t r;
+  int parsed = parse_file_head(p, len, &r);
+  if (parsed == -1) {
+    send_error(id, EINVAL, "malformed file request");
     return NULL;
   }
-  return user_allowed(id, *uid, *gid) ? strings[1] : NULL;
-bad:
-  send_error(id, EINVAL, "malformed file request");
-  return NULL;
+  if (parsed == -2) {
+    send_error(id, EINVAL, "root and path must be absolute: %s, %s", r.root, r.path);
+    return NULL;
+  }
+  *flags = r.flags;
+  *a = r.a;
+  *uid = r.uid;
+  *gid = r.gid;
+  *root = r.root;
+  *off = r.off;
+  return user_allowed(id, r.uid, r.gid) ? r.path : NULL;
 }
 
 /* Resolves `path`, refusing it (EXDEV) when it leaves `root`. The caller frees the result. */
@@ -1583,6 +1643,17 @@ static void handle_frame(unsigned type, uint32_t id, unsigned char *p, size_t le
   }
 }
 
+/*
+ * Whether the `len` bytes at b start with a whole frame: 1 (its payload length in *plen), 0 when more must come,
+ * -1 when its header declares a payload over MAX_PAYLOAD (in *plen).
+ */
+static int take_frame(const unsigned char *b, size_t len, uint32_t *plen) {
+  if (len < HDR) return 0;
+  *plen = get_u32(b);
+  if (*plen > MAX_PAYLOAD) return -1;
+  return len - HDR >= *plen;
+}
+
 static void read_host(void) {
   for (int rounds = 0; rounds < 4; rounds++) {
     ssize_t n = read(0, inbuf + in_len, in_cap - in_len);
@@ -1594,16 +1665,17 @@ static void read_host(void) {
     }
     in_len += (size_t)n;
     size_t off = 0;
-    while (in_len - off >= HDR) {
-      uint32_t plen = get_u32(inbuf + off);
-      if (plen > MAX_PAYLOAD) {
+    for (;;) {
+      uint32_t plen;
+      int whole = take_frame(inbuf + off, in_len - off, &plen);
+      if (whole < 0) {
         fprintf(stderr, "pai-agent: protocol error: frame of %u bytes (max %u)\n", plen, MAX_PAYLOAD);
         send_error(0, EPROTO, "protocol error: frame of %u bytes exceeds %u", plen, MAX_PAYLOAD);
         flush_out();
         kill_all();
         _exit(2);
       }
-      if (in_len - off < HDR + plen) break;
+      if (!whole) break;
       handle_frame(inbuf[off + 4], get_u32(inbuf + off + 5), inbuf + off + HDR, plen);
       off += HDR + plen;
     }

@@ -126,6 +126,7 @@ typedef struct {
   uint64_t deadline;     /* ms (monotonic): header timeout, or this connect attempt's */
   unsigned char *buf;    /* header line and head bytes read so far; later what follows the head */
   size_t len, cap;
+  size_t searched;       /* head bytes already searched for the blank line */
   /* connecting */
   struct sockaddr_storage addr[MAX_ADDRESSES];
   socklen_t addr_len[MAX_ADDRESSES];
@@ -365,7 +366,11 @@ static void on_header(conn_t *c) {
 /* The request head: sent to the parent once its blank line came, or TOO_BIG past MAX_HEAD bytes. */
 static void on_head(conn_t *c) {
   for (;;) {
-    unsigned char *end = c->len >= 4 ? memmem(c->buf, c->len, "\r\n\r\n", 4) : NULL;
+    /* Only what came since the last search (and the 3 bytes before it) can hold the blank line: a head that drips
+       in a byte at a time costs the relay linear time, not quadratic. */
+    size_t from = c->searched > 3 ? c->searched - 3 : 0;
+    unsigned char *end = c->len >= from + 4 ? memmem(c->buf + from, c->len - from, "\r\n\r\n", 4) : NULL;
+    c->searched = c->len;
     if (end) {
       size_t head = (size_t)(end - c->buf);
       if (head > MAX_HEAD) break;
@@ -528,6 +533,42 @@ static void conn_event(conn_t *c, int j, short revents) {
   }
 }
 
+/* Takes on a connection the listener accepted (fd, non-blocking): refused when the table is full, else read. */
+static void conn_open(int fd) {
+  if (nconns >= MAX_CONNECTIONS) {
+    close(fd);
+    refused_count++;
+    counts_dirty = 1;
+    return;
+  }
+  if (unidentified >= MAX_UNIDENTIFIED) {
+    conn_t *oldest = NULL;
+    for (size_t i = 0; i < nconns; i++)
+      if (conns[i]->fd >= 0 && conns[i]->state == S_HEADER && (!oldest || conns[i]->seq < oldest->seq))
+        oldest = conns[i];
+    if (oldest) conn_refuse_unseen(oldest);
+  }
+  int size = 4 * 1024 * 1024; /* more in flight towards the agent per wake-up (capped at net.core.wmem_max) */
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  conn_t *c = calloc(1, sizeof *c);
+  if (!c) die("out of memory");
+  while (find_conn(next_id) || next_id == 0) next_id++;
+  c->id = next_id++;
+  c->fd = fd;
+  c->up = -1;
+  c->seq = next_seq++;
+  c->state = S_HEADER;
+  c->deadline = now_ms() + HEADER_TIMEOUT_MS;
+  if (nconns == conns_cap) {
+    conns_cap = conns_cap ? conns_cap * 2 : 64;
+    conns = xrealloc(conns, conns_cap * sizeof *conns);
+  }
+  conns[nconns++] = c;
+  unidentified++;
+  counts_dirty = 1;
+  on_header(c); /* the agent writes its header as it connects */
+}
+
 static void accept_connections(void) {
   for (int rounds = 0; rounds < 64; rounds++) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -537,38 +578,7 @@ static void accept_connections(void) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) accept_after = now_ms() + 100;
       return;
     }
-    if (nconns >= MAX_CONNECTIONS) {
-      close(fd);
-      refused_count++;
-      counts_dirty = 1;
-      continue;
-    }
-    if (unidentified >= MAX_UNIDENTIFIED) {
-      conn_t *oldest = NULL;
-      for (size_t i = 0; i < nconns; i++)
-        if (conns[i]->fd >= 0 && conns[i]->state == S_HEADER && (!oldest || conns[i]->seq < oldest->seq))
-          oldest = conns[i];
-      if (oldest) conn_refuse_unseen(oldest);
-    }
-    int size = 4 * 1024 * 1024; /* more in flight towards the agent per wake-up (capped at net.core.wmem_max) */
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-    conn_t *c = calloc(1, sizeof *c);
-    if (!c) die("out of memory");
-    while (find_conn(next_id) || next_id == 0) next_id++;
-    c->id = next_id++;
-    c->fd = fd;
-    c->up = -1;
-    c->seq = next_seq++;
-    c->state = S_HEADER;
-    c->deadline = now_ms() + HEADER_TIMEOUT_MS;
-    if (nconns == conns_cap) {
-      conns_cap = conns_cap ? conns_cap * 2 : 64;
-      conns = xrealloc(conns, conns_cap * sizeof *conns);
-    }
-    conns[nconns++] = c;
-    unidentified++;
-    counts_dirty = 1;
-    on_header(c); /* the agent writes its header as it connects */
+    conn_open(fd);
   }
 }
 

@@ -5,10 +5,12 @@ import { createServer, type Socket } from "node:net";
 import { basename } from "node:path";
 import type { AgentDialBack } from "./agent-connect.ts";
 import { ContainerAgentError } from "./container-agent-error.ts";
+import { createHeadReader } from "./head-reader.ts";
 import { claimSocketPath } from "./host-socket-directory.ts";
 
 /** The first line a dialling agent sends: `PAI-AGENT/1 <token>\n` (see `pai-agent --dial`). */
 const HEADER = /^PAI-AGENT\/1 ([\x21-\x7e]{1,128})$/;
+/** The longest header line (without its newline) read; a longer one is refused, however it is split. */
 const MAX_HEADER_BYTES = 160;
 /** How long a connection may take to say its header. */
 const HEADER_TIMEOUT_MS = 5_000;
@@ -96,7 +98,7 @@ export async function createAgentDialSocket(options: { directory: string }): Pro
       unidentified.delete(oldest);
     }
     unidentified.add(socket);
-    let head: Buffer = Buffer.alloc(0);
+    const reader = createHeadReader({ terminator: "\n", maxBytes: MAX_HEADER_BYTES });
     const refuse = () => {
       refusedCount++;
       done();
@@ -110,19 +112,15 @@ export async function createAgentDialSocket(options: { directory: string }): Pro
       socket.off("close", done);
     };
     const onData = (chunk: Buffer) => {
-      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
-      const end = head.indexOf(10);
-      if (end < 0) {
-        if (head.length > MAX_HEADER_BYTES) refuse();
-        return;
-      }
-      const token = HEADER.exec(head.subarray(0, end).toString("latin1"))?.[1];
+      const reading = reader.push(chunk);
+      if (reading.state === "incomplete") return;
+      if (reading.state === "too-large") return refuse();
+      const token = HEADER.exec(reading.head.toString("latin1"))?.[1];
       const waiter = token === undefined ? undefined : waiters.get(token);
       if (!waiter || waiter.socket) return refuse(); // unknown, or spent
       done();
       socket.pause();
-      const rest = head.subarray(end + 1);
-      if (rest.length > 0) socket.unshift(rest);
+      if (reading.rest.length > 0) socket.unshift(reading.rest);
       waiter.socket = socket;
       waiter.deliver?.(socket);
     };

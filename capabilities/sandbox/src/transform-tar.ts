@@ -53,6 +53,9 @@ export function transformTar(
         const body = hasBody ? header : { ...header, size: 0 };
         await new Promise<void>((resolve, reject) => {
           const sink = pack.entry(body, (error) => (error ? reject(error) : resolve()));
+          // Its error (the archive ended inside this entry, so the pack is destroyed) comes through the callback; it
+          // must not also be an unheard `error` event: that is an uncaught exception, the end of the process.
+          sink.on("error", () => {});
           void (async () => {
             try {
               for await (const chunk of entry as AsyncIterable<Uint8Array>) {

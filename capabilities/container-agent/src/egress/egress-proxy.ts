@@ -1,6 +1,7 @@
 import type { CapabilityConnectionEvent } from "@pai/core";
 import { canonicalAddress } from "./address-class.ts";
-import { type EgressPolicy, type EgressTarget, formatTarget } from "./egress-policy.ts";
+import { type EgressPolicy, formatTarget } from "./egress-policy.ts";
+import { type ProxyRequest, parseProxyRequest } from "./parse-proxy-request.ts";
 
 /** One connection through the egress proxy, reported when it ends (or at once when refused). */
 export interface EgressConnectionEvent extends CapabilityConnectionEvent {
@@ -115,16 +116,6 @@ export interface EgressProxy {
 
 /** The longest request head the proxy reads (without its blank line). */
 export const MAX_REQUEST_HEAD_BYTES = 32 * 1024;
-const HOP_BY_HOP = new Set([
-  "connection",
-  "proxy-connection",
-  "proxy-authorization",
-  "keep-alive",
-  "te",
-  "trailer",
-  "upgrade",
-]);
-
 function statusLine(status: number, reason: string): string {
   return `HTTP/1.1 ${status} ${reason.replace(/[\r\n]+/g, " ")}\r\n`;
 }
@@ -140,51 +131,6 @@ function refusal(status: number, reason: string, error: string): string {
     "Connection: close\r\n\r\n" +
     body
   );
-}
-
-/** `host:port` of a CONNECT request (IPv6 in brackets); `undefined` when malformed. */
-function parseAuthority(authority: string): EgressTarget | undefined {
-  const match = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(authority);
-  if (!match) return undefined;
-  const host = match[1]!.startsWith("[") ? match[1]!.slice(1, -1) : match[1]!;
-  return { host, port: Number(match[2]) };
-}
-
-interface Request {
-  method: string;
-  target: EgressTarget;
-  /** For a plain-HTTP request, the head to send upstream (origin-form, `Connection: close`). */
-  upstreamHead?: string;
-}
-
-function parseHead(head: string): Request | { error: string } {
-  const lines = head.split("\r\n");
-  const [method = "", requestTarget = "", version = ""] = (lines[0] ?? "").split(" ");
-  if (!/^HTTP\/1\.[01]$/.test(version) || !/^[A-Z]+$/.test(method)) {
-    return { error: "pai egress: not an HTTP proxy request" };
-  }
-  if (method === "CONNECT") {
-    const target = parseAuthority(requestTarget);
-    return target ? { method, target } : { error: `pai egress: bad CONNECT target ${requestTarget}` };
-  }
-  let url: URL;
-  try {
-    url = new URL(requestTarget);
-  } catch {
-    return { error: "pai egress: a proxy request needs an absolute http:// URL or CONNECT" };
-  }
-  if (url.protocol !== "http:") {
-    return { error: `pai egress: ${url.protocol} URLs go through CONNECT, not a plain request` };
-  }
-  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
-  const port = url.port === "" ? 80 : Number(url.port);
-  const headers = lines
-    .slice(1)
-    .filter((line) => line !== "")
-    .filter((line) => !HOP_BY_HOP.has(line.slice(0, line.indexOf(":")).trim().toLowerCase()));
-  if (!headers.some((line) => /^host\s*:/i.test(line))) headers.unshift(`Host: ${url.host}`);
-  const upstreamHead = `${method} ${url.pathname}${url.search} ${version}\r\n${headers.join("\r\n")}\r\nConnection: close\r\n\r\n`;
-  return { method, target: { host, port }, upstreamHead };
 }
 
 /**
@@ -244,7 +190,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       status: number,
       reason: string,
       error: string,
-      request: Partial<Request> & { address?: string },
+      request: Partial<ProxyRequest> & { address?: string },
     ) => {
       const target = request.target;
       if (target) {
@@ -273,7 +219,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       if (head === undefined) {
         return answer(400, "pai egress: request head too large", "http_request_error", {});
       }
-      const parsed = parseHead(head);
+      const parsed = parseProxyRequest(head);
       if ("error" in parsed) return answer(400, parsed.error, "http_request_error", {});
       const label = formatTarget(parsed.target);
       if (open.size > maxConnections) {

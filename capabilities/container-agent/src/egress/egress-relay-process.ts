@@ -9,6 +9,7 @@ import {
   type ProxiedConnectionEvents,
   type UpstreamRequest,
 } from "./egress-proxy.ts";
+import { decodeRelayReport, RELAY_REPORT_TYPES } from "./relay-report.ts";
 
 /** Control frames to the relay (see pai-egress-relay.c). */
 const Command = {
@@ -18,19 +19,6 @@ const Command = {
   connect: 0x04,
   close: 0x05,
   listen: 0x06,
-} as const;
-/** Control frames from the relay. */
-const Report = {
-  ready: 0x81,
-  open: 0x82,
-  head: 0x83,
-  tooBig: 0x84,
-  connected: 0x85,
-  failed: 0x86,
-  status: 0x87,
-  bytes: 0x88,
-  closed: 0x89,
-  counts: 0x8a,
 } as const;
 /** Addresses the relay tries for one connection, at most. */
 const MAX_ADDRESSES = 16;
@@ -201,10 +189,7 @@ export function spawnEgressRelayProcess(options: {
   };
 
   /** Its bytes so far are `up` and `down` in all: tell the proxy what is new. */
-  const account = (connection: Relayed, payload: Uint8Array) => {
-    const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
-    const up = Number(view.getBigUint64(0));
-    const down = Number(view.getBigUint64(8));
+  const account = (connection: Relayed, up: number, down: number) => {
     if (up > connection.up || down > connection.down) {
       const [moreUp, moreDown] = [up - connection.up, down - connection.down];
       connection.up = up;
@@ -240,18 +225,17 @@ export function spawnEgressRelayProcess(options: {
     },
   });
 
-  const onFrame = ({ type, requestId: id, payload }: Frame) => {
-    if (type === Report.ready) return onReady?.();
-    if (type === Report.counts) {
-      const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
-      refusedCount = view.getUint32(0);
-      pendingCount = view.getUint32(4);
+  const onFrame = (frame: Frame) => {
+    const report = decodeRelayReport(frame);
+    if (report.kind === "ready") return onReady?.();
+    if (report.kind === "counts") {
+      refusedCount = report.refused;
+      pendingCount = report.pending;
       return;
     }
-    if (type === Report.open) {
-      const admission = new DataView(payload.buffer, payload.byteOffset, payload.byteLength).getUint32(0);
-      const handle = admissions.get(admission)?.handle;
-      if (!handle) return send(Command.close, id); // revoked as it connected
+    if (report.kind === "open") {
+      const handle = admissions.get(report.admission)?.handle;
+      if (!handle) return send(Command.close, report.id); // revoked as it connected
       const connection: Relayed = {
         events: undefined,
         early: undefined,
@@ -260,41 +244,38 @@ export function spawnEgressRelayProcess(options: {
         down: 0,
         closed: false,
       };
-      relayed.set(id, connection);
-      handle(connectionFor(id, connection));
+      relayed.set(report.id, connection);
+      handle(connectionFor(report.id, connection));
       return;
     }
-    const connection = relayed.get(id);
+    const connection = relayed.get(report.id);
     if (!connection) return;
-    switch (type) {
-      case Report.head:
-      case Report.tooBig: {
-        const head = type === Report.head ? Buffer.from(payload).toString("latin1") : null;
-        if (connection.events) connection.events.head(head ?? undefined);
-        else connection.early = head;
+    switch (report.kind) {
+      case "head":
+        if (connection.events) connection.events.head(report.head ?? undefined);
+        else connection.early = report.head;
         return;
-      }
-      case Report.connected:
-      case Report.failed: {
+      case "connected":
+      case "failed": {
         const opening = connection.opening;
         connection.opening = undefined;
         if (!opening) return;
-        if (type === Report.failed) return opening.done({ error: Buffer.from(payload).toString("latin1") });
-        return opening.done({ address: opening.addresses[payload[0] ?? 0] ?? opening.addresses[0]! });
+        if (report.kind === "failed") return opening.done({ error: report.error });
+        return opening.done({ address: opening.addresses[report.index] ?? opening.addresses[0]! });
       }
-      case Report.status:
-        return connection.events?.status((payload[0]! << 8) | payload[1]!);
-      case Report.bytes:
-        return account(connection, payload);
-      case Report.closed:
-        account(connection, payload);
-        return finish(id, connection);
+      case "status":
+        return connection.events?.status(report.status);
+      case "bytes":
+        return account(connection, report.up, report.down);
+      case "closed":
+        account(connection, report.up, report.down);
+        return finish(report.id, connection);
     }
   };
 
   const decoder = createFrameDecoder({
     onFrame,
-    frameTypes: new Set<number>(Object.values(Report)),
+    frameTypes: RELAY_REPORT_TYPES,
     maxPayloadBytes: MAX_REQUEST_HEAD_BYTES + 1024,
   });
   child.stdout.on("data", (chunk: Buffer) => {

@@ -1,5 +1,6 @@
 import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
+import { createHeadReader } from "../head-reader.ts";
 import { MAX_REQUEST_HEAD_BYTES, type ProxiedConnection, type UpstreamRequest } from "./egress-proxy.ts";
 
 /** Bytes read from an upstream connection at once, into one buffer reused for its life. */
@@ -92,7 +93,7 @@ async function connectFirst(
  */
 export function proxiedDuplex(client: Duplex): ProxiedConnection {
   let upstream: Socket | undefined;
-  let rest = Buffer.alloc(0);
+  let rest: Buffer = Buffer.alloc(0);
   let events: Parameters<ProxiedConnection["start"]>[0] | undefined;
   client.on("error", () => {});
 
@@ -144,26 +145,19 @@ export function proxiedDuplex(client: Duplex): ProxiedConnection {
   return {
     start(listener) {
       events = listener;
-      let head = Buffer.alloc(0);
+      const reader = createHeadReader({ terminator: "\r\n\r\n", maxBytes: MAX_REQUEST_HEAD_BYTES });
       client.once("close", () => {
         upstream?.destroy();
         listener.close();
       });
       const onHead = (chunk: Buffer) => {
-        head = Buffer.concat([head, chunk]);
-        const end = head.indexOf("\r\n\r\n");
-        if (end < 0) {
-          if (head.length > MAX_REQUEST_HEAD_BYTES) {
-            client.off("data", onHead);
-            client.pause();
-            listener.head(undefined);
-          }
-          return;
-        }
+        const reading = reader.push(chunk);
+        if (reading.state === "incomplete") return;
         client.off("data", onHead);
         client.pause();
-        rest = head.subarray(end + 4);
-        listener.head(head.subarray(0, end).toString("latin1"));
+        if (reading.state === "too-large") return listener.head(undefined);
+        rest = reading.rest;
+        listener.head(reading.head.toString("latin1"));
       };
       client.on("data", onHead);
     },
