@@ -4,7 +4,7 @@ import { PaiError } from "../errors/pai-error.ts";
 import type { LocalRuns } from "../runtime/local-runs.ts";
 import type { ThreadAccess } from "../runtime/thread-access.ts";
 import type { CheckpointRecord, ThreadStore } from "../threads/thread-store.ts";
-import type { CheckpointBlobStore, RestoredCheckpoint } from "./checkpoint-blob-store.ts";
+import type { CheckpointBlobStore, RestoredCheckpoint, StoppedProcess } from "./checkpoint-blob-store.ts";
 import { storeWorkspaceManifest } from "./stored-workspace-manifest.ts";
 
 /** What `runtime.rewindThread` takes. */
@@ -27,9 +27,19 @@ export interface RewindResult {
   droppedMessageIds: string[];
   /** Pending actions of dropped messages, now `cancelled`. */
   cancelledActionIds: string[];
-  /** Each resource restored, from which checkpoint (absent: to its state before the thread's first checkpoint). */
-  restored: Array<{ capability: string; checkpointId?: string } & RestoredCheckpoint>;
+  /**
+   * Each resource restored, from which checkpoint (absent: to its state before the thread's first checkpoint), and
+   * the programs that were running in it, stopped first (a sandbox's servers and background jobs).
+   */
+  restored: RestoredResource[];
 }
+
+/** One resource a rewind or a fork restored. */
+export type RestoredResource = {
+  capability: string;
+  checkpointId?: string;
+  stoppedProcesses: StoppedProcess[];
+} & RestoredCheckpoint;
 
 /** What `runtime.forkThread` takes. */
 export interface ForkThreadOptions {
@@ -44,7 +54,7 @@ export interface ForkResult {
   /** The new thread (the original is untouched). */
   threadId: string;
   forkedFrom: { threadId: string; messageId: string };
-  restored: Array<{ capability: string; checkpointId?: string } & RestoredCheckpoint>;
+  restored: RestoredResource[];
 }
 
 /** What rewinding and forking need of the runtime. */
@@ -124,8 +134,14 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
         checkpoint?.manifestDigest ??
         (await storeWorkspaceManifest({ store: blobs, manifest: { version: 1, entries: [] } }))
           .manifestDigest;
+      const stoppedProcesses = (await resource.checkpoints.stopProcesses?.({ signal })) ?? [];
       const outcome = await resource.checkpoints.restore(digest, { store: blobs, signal });
-      restored.push({ capability, ...(checkpoint ? { checkpointId: checkpoint.id } : {}), ...outcome });
+      restored.push({
+        capability,
+        ...(checkpoint ? { checkpointId: checkpoint.id } : {}),
+        stoppedProcesses,
+        ...outcome,
+      });
     }
     return restored;
   }
