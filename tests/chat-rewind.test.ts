@@ -133,7 +133,10 @@ function textOf(message: UIMessage | undefined): string {
 
 async function stored(threadId: string, user = "alice") {
   const response = await fetch(`${url}/api/threads/${threadId}`, { headers: { "x-user": user } });
-  return (await response.json()) as { messages: UIMessage[] };
+  return (await response.json()) as {
+    messages: UIMessage[];
+    runs: Array<{ id: string; status: string; rewind?: Record<string, unknown> }>;
+  };
 }
 
 function post(path: string, body: unknown, user = "alice") {
@@ -167,6 +170,16 @@ describe("useChat's regenerate and edit rewind the thread and its files", () => 
     expect(thread.messages.map((message) => message.id)).toEqual(chat.messages.map((message) => message.id));
     expect(thread.messages.map((message) => message.id)).not.toContain(old.id);
     expect(thread.messages).toHaveLength(4);
+    // the history says what happened: a rewind to turn 1's answer that dropped two messages, then the new run
+    const rewinds = thread.runs.filter((run) => run.rewind);
+    expect(rewinds).toEqual([
+      expect.objectContaining({
+        status: "completed",
+        rewind: { kind: "rewind", toMessageId: chat.messages[1]!.id, droppedCount: 2, stoppedProcesses: [] },
+      }),
+    ]);
+    expect(thread.runs.at(-1)).toMatchObject({ status: "completed" });
+    expect(thread.runs.at(-1)?.rewind).toBeUndefined();
 
     // regenerating the first answer goes back to before the first message: an empty box, then a.txt again
     await chat.regenerate({ messageId: chat.messages[1]!.id });
@@ -260,6 +273,9 @@ describe("POST /threads/:threadId/fork", () => {
     ]);
     expect(boxOf(fork.threadId)).toEqual({ "a.txt": "one" });
     expect(boxOf("t-fork")).toEqual({});
+    expect((await stored(fork.threadId)).runs.map((run) => run.rewind)).toEqual([
+      { kind: "fork", toMessageId: at, droppedCount: 2, forkedFrom: "t-fork", stoppedProcesses: [] },
+    ]);
     expect((await stored("t-fork")).messages).toHaveLength(4);
     // the fork goes on as a chat of its own
     const forked = chatFor(fork.threadId);

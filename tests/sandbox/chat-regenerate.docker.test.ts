@@ -139,7 +139,13 @@ describe.skipIf(dockerOptedOut)("regenerate from useChat on a real sandbox", () 
     expect(chat.messages.at(-1)!.id).not.toBe(old.id);
 
     const response = await fetch(`${url}/api/threads/regenerate-real`, { headers: { "x-user": "alice" } });
-    const thread = (await response.json()) as { messages: UIMessage[] };
+    const thread = (await response.json()) as {
+      messages: UIMessage[];
+      runs: Array<{ rewind?: { stoppedProcesses: Array<{ command: string }> } }>;
+    };
     expect(thread.messages.map((message) => message.id)).toEqual(chat.messages.map((message) => message.id));
+    // the thread's history names what the rewind stopped
+    const rewind = thread.runs.find((run) => run.rewind)?.rewind;
+    expect(rewind?.stoppedProcesses.map((process) => process.command)).toEqual(["sleep 4242"]);
   }, 120_000);
 });

@@ -176,6 +176,7 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
         threadId,
         later.map((checkpoint) => checkpoint.id),
       );
+    const toMessageId = kept.at(-1)?.id ?? null;
     await store.commitRun({
       thread: { ...thread, updatedAt: Date.now() },
       messages: kept,
@@ -187,12 +188,18 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
         ownerId: options.ownerId,
         startedAt,
         endedAt: Date.now(),
+        rewind: {
+          kind: "rewind",
+          toMessageId,
+          droppedCount: dropped.length,
+          stoppedProcesses: restored.flatMap((resource) => resource.stoppedProcesses),
+        },
       },
     });
     return {
       threadId,
       runId,
-      toMessageId: kept.at(-1)?.id ?? null,
+      toMessageId,
       droppedMessageIds: [...droppedIds],
       cancelledActionIds,
       restored,
@@ -238,7 +245,7 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
     const atMessageId = request.atMessageId ?? messages.at(-1)?.id;
     if (atMessageId === undefined)
       throw new PaiError("UNKNOWN_MESSAGE", `thread "${threadId}" has no messages to fork`);
-    const { kept } = await split(threadId, { toMessageId: atMessageId });
+    const { kept, dropped } = await split(threadId, { toMessageId: atMessageId });
     const chosen = checkpointsAt(await store.listCheckpoints(threadId), kept);
     const forkId = generateId();
     const runId = generateId();
@@ -269,6 +276,13 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
           ownerId: options.ownerId,
           startedAt: now,
           endedAt: Date.now(),
+          rewind: {
+            kind: "fork",
+            toMessageId: atMessageId,
+            droppedCount: dropped.length,
+            forkedFrom: threadId,
+            stoppedProcesses: restored.flatMap((resource) => resource.stoppedProcesses),
+          },
         },
       });
       return { threadId: forkId, forkedFrom: { threadId, messageId: atMessageId }, restored };
