@@ -5,7 +5,8 @@ import { SandboxError } from "../sandbox-error.ts";
 /**
  * Lists the sandbox user's processes (all but itself; zombies left out), then SIGKILLs every process it may signal
  * (`kill(-1)`: the sandbox user's, never the root agent or the container's init) until none is left, a few rounds
- * in case one forks meanwhile. Prints them as JSON: `[{ "pid": 12, "command": "python3 -m http.server" }]`.
+ * in case one forks meanwhile. Prints them as JSON, each command line on one line with its whitespace collapsed:
+ * `[{ "pid": 12, "command": "python3 -m http.server" }]`.
  */
 const program = String.raw`
 import json, os, signal
@@ -22,10 +23,10 @@ def others():
                 if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
                     continue
             with open("/proc/" + name + "/cmdline", "rb") as f:
-                command = f.read(4096).replace(b"\0", b" ").strip()
+                command = f.read(4096).replace(b"\0", b" ")
         except (OSError, IndexError):
             continue
-        found[int(name)] = command.decode("utf-8", "replace")[:200]
+        found[int(name)] = " ".join(command.decode("utf-8", "replace").split())[:200]
     return found
 listed = others()
 for _ in range(8):
