@@ -53,6 +53,7 @@ export type {
   ManifestEntry,
   ResourceCheckpoints,
   RestoredCheckpoint,
+  StoppedProcess,
   StoredBlob,
   TakenCheckpoint,
   WorkspaceManifest,
@@ -64,6 +65,7 @@ export {
 export type {
   ForkResult,
   ForkThreadOptions,
+  RestoredResource,
   RewindResult,
   RewindThreadOptions,
 } from "./checkpoints/rewind-thread.ts";

@@ -1,15 +1,18 @@
 // `npm run demo`: a code-execution agent in the terminal. Its tools write files and run commands in a real
 // Docker sandbox from PAI's warm pool (one per conversation); exporting a file out of the sandbox needs your
 // approval at the prompt (`--yes` approves it; the end of input counts as "no"). Threads persist in
-// .pai/demo.db; `npm run demo -- --thread <id>` continues one. Ctrl-C or SIGTERM stops the run and removes the
-// sandboxes before the process exits.
+// .pai/demo.db; `npm run demo -- --thread <id>` continues one, and `--rewind <messageId>` first takes it back to that
+// message: later messages dropped, the sandbox's files as they were then (checkpoints in .pai/demo-checkpoints), its
+// programs stopped. Ctrl-C or SIGTERM stops the run and removes the sandboxes before the process exits.
 import { parseArgs } from "node:util";
 import {
   type AgentRun,
   createAgentRuntime,
+  createFileCheckpointStore,
   createPai,
   createSqliteThreadStore,
   defineAgent,
+  PaiError,
   type PublicPendingAction,
 } from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
@@ -17,16 +20,27 @@ import { logRuntimeError } from "@pai/examples-shared/log-runtime-error";
 import { modelFromEnv } from "@pai/examples-shared/model-from-env";
 import { dockerSandbox } from "@pai/sandbox";
 import { type ApprovalAnswer, createApprovalPrompt } from "./approval-prompt.ts";
+import { printMessageIds, printRewind } from "./rewind-view.ts";
 import { DEFAULT_TASK, scriptedPlan } from "./scripted-plan.ts";
 import { bold, dim, green, renderRun, type ViewCounts, yellow } from "./terminal-view.ts";
 import { codeInterpreter, exportFile, runCommand, writeSandboxFile } from "./tools.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { thread: { type: "string" }, yes: { type: "boolean", default: false } },
+  options: {
+    thread: { type: "string" },
+    rewind: { type: "string" },
+    yes: { type: "boolean", default: false },
+  },
 });
+if (values.rewind !== undefined && !values.thread) {
+  console.error(
+    "--rewind takes the thread back to a message of it: npm run demo -- --thread <id> --rewind <messageId>",
+  );
+  process.exit(2);
+}
 const task = positionals.join(" ").trim() || (values.thread ? "" : DEFAULT_TASK);
-if (!task) {
+if (!task && values.rewind === undefined) {
   console.error('Give the next message for the thread: npm run demo -- --thread <id> "your message"');
   process.exit(2);
 }
@@ -67,6 +81,8 @@ const agent = defineAgent({
 const runtime = createAgentRuntime({
   pai: createPai({ agents: { coder: agent } }),
   store: createSqliteThreadStore({ path: ".pai/demo.db" }),
+  // a checkpoint of the sandbox's files at the end of each run: what --rewind restores
+  checkpoints: { store: createFileCheckpointStore({ directory: ".pai/demo-checkpoints" }) },
   model,
   capabilities: {
     sandbox: dockerSandbox({
@@ -84,6 +100,7 @@ const counts: ViewCounts = { steps: 0, commands: 0, toolCalls: 0 };
 const identity = { userId: "demo" };
 let threadId = values.thread;
 let status = "not started";
+let lastMessageId: string | undefined;
 
 console.log(
   bold("PAI code agent"),
@@ -94,7 +111,10 @@ try {
   const warmStart = performance.now();
   await runtime.startCapabilities();
   console.log(dim(`sandbox pool warm in ${Math.round(performance.now() - warmStart)} ms`));
-  if (!stop.signal.aborted) {
+  if (values.rewind !== undefined && threadId && !stop.signal.aborted) {
+    status = (await rewind(threadId, values.rewind)) ? "rewound" : "not rewound";
+  }
+  if (task && status !== "not rewound" && !stop.signal.aborted) {
     console.log(`${bold("task:")} ${task}\n`);
     let run = await runtime.run({
       agentId: "coder",
@@ -153,15 +173,41 @@ if (threadId) {
       `thread ${threadId} is saved in .pai/demo.db — continue it with: npm run demo -- --thread ${threadId} "…"`,
     ),
   );
+  if (lastMessageId)
+    console.log(
+      dim(
+        `come back to this point later with: npm run demo -- --thread ${threadId} --rewind ${lastMessageId}`,
+      ),
+    );
 }
 if (stoppedBy) process.exitCode = exitCodes[stoppedBy];
 
 async function renderAndWait(current: AgentRun): Promise<string> {
   await renderRun(current.stream, counts);
   const done = await current.done;
+  lastMessageId = done.messages.at(-1)?.id;
   if (done.status === "failed") console.log(yellow(`run failed: ${done.error}`));
   if (done.status === "cancelled") console.log(yellow("run cancelled"));
   return done.status;
+}
+
+/** Rewinds the thread and says what it did; an unknown message lists the thread's messages instead (false). */
+async function rewind(thread: string, toMessageId: string): Promise<boolean> {
+  try {
+    printRewind(await runtime.rewindThread({ threadId: thread, toMessageId, identity }));
+    return true;
+  } catch (error) {
+    if (PaiError.hasCode(error, "NOT_FOUND")) {
+      console.error(yellow(`there is no thread ${thread} in .pai/demo.db`));
+      process.exitCode = 2;
+      return false;
+    }
+    if (!PaiError.hasCode(error, "UNKNOWN_MESSAGE")) throw error;
+    console.error(yellow(`thread ${thread} has no message ${toMessageId}; its messages are:`));
+    printMessageIds((await runtime.getThread(thread, { identity }))?.messages ?? []);
+    process.exitCode = 2;
+    return false;
+  }
 }
 
 async function ask(action: PublicPendingAction): Promise<ApprovalAnswer> {

@@ -196,6 +196,10 @@ export function createPooledResource<STATE, FACADE extends object>(
               current();
               return checkpoints(lease).restore(manifestDigest, restoreOptions);
             },
+            stopProcesses: async (stopOptions) => {
+              current();
+              return (await checkpoints(lease).stopProcesses?.(stopOptions)) ?? [];
+            },
           } satisfies ResourceCheckpoints,
         }
       : {}),

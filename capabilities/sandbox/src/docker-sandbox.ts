@@ -21,6 +21,7 @@ import {
 } from "@pai/docker-binding";
 import type { ContainerDriver, ContainerLimits, ContainerSpec, DockerEngine, ImageProgress } from "@pai/pool";
 import { createAgentExecutor } from "./agent-executor.ts";
+import { stopSandboxProcesses } from "./checkpoints/stop-sandbox-processes.ts";
 import { createWorkspaceCheckpoints } from "./checkpoints/workspace-checkpoints.ts";
 import type { CodeLanguage } from "./code-interpreter/code-context.ts";
 import { type PrewarmedCodeContexts, prewarmCodeContexts } from "./code-interpreter/prewarm-code-contexts.ts";
@@ -300,9 +301,12 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
       // Previews reach a server in the sandbox over the agent's connection: the container keeps no network.
       openPort: async ({ connection }, port, signal) =>
         connection.openPort(checkSandboxPort(port), { signal }),
-      // Checkpoints of /workspace, taken and restored by a program run as the sandbox user over the same connection.
-      checkpoints: ({ connection }) =>
-        createWorkspaceCheckpoints({ executor: connection, workspace: WORKSPACE }),
+      // Checkpoints of /workspace, taken and restored by a program run as the sandbox user over the same connection;
+      // a rewind stops the sandbox user's programs first.
+      checkpoints: ({ connection }) => ({
+        ...createWorkspaceCheckpoints({ executor: connection, workspace: WORKSPACE }),
+        stopProcesses: ({ signal }) => stopSandboxProcesses({ executor: connection, signal }),
+      }),
       facade: ({ connection, driver, containerId }) =>
         createSandboxFacade({
           executor: connection,

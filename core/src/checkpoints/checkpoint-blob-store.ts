@@ -64,16 +64,29 @@ export interface RestoredCheckpoint {
   durationMs: number;
 }
 
+/** A program a rewind stopped in a resource. */
+export interface StoppedProcess {
+  /** Its pid in the resource (a container's pid namespace). */
+  pid: number;
+  /** Its command line, as far as it could be read (at most 200 characters). */
+  command: string;
+}
+
 /** How the runtime checkpoints a resource (see `ProvisionedResource.checkpoints`). */
 export interface ResourceCheckpoints {
   /** Records the resource's state now into `store`; costs in proportion to what changed since the last one. */
   take(options: { store: CheckpointBlobStore; signal: AbortSignal }): Promise<TakenCheckpoint>;
   /**
    * Makes the resource's state the checkpoint's: files written, missing ones added, extra ones removed, modes set.
-   * Processes running in it are not touched (the runtime stops them first when it rewinds).
+   * Processes running in it are not touched (the runtime stops them first when it rewinds: {@link stopProcesses}).
    */
   restore(
     manifestDigest: string,
     options: { store: CheckpointBlobStore; signal: AbortSignal },
   ): Promise<RestoredCheckpoint>;
+  /**
+   * Stops every program running in the resource (what a rewind does before it restores, so that no program of the
+   * dropped turns goes on writing into the restored state) and says which. Absent: the resource runs none.
+   */
+  stopProcesses?(options: { signal: AbortSignal }): Promise<StoppedProcess[]>;
 }

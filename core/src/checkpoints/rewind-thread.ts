@@ -4,7 +4,7 @@ import { PaiError } from "../errors/pai-error.ts";
 import type { LocalRuns } from "../runtime/local-runs.ts";
 import type { ThreadAccess } from "../runtime/thread-access.ts";
 import type { CheckpointRecord, ThreadStore } from "../threads/thread-store.ts";
-import type { CheckpointBlobStore, RestoredCheckpoint } from "./checkpoint-blob-store.ts";
+import type { CheckpointBlobStore, RestoredCheckpoint, StoppedProcess } from "./checkpoint-blob-store.ts";
 import { storeWorkspaceManifest } from "./stored-workspace-manifest.ts";
 
 /** What `runtime.rewindThread` takes. */
@@ -21,14 +21,25 @@ export interface RewindResult {
   threadId: string;
   /** The run recorded for the rewind (status `completed`), the thread's history of what happened. */
   runId: string;
-  toMessageId: string;
+  /** The message the thread ends with now; `null` when none is left (an edit or a regeneration of the first). */
+  toMessageId: string | null;
   /** The messages dropped, in order. */
   droppedMessageIds: string[];
   /** Pending actions of dropped messages, now `cancelled`. */
   cancelledActionIds: string[];
-  /** Each resource restored, from which checkpoint (absent: to its state before the thread's first checkpoint). */
-  restored: Array<{ capability: string; checkpointId?: string } & RestoredCheckpoint>;
+  /**
+   * Each resource restored, from which checkpoint (absent: to its state before the thread's first checkpoint), and
+   * the programs that were running in it, stopped first (a sandbox's servers and background jobs).
+   */
+  restored: RestoredResource[];
 }
+
+/** One resource a rewind or a fork restored. */
+export type RestoredResource = {
+  capability: string;
+  checkpointId?: string;
+  stoppedProcesses: StoppedProcess[];
+} & RestoredCheckpoint;
 
 /** What `runtime.forkThread` takes. */
 export interface ForkThreadOptions {
@@ -43,7 +54,7 @@ export interface ForkResult {
   /** The new thread (the original is untouched). */
   threadId: string;
   forkedFrom: { threadId: string; messageId: string };
-  restored: Array<{ capability: string; checkpointId?: string } & RestoredCheckpoint>;
+  restored: RestoredResource[];
 }
 
 /** What rewinding and forking need of the runtime. */
@@ -57,6 +68,12 @@ export interface ThreadRewindsOptions {
   ownerId: string;
   identityKeyOf: (identity: unknown) => string;
 }
+
+/**
+ * Where a rewind cuts a thread: after `toMessageId` (which stays), or before `beforeMessageId` (a user message, which
+ * goes too: a run replaces it).
+ */
+type RewindCut = { toMessageId: string } | { beforeMessageId: string };
 
 /** A thread's resource state to restore, by capability: the newest checkpoint at or before the kept messages' end. */
 function checkpointsAt(
@@ -75,19 +92,30 @@ function checkpointsAt(
   return chosen;
 }
 
+/** What {@link createThreadRewinds} makes. */
+export type ThreadRewinds = ReturnType<typeof createThreadRewinds>;
+
 /** Rewinds and forks threads, their resources' state included, from the checkpoints taken at runs' ends. */
 export function createThreadRewinds(options: ThreadRewindsOptions) {
   const { store, access, runs, capabilities, blobs } = options;
 
-  /** The messages up to and including `messageId`, and those after it. */
-  async function split(threadId: string, messageId: string) {
+  /** The messages the thread keeps at `cut`, and those after them. */
+  async function split(threadId: string, cut: RewindCut) {
     const messages = await store.loadMessages(threadId);
+    const messageId = "toMessageId" in cut ? cut.toMessageId : cut.beforeMessageId;
     const index = messages.findIndex((message) => message.id === messageId);
     if (index < 0)
       throw new PaiError("UNKNOWN_MESSAGE", `thread "${threadId}" has no message "${messageId}" (now)`, {
         details: { threadId, messageId },
       });
-    return { kept: messages.slice(0, index + 1), dropped: messages.slice(index + 1) };
+    if ("beforeMessageId" in cut && messages[index]?.role !== "user")
+      throw new PaiError(
+        "INVALID_ARGUMENT",
+        `message "${messageId}" of thread "${threadId}" is not the user's: only a user message is replaced`,
+        { details: { threadId, messageId } },
+      );
+    const end = "toMessageId" in cut ? index + 1 : index;
+    return { kept: messages.slice(0, end), dropped: messages.slice(end) };
   }
 
   /** Restores `threadId`'s resources (in scope `runId`) to the checkpoints chosen for `kept`. */
@@ -106,10 +134,76 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
         checkpoint?.manifestDigest ??
         (await storeWorkspaceManifest({ store: blobs, manifest: { version: 1, entries: [] } }))
           .manifestDigest;
+      const stoppedProcesses = (await resource.checkpoints.stopProcesses?.({ signal })) ?? [];
       const outcome = await resource.checkpoints.restore(digest, { store: blobs, signal });
-      restored.push({ capability, ...(checkpoint ? { checkpointId: checkpoint.id } : {}), ...outcome });
+      restored.push({
+        capability,
+        ...(checkpoint ? { checkpointId: checkpoint.id } : {}),
+        stoppedProcesses,
+        ...outcome,
+      });
     }
     return restored;
+  }
+
+  /**
+   * Rewinds `threadId` to `cut`, recording the run `runId`; the caller holds the thread's reservation (for its own run
+   * id, which may be another: the run that follows at once).
+   */
+  async function rewindReserved(request: {
+    threadId: string;
+    cut: RewindCut;
+    identityKey: string;
+    runId: string;
+  }): Promise<RewindResult> {
+    const { threadId, runId, identityKey } = request;
+    const startedAt = Date.now();
+    const thread = await store.getThread(threadId);
+    if (!thread) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
+    const { kept, dropped } = await split(threadId, request.cut);
+    const checkpoints = await store.listCheckpoints(threadId);
+    let restored: RewindResult["restored"];
+    try {
+      restored = await restoreResources({ runId, threadId, identityKey }, checkpointsAt(checkpoints, kept));
+    } finally {
+      await capabilities.endRun(runId);
+    }
+    const droppedIds = new Set(dropped.map((message) => message.id));
+    const cancelledActionIds = await cancelActionsOf(store, threadId, dropped);
+    const later = checkpoints.filter((checkpoint) => droppedIds.has(checkpoint.messageId));
+    if (later.length > 0)
+      await store.deleteCheckpoints(
+        threadId,
+        later.map((checkpoint) => checkpoint.id),
+      );
+    const toMessageId = kept.at(-1)?.id ?? null;
+    await store.commitRun({
+      thread: { ...thread, updatedAt: Date.now() },
+      messages: kept,
+      run: {
+        id: runId,
+        threadId,
+        agentId: thread.agentId,
+        status: "completed",
+        ownerId: options.ownerId,
+        startedAt,
+        endedAt: Date.now(),
+        rewind: {
+          kind: "rewind",
+          toMessageId,
+          droppedCount: dropped.length,
+          stoppedProcesses: restored.flatMap((resource) => resource.stoppedProcesses),
+        },
+      },
+    });
+    return {
+      threadId,
+      runId,
+      toMessageId,
+      droppedMessageIds: [...droppedIds],
+      cancelledActionIds,
+      restored,
+    };
   }
 
   async function rewind(request: RewindThreadOptions): Promise<RewindResult> {
@@ -121,51 +215,25 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
       runId,
       `thread "${threadId}" has a run in progress: stop it before rewinding`,
     );
-    const startedAt = Date.now();
     try {
-      const thread = await store.getThread(threadId);
-      if (!thread) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
-      const { kept, dropped } = await split(threadId, toMessageId);
-      const checkpoints = await store.listCheckpoints(threadId);
       const identityKey = options.identityKeyOf(request.identity);
-      let restored: RewindResult["restored"];
-      try {
-        restored = await restoreResources({ runId, threadId, identityKey }, checkpointsAt(checkpoints, kept));
-      } finally {
-        await capabilities.endRun(runId);
-      }
-      const droppedIds = new Set(dropped.map((message) => message.id));
-      const cancelledActionIds = await cancelActionsOf(store, threadId, dropped);
-      const later = checkpoints.filter((checkpoint) => droppedIds.has(checkpoint.messageId));
-      if (later.length > 0)
-        await store.deleteCheckpoints(
-          threadId,
-          later.map((checkpoint) => checkpoint.id),
-        );
-      await store.commitRun({
-        thread: { ...thread, updatedAt: Date.now() },
-        messages: kept,
-        run: {
-          id: runId,
-          threadId,
-          agentId: thread.agentId,
-          status: "completed",
-          ownerId: options.ownerId,
-          startedAt,
-          endedAt: Date.now(),
-        },
-      });
-      return {
-        threadId,
-        runId,
-        toMessageId,
-        droppedMessageIds: [...droppedIds],
-        cancelledActionIds,
-        restored,
-      };
+      return await rewindReserved({ threadId, cut: { toMessageId }, identityKey, runId });
     } finally {
       await reservation.releaseUnlessStarted();
     }
+  }
+
+  /**
+   * Rewinds `threadId` to just before `beforeMessageId` (it is dropped too), for a run that replaces it: the caller
+   * has checked the identity and holds the thread's reservation, under which that run starts next.
+   */
+  function rewindBefore(request: {
+    threadId: string;
+    beforeMessageId: string;
+    identityKey: string;
+  }): Promise<RewindResult> {
+    const { threadId, beforeMessageId, identityKey } = request;
+    return rewindReserved({ threadId, cut: { beforeMessageId }, identityKey, runId: generateId() });
   }
 
   async function fork(request: ForkThreadOptions): Promise<ForkResult> {
@@ -177,7 +245,7 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
     const atMessageId = request.atMessageId ?? messages.at(-1)?.id;
     if (atMessageId === undefined)
       throw new PaiError("UNKNOWN_MESSAGE", `thread "${threadId}" has no messages to fork`);
-    const { kept } = await split(threadId, atMessageId);
+    const { kept, dropped } = await split(threadId, { toMessageId: atMessageId });
     const chosen = checkpointsAt(await store.listCheckpoints(threadId), kept);
     const forkId = generateId();
     const runId = generateId();
@@ -208,6 +276,13 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
           ownerId: options.ownerId,
           startedAt: now,
           endedAt: Date.now(),
+          rewind: {
+            kind: "fork",
+            toMessageId: atMessageId,
+            droppedCount: dropped.length,
+            forkedFrom: threadId,
+            stoppedProcesses: restored.flatMap((resource) => resource.stoppedProcesses),
+          },
         },
       });
       return { threadId: forkId, forkedFrom: { threadId, messageId: atMessageId }, restored };
@@ -216,7 +291,7 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
     }
   }
 
-  return { rewind, fork };
+  return { rewind, rewindBefore, fork };
 }
 
 /** Cancels the pending actions whose calls are in `dropped`; their ids. */

@@ -1,15 +1,14 @@
-import { createUIMessageStreamResponse, type UIMessage, type UIMessageChunk } from "ai";
+import { createUIMessageStreamResponse } from "ai";
 import { z } from "zod";
-import { catchUpChunks, nativeAnswersOf } from "../actions/native-answers.ts";
 import { pendingActionAnswerSchema } from "../actions/pending-action-answer.ts";
 import { PaiError, type PaiErrorCode } from "../errors/pai-error.ts";
 import { createPreviewGateway, type PreviewGateway } from "../previews/preview-gateway.ts";
 import { isPreviewOrigin } from "../previews/preview-origin.ts";
-import type { AgentRun } from "../runtime/agent-run.ts";
 import type { AgentRuntime } from "../runtime/create-agent-runtime.ts";
 import { type RuntimeServices, runtimeServices } from "../runtime/runtime-services.ts";
+import { createChatRoute } from "./create-chat-route.ts";
 import { NODE_ROUTE, type NodeRoute } from "./node-listener.ts";
-import { readLimitedBody } from "./read-limited-body.ts";
+import { parseJsonBody } from "./parse-json-body.ts";
 import { createUpgradeHandler, type UpgradeListener } from "./upgrade-handler.ts";
 
 /** What `createPaiHandler` accepts. */
@@ -44,13 +43,7 @@ export type PaiHandler = ((request: Request) => Promise<Response>) & { readonly 
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
-const chatBody = z.object({
-  id: z.string().min(1).optional(),
-  threadId: z.string().min(1).optional(),
-  agentId: z.string().min(1).optional(),
-  messages: z.array(z.looseObject({ id: z.string(), role: z.string(), parts: z.array(z.unknown()) })).min(1),
-  clientData: z.unknown().optional(),
-});
+const forkBody = z.object({ atMessageId: z.string().min(1).optional() });
 
 const answerBody = z.object({
   toolCallId: z.string(),
@@ -98,10 +91,16 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
 /**
  * A fetch-style handler (`Request → Response`) for PAI's HTTP interface, mountable in Node http, Hono or
  * Next.js. Routes (under `basePath`):
- * - `POST /chat` — send a message (`useChat` body: `{ id, messages }`, only the last message is read); streams the UI
- *   message stream (SSE). A last message that is the assistant's carries `useChat`'s answers instead: approval
- *   responses (`addToolApprovalResponse`) and client tool outputs (`addToolOutput`), bound as the action route binds
- *   answers; the continuation is streamed (header `x-pai-answer: accepted | already-settled`)
+ * - `POST /chat` — send a message (`useChat` body: `{ id, messages, trigger, messageId }`, only the last message is
+ *   read); streams the UI message stream (SSE). A last message that is the assistant's carries `useChat`'s answers
+ *   instead: approval responses (`addToolApprovalResponse`) and client tool outputs (`addToolOutput`), bound as the
+ *   action route binds answers; the continuation is streamed (header `x-pai-answer: accepted | already-settled`).
+ *   With `messageId` (`sendMessage({ text, messageId })`) the message is an edit of that earlier user message: the
+ *   thread is rewound to just before it (later messages dropped, the sandbox's files restored, its processes
+ *   stopped) and the edited message, with the id the client gives it, runs in its place. `trigger:
+ *   "regenerate-message"` (`regenerate({ messageId })`) runs the user message at or before `messageId` (default:
+ *   the thread's last message) again in its place, the same way. A `messageId` the thread does not have is
+ *   `UNKNOWN_MESSAGE` (404); a thread with a run in progress, `THREAD_BUSY` (409)
  * - `GET /chat/:threadId/stream` — the run in progress on a thread, from its start (204 when none), in whichever
  *   process sharing the store runs it
  * - `POST /chat/:threadId/stop`, `POST /runs/:runId/stop` — stop a run, in whichever process sharing the store runs
@@ -112,6 +111,9 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  *   `lastRunStatus` (how its newest run ended, or `running`) and `lastAnswer` (how the action answered last was
  *   answered: `denied`, `resumed`…), `null` when there is none;
  *   `GET /threads/:threadId` — messages, pending actions, tool data
+ * - `POST /threads/:threadId/fork` — a copy of the thread `{ atMessageId? }` (default: up to its last message) with
+ *   its sandbox's files as they were at that message, owned by the caller, the original untouched: 201
+ *   `{ threadId, forkedFrom: { threadId, messageId }, restored }`
  * - `PATCH /threads/:threadId` — rename it `{ title }` (trimmed, at most 200 characters; empty clears it):
  *   `{ thread }`; `DELETE /threads/:threadId`; `GET /manifest`
  * - `GET /threads/:threadId/previews` — the thread's open previews (`{ previews: [{ id, url, port, access,
@@ -138,7 +140,11 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
   const gateway = previewGatewayOf(services, runtime, options.authenticate);
 
   const routes: Array<{ method: string; pattern: RegExp; route: Route }> = [
-    { method: "POST", pattern: /^\/chat$/, route: sendMessage },
+    {
+      method: "POST",
+      pattern: /^\/chat$/,
+      route: createChatRoute({ runtime, defaultAgentId, maxBodyBytes }),
+    },
     { method: "GET", pattern: /^\/chat\/([^/]+)\/stream$/, route: resumeStream },
     { method: "POST", pattern: /^\/chat\/([^/]+)\/stop$/, route: stopThreadRun },
     { method: "POST", pattern: /^\/runs\/([^/]+)\/stop$/, route: stopRun },
@@ -147,104 +153,10 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     { method: "GET", pattern: /^\/threads\/([^/]+)$/, route: readThread },
     { method: "PATCH", pattern: /^\/threads\/([^/]+)$/, route: renameThread },
     { method: "DELETE", pattern: /^\/threads\/([^/]+)$/, route: deleteThread },
+    { method: "POST", pattern: /^\/threads\/([^/]+)\/fork$/, route: forkThread },
     { method: "GET", pattern: /^\/threads\/([^/]+)\/previews$/, route: listPreviews },
     { method: "GET", pattern: /^\/manifest$/, route: async () => json(200, runtime.manifest()) },
   ];
-
-  async function sendMessage(request: Request, identity: unknown): Promise<Response> {
-    const body = await parseBody(request, chatBody, maxBodyBytes);
-    const message = body.messages.at(-1) as unknown as UIMessage;
-    if (message.role === "assistant") return answerInChat(body, message, identity);
-    if (message.role !== "user")
-      throw new PaiError("BAD_REQUEST", "the last message must be the user's new message");
-    const agentId = body.agentId ?? defaultAgentId;
-    if (!agentId)
-      throw new PaiError("BAD_REQUEST", "the body names no agentId and the handler has no default agent");
-    const threadId = body.threadId ?? body.id;
-    const run = await runtime.run({
-      agentId,
-      identity,
-      message,
-      clientData: body.clientData,
-      ...(threadId ? { threadId } : {}),
-    });
-    return createUIMessageStreamResponse({
-      stream: run.stream,
-      headers: { "x-pai-run-id": run.runId, "x-pai-thread-id": run.threadId },
-    });
-  }
-
-  /**
-   * `POST /chat` whose last message is the assistant's: a `useChat` client answering approvals
-   * (`addToolApprovalResponse`) and client tools (`addToolOutput`). Only the answer parts are read, matched
-   * against the thread's stored actions and bound as the action route binds answers; each goes through
-   * `runtime.respond`. Streams the continuation; when none starts, the run already going on the thread (a replay
-   * racing the first answer), or else the stored state of the answered calls (a replay: nothing runs).
-   * `x-pai-answer` says `accepted` or `already-settled`.
-   */
-  async function answerInChat(
-    body: z.output<typeof chatBody>,
-    message: UIMessage,
-    identity: unknown,
-  ): Promise<Response> {
-    const threadId = body.threadId ?? body.id;
-    if (!threadId) throw new PaiError("BAD_REQUEST", "answers name their thread: the chat's id");
-    await requireThread(threadId, identity);
-    const answers = nativeAnswersOf(message, await runtime.store.listPendingActions({ threadId }));
-    if (answers.length === 0) {
-      throw new PaiError(
-        "BAD_REQUEST",
-        "the last message is the assistant's but answers nothing: send the user's new message, approval responses or client tool outputs",
-      );
-    }
-    let continuation: AgentRun | undefined;
-    let accepted = false;
-    for (const { action, answer, ...binding } of answers) {
-      const result = await runtime.respond({
-        threadId,
-        actionId: action.id,
-        ...binding,
-        answer,
-        identity,
-        clientData: body.clientData,
-      });
-      if (result.status === "accepted") {
-        accepted = true;
-        continuation = result.run ?? continuation;
-      }
-    }
-    const headers = {
-      "x-pai-thread-id": threadId,
-      "x-pai-answer": accepted ? "accepted" : "already-settled",
-    };
-    if (continuation) {
-      return createUIMessageStreamResponse({
-        stream: continuation.stream,
-        headers: { ...headers, "x-pai-run-id": continuation.runId },
-      });
-    }
-    const active = await runtime.followRun(threadId);
-    if (active) {
-      return createUIMessageStreamResponse({
-        stream: active.stream(),
-        headers: { ...headers, "x-pai-run-id": active.runId },
-      });
-    }
-    const [stored, actions] = await Promise.all([
-      runtime.store.loadMessages(threadId),
-      runtime.store.listPendingActions({ threadId }),
-    ]);
-    const chunks = catchUpChunks({ messageId: message.id, answers, stored, actions });
-    return createUIMessageStreamResponse({
-      stream: new ReadableStream<UIMessageChunk>({
-        start(controller) {
-          for (const chunk of chunks) controller.enqueue(chunk);
-          controller.close();
-        },
-      }),
-      headers,
-    });
-  }
 
   async function resumeStream(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
     await requireThread(threadId!, identity);
@@ -277,7 +189,7 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     identity: unknown,
     [threadId, actionId]: string[],
   ): Promise<Response> {
-    const body = await parseBody(request, answerBody, maxBodyBytes);
+    const body = await parseJsonBody(request, answerBody, maxBodyBytes);
     await requireThread(threadId!, identity);
     const result = await runtime.respond({
       threadId: threadId!,
@@ -317,7 +229,7 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
   }
 
   async function renameThread(request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
-    const body = await parseBody(request, renameBody, maxBodyBytes);
+    const body = await parseJsonBody(request, renameBody, maxBodyBytes);
     await requireThread(threadId!, identity);
     const thread = await runtime.store.setThreadTitle(threadId!, body.title || undefined);
     if (!thread) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
@@ -328,6 +240,16 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     await requireThread(threadId!, identity);
     await runtime.deleteThread(threadId!);
     return json(200, { deleted: true });
+  }
+
+  async function forkThread(request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
+    const body = await parseJsonBody(request, forkBody, maxBodyBytes);
+    const fork = await runtime.forkThread({
+      threadId: threadId!,
+      identity,
+      ...(body.atMessageId !== undefined ? { atMessageId: body.atMessageId } : {}),
+    });
+    return json(201, fork);
   }
 
   async function listPreviews(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
@@ -453,24 +375,6 @@ function isLoopback(hostname: string): boolean {
 /** Whether the client asked for the continuation as a UI message stream instead of JSON. */
 function wantsStream(request: Request): boolean {
   return (request.headers.get("accept") ?? "").includes("text/event-stream");
-}
-
-async function parseBody<SCHEMA extends z.ZodType>(
-  request: Request,
-  schema: SCHEMA,
-  maxBytes: number,
-): Promise<z.output<SCHEMA>> {
-  const text = await readLimitedBody(request, { maxBytes });
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    throw new PaiError("BAD_REQUEST", "the body is not valid JSON");
-  }
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success)
-    throw new PaiError("BAD_REQUEST", `the body does not match: ${z.prettifyError(parsed.error)}`);
-  return parsed.data;
 }
 
 function errorResponse(error: unknown, onError: ((error: unknown) => void) | undefined): Response {

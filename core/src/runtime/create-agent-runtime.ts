@@ -158,7 +158,8 @@ export interface AgentRuntime {
    * Drops the messages after `toMessageId` and restores the thread's resources (its sandbox's files) to the checkpoint
    * taken when that message was the last (or, before the first checkpoint, to new and empty). Takes the thread's run
    * lease (`THREAD_BUSY` while a run is in progress in any process), cancels the pending actions of dropped messages
-   * and records a run for what happened. Processes running in the resource are not stopped by the restore; a
+   * and records a run for what happened. The programs running in the resource are stopped before it is restored
+   * (a sandbox's servers, background jobs, terminals and code contexts; `restored[i].stoppedProcesses` names them); a
    * browser's state is not rewound. Only the thread's owner may (another identity: `NOT_FOUND`); a message the
    * thread does not have is `UNKNOWN_MESSAGE`.
    */
@@ -321,6 +322,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     identityKeyOf,
     limits,
     runs,
+    rewinds,
     modelOf: (agent) => modelOf(options, agent),
     assertOpen,
   };

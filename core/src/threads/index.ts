@@ -14,6 +14,7 @@ export type {
   RunChunkRecord,
   RunCommit,
   RunRecord,
+  RunRewind,
   RunStatus,
   SubagentWait,
   ThreadLeaseRecord,

@@ -7,6 +7,7 @@ import type {
   PendingActionRecord,
   PendingActionStatus,
   RunRecord,
+  RunRewind,
   ThreadRecord,
   ToolDataRecord,
 } from "./thread-store.ts";
@@ -31,6 +32,14 @@ const thread = z.object({
   updatedAt: timestamp,
 }) satisfies z.ZodType<ThreadRecord>;
 
+const runRewind = z.object({
+  kind: z.enum(["rewind", "fork"]),
+  toMessageId: z.string().nullable(),
+  droppedCount: z.number().int().nonnegative(),
+  forkedFrom: id.optional(),
+  stoppedProcesses: z.array(z.object({ pid: z.number().int(), command: z.string() })),
+}) satisfies z.ZodType<RunRewind>;
+
 const run = z.object({
   id,
   threadId: id,
@@ -40,6 +49,7 @@ const run = z.object({
   ownerId: id.optional(),
   endedAt: timestamp.optional(),
   error: z.string().optional(),
+  rewind: runRewind.optional(),
 }) satisfies z.ZodType<RunRecord>;
 
 /**

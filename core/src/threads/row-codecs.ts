@@ -53,7 +53,7 @@ export function threadFromRow(row: StoredRow): ThreadRecord {
 }
 
 /** The columns of a run, in table order. */
-export const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id";
+export const runColumns = "id, thread_id, agent_id, status, started_at, ended_at, error, owner_id, rewind";
 
 /** A run's values for {@link runColumns}. */
 export function runToRow(run: RunRecord): StoredValue[] {
@@ -66,6 +66,7 @@ export function runToRow(run: RunRecord): StoredValue[] {
     run.endedAt ?? null,
     run.error ?? null,
     run.ownerId ?? null,
+    run.rewind ? toStoredJson(run.rewind, "run rewind") : null,
   ];
 }
 
@@ -80,6 +81,7 @@ export function runFromRow(row: StoredRow): RunRecord {
     endedAt: optional<number>(row.ended_at),
     error: optional<string>(row.error),
     ownerId: optional<string>(row.owner_id),
+    rewind: fromStoredJson(row.rewind as string | null) as RunRecord["rewind"],
   });
 }
 

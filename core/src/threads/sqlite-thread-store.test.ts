@@ -62,8 +62,11 @@ const pending: PendingActionRecord = {
   createdAt: 2000,
 };
 
+/** Takes a current store back to before version 8: runs without what a rewind did. */
+const dropRunRewind = "ALTER TABLE runs DROP COLUMN rewind;";
+
 /** Takes a current store back to before version 7: no checkpoints (for the tests of older versions' migrations). */
-const dropCheckpoints = "DROP TABLE checkpoints;";
+const dropCheckpoints = `${dropRunRewind} DROP TABLE checkpoints;`;
 
 /** Takes a current store's owners back to before version 6 (for the tests of older versions' migrations). */
 const dropOwnerPlace = [
@@ -176,7 +179,7 @@ describe("createSqliteThreadStore", () => {
     const raw = new DatabaseSync(path);
     try {
       expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 7 });
+      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 8 });
       const tables = raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
       expect(tables.map((table) => table.name)).toEqual(
         expect.arrayContaining([
@@ -417,6 +420,21 @@ describe("createSqliteThreadStore", () => {
     expect(readFileSync(foreign).equals(bytes)).toBe(true);
   });
 
+  it("migrates a version 7 store: its runs stay, without a rewind, and a rewind's run can be recorded", async () => {
+    const first = open();
+    await first.commitRun({ thread, messages: conversation, run });
+    await first.close();
+    const raw = new DatabaseSync(path);
+    raw.exec(`${dropRunRewind} PRAGMA user_version = 7;`);
+    raw.close();
+
+    const store = open();
+    expect(await store.getRun(run.id)).toEqual(run);
+    const rewind = { kind: "rewind" as const, toMessageId: "m1", droppedCount: 1, stoppedProcesses: [] };
+    await store.createRun({ ...run, id: "r-rewind", status: "completed", rewind });
+    expect((await store.getRun("r-rewind"))?.rewind).toEqual(rewind);
+  });
+
   it("refuses a store written by a newer schema version without touching it", async () => {
     await open().close();
     const raw = new DatabaseSync(path);
@@ -428,7 +446,7 @@ describe("createSqliteThreadStore", () => {
 
     expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
     expect((error as PaiError).message).toMatch(/schema version 99, written by a newer PAI/);
-    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 7 });
+    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 8 });
     expect(readFileSync(path).equals(bytes)).toBe(true);
   });
 

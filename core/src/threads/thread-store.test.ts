@@ -13,6 +13,7 @@ import type {
   LeaseRecord,
   PendingActionRecord,
   RunRecord,
+  RunRewind,
   ThreadRecord,
   ThreadStore,
   ToolDataRecord,
@@ -380,6 +381,34 @@ describe.each(implementations)("ThreadStore contract ($name)", ({ name, create }
       expect(await store.getRun("r1")).toEqual(run({ id: "r1", startedAt: 1000 }));
       expect(await store.getRun("missing")).toBeUndefined();
       expect((await store.listRuns("t1")).map((found) => found.id)).toEqual(["r1", "r2"]);
+    });
+
+    it("keeps what a rewind or a fork did on its run, through a commit, a create and a patch", async () => {
+      const rewind: RunRewind = {
+        kind: "rewind",
+        toMessageId: null,
+        droppedCount: 3,
+        stoppedProcesses: [{ pid: 12, command: "python3 -m http.server" }],
+      };
+      await store.commitRun({ thread: thread(), messages: [], run: run({ status: "completed", rewind }) });
+      const fork: RunRewind = {
+        kind: "fork",
+        toMessageId: "m1",
+        droppedCount: 0,
+        forkedFrom: "t0",
+        stoppedProcesses: [],
+      };
+      await store.createRun(run({ id: "r2", startedAt: 2000, rewind: fork }));
+      await store.updateRun("r2", { status: "completed", endedAt: 2100 });
+
+      expect(await store.listRuns("t1")).toEqual([
+        run({ status: "completed", rewind }),
+        run({ id: "r2", startedAt: 2000, status: "completed", endedAt: 2100, rewind: fork }),
+      ]);
+      await expectCode(
+        store.createRun(run({ id: "r3", rewind: { ...fork, kind: "jump" as "fork" } })),
+        "INVALID_ARGUMENT",
+      );
     });
 
     it("refuses to create a run twice", async () => {

@@ -1,4 +1,5 @@
 import type { UIMessage } from "ai";
+import type { StoppedProcess } from "../checkpoints/checkpoint-blob-store.ts";
 
 /** A conversation. `ownerKey` is the identity key that created it (HTTP ownership checks use it). */
 export interface ThreadRecord {
@@ -27,6 +28,24 @@ export interface RunRecord {
   endedAt?: number | undefined;
   /** Redacted error message when `status` is `failed`. */
   error?: string | undefined;
+  /** What the run did when it ran no agent but rewound the thread or started it as a fork (see {@link RunRewind}). */
+  rewind?: RunRewind | undefined;
+}
+
+/**
+ * A rewind as its thread's history records it (on the run of the rewind, status `completed`): `rewindThread`, and the
+ * rewind an edit or a regeneration starts with; or a fork's start, on the new thread's first run.
+ */
+export interface RunRewind {
+  kind: "rewind" | "fork";
+  /** The thread's last message afterwards (`null`: none is left); of a fork, the message it was forked at. */
+  toMessageId: string | null;
+  /** How many messages were dropped; of a fork, how many of the original's it left out. */
+  droppedCount: number;
+  /** Of a fork: the thread it was forked from. */
+  forkedFrom?: string | undefined;
+  /** The programs stopped in the thread's resources before they were restored. */
+  stoppedProcesses: StoppedProcess[];
 }
 
 /** One `ctx.data.write(channel, data)`. `seq` orders the writes of a thread. */

@@ -180,6 +180,11 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       CREATE INDEX checkpoints_thread_created ON ${s}.checkpoints (thread_id, created_at, id);
     `,
   },
+  {
+    version: 8,
+    name: "what a rewind did, on its run: the thread's history says it",
+    sql: (s) => `ALTER TABLE ${s}.runs ADD COLUMN rewind json;`,
+  },
 ];
 
 /** The schema version this build writes and the newest it reads. */

@@ -69,7 +69,7 @@ function runStatements(s: string) {
   return {
     getRun: `SELECT ${runColumns} FROM ${s}.runs WHERE id = $1`,
     listRuns: `SELECT ${runColumns} FROM ${s}.runs WHERE thread_id = $1 ORDER BY started_at, ordinal`,
-    insertRunIfMissing: `INSERT INTO ${s}.runs (${runColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    insertRunIfMissing: `INSERT INTO ${s}.runs (${runColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
       ON CONFLICT (id) DO NOTHING RETURNING id`,
     /** A patch in one statement: required fields left out keep their value; optional ones given as undefined clear. */
     updateRun: `UPDATE ${s}.runs SET agent_id = coalesce($2, agent_id), status = coalesce($3, status),

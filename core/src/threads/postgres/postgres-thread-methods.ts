@@ -74,7 +74,7 @@ export function postgresThreadMethods(connection: PostgresConnection): ThreadSto
 function threadStatements(s: string) {
   const runUpdate = `thread_id = excluded.thread_id, agent_id = excluded.agent_id, status = excluded.status,
     started_at = excluded.started_at, ended_at = excluded.ended_at, error = excluded.error,
-    owner_id = excluded.owner_id`;
+    owner_id = excluded.owner_id, rewind = excluded.rewind`;
   return {
     getThread: `SELECT ${threadColumns} FROM ${s}.threads WHERE id = $1`,
     insertThreadIfMissing: `INSERT INTO ${s}.threads (${threadColumns}) VALUES ($1, $2, $3, $4, $5, $6)
@@ -109,12 +109,12 @@ function threadStatements(s: string) {
         thread AS (INSERT INTO ${s}.threads (${threadColumns}) VALUES ($1, $2, $3, $4, $5, $6)
           ON CONFLICT (id) DO UPDATE SET agent_id = excluded.agent_id, owner_key = excluded.owner_key,
             updated_at = excluded.updated_at),
-        run AS (INSERT INTO ${s}.runs (${runColumns}) VALUES ($7, $8, $9, $10, $11, $12, $13, $14)
+        run AS (INSERT INTO ${s}.runs (${runColumns}) VALUES ($7, $8, $9, $10, $11, $12, $13, $14, $15)
           ON CONFLICT (id) DO UPDATE SET ${runUpdate}),
         written AS (INSERT INTO ${s}.messages (thread_id, position, message)
-          SELECT $1, (ordinality - 1)::integer, value FROM json_array_elements($15::json) WITH ORDINALITY
+          SELECT $1, (ordinality - 1)::integer, value FROM json_array_elements($16::json) WITH ORDINALITY
           ON CONFLICT (thread_id, position) DO UPDATE SET message = excluded.message
             WHERE messages.message::text <> excluded.message::text)
-      DELETE FROM ${s}.messages WHERE thread_id = $1 AND position >= json_array_length($15::json)`,
+      DELETE FROM ${s}.messages WHERE thread_id = $1 AND position >= json_array_length($16::json)`,
   };
 }

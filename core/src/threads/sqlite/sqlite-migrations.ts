@@ -153,6 +153,8 @@ const sqliteMigrations: ReadonlyArray<(db: DatabaseSync) => void> = [
       );
       CREATE INDEX checkpoints_thread_created ON checkpoints (thread_id, created_at, id);
     `),
+  // What a rewind did, on its run: the thread's history says it (JSON).
+  (db) => db.exec("ALTER TABLE runs ADD COLUMN rewind TEXT;"),
 ];
 
 /** The schema version this build writes and the newest it reads. */

@@ -60,10 +60,10 @@ export function sqliteRunMethods(connection: SqliteConnection): ThreadStoreParts
 /** Stores a run whole, inserted or replacing every column: how `updateRun` and `commitRun` write one. */
 export function prepareRunUpsert(db: DatabaseSync): StatementSync {
   return db.prepare(
-    `INSERT INTO runs (${runColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET
+    `INSERT INTO runs (${runColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET
        thread_id = excluded.thread_id, agent_id = excluded.agent_id, status = excluded.status,
        started_at = excluded.started_at, ended_at = excluded.ended_at, error = excluded.error,
-       owner_id = excluded.owner_id`,
+       owner_id = excluded.owner_id, rewind = excluded.rewind`,
   );
 }
 
@@ -72,7 +72,7 @@ function prepareRunStatements(db: DatabaseSync) {
     getRun: db.prepare(`SELECT ${runColumns} FROM runs WHERE id = ?`),
     listRuns: db.prepare(`SELECT ${runColumns} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid`),
     insertRunIfMissing: db.prepare(
-      `INSERT INTO runs (${runColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+      `INSERT INTO runs (${runColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
     ),
     upsertRun: prepareRunUpsert(db),
     listRunsByStatus: db.prepare(
