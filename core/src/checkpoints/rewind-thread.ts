@@ -21,7 +21,8 @@ export interface RewindResult {
   threadId: string;
   /** The run recorded for the rewind (status `completed`), the thread's history of what happened. */
   runId: string;
-  toMessageId: string;
+  /** The message the thread ends with now; `null` when none is left (an edit or a regeneration of the first). */
+  toMessageId: string | null;
   /** The messages dropped, in order. */
   droppedMessageIds: string[];
   /** Pending actions of dropped messages, now `cancelled`. */
@@ -58,6 +59,12 @@ export interface ThreadRewindsOptions {
   identityKeyOf: (identity: unknown) => string;
 }
 
+/**
+ * Where a rewind cuts a thread: after `toMessageId` (which stays), or before `beforeMessageId` (a user message, which
+ * goes too: a run replaces it).
+ */
+type RewindCut = { toMessageId: string } | { beforeMessageId: string };
+
 /** A thread's resource state to restore, by capability: the newest checkpoint at or before the kept messages' end. */
 function checkpointsAt(
   checkpoints: readonly CheckpointRecord[],
@@ -75,19 +82,30 @@ function checkpointsAt(
   return chosen;
 }
 
+/** What {@link createThreadRewinds} makes. */
+export type ThreadRewinds = ReturnType<typeof createThreadRewinds>;
+
 /** Rewinds and forks threads, their resources' state included, from the checkpoints taken at runs' ends. */
 export function createThreadRewinds(options: ThreadRewindsOptions) {
   const { store, access, runs, capabilities, blobs } = options;
 
-  /** The messages up to and including `messageId`, and those after it. */
-  async function split(threadId: string, messageId: string) {
+  /** The messages the thread keeps at `cut`, and those after them. */
+  async function split(threadId: string, cut: RewindCut) {
     const messages = await store.loadMessages(threadId);
+    const messageId = "toMessageId" in cut ? cut.toMessageId : cut.beforeMessageId;
     const index = messages.findIndex((message) => message.id === messageId);
     if (index < 0)
       throw new PaiError("UNKNOWN_MESSAGE", `thread "${threadId}" has no message "${messageId}" (now)`, {
         details: { threadId, messageId },
       });
-    return { kept: messages.slice(0, index + 1), dropped: messages.slice(index + 1) };
+    if ("beforeMessageId" in cut && messages[index]?.role !== "user")
+      throw new PaiError(
+        "INVALID_ARGUMENT",
+        `message "${messageId}" of thread "${threadId}" is not the user's: only a user message is replaced`,
+        { details: { threadId, messageId } },
+      );
+    const end = "toMessageId" in cut ? index + 1 : index;
+    return { kept: messages.slice(0, end), dropped: messages.slice(end) };
   }
 
   /** Restores `threadId`'s resources (in scope `runId`) to the checkpoints chosen for `kept`. */
@@ -112,6 +130,59 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
     return restored;
   }
 
+  /**
+   * Rewinds `threadId` to `cut`, recording the run `runId`; the caller holds the thread's reservation (for its own run
+   * id, which may be another: the run that follows at once).
+   */
+  async function rewindReserved(request: {
+    threadId: string;
+    cut: RewindCut;
+    identityKey: string;
+    runId: string;
+  }): Promise<RewindResult> {
+    const { threadId, runId, identityKey } = request;
+    const startedAt = Date.now();
+    const thread = await store.getThread(threadId);
+    if (!thread) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
+    const { kept, dropped } = await split(threadId, request.cut);
+    const checkpoints = await store.listCheckpoints(threadId);
+    let restored: RewindResult["restored"];
+    try {
+      restored = await restoreResources({ runId, threadId, identityKey }, checkpointsAt(checkpoints, kept));
+    } finally {
+      await capabilities.endRun(runId);
+    }
+    const droppedIds = new Set(dropped.map((message) => message.id));
+    const cancelledActionIds = await cancelActionsOf(store, threadId, dropped);
+    const later = checkpoints.filter((checkpoint) => droppedIds.has(checkpoint.messageId));
+    if (later.length > 0)
+      await store.deleteCheckpoints(
+        threadId,
+        later.map((checkpoint) => checkpoint.id),
+      );
+    await store.commitRun({
+      thread: { ...thread, updatedAt: Date.now() },
+      messages: kept,
+      run: {
+        id: runId,
+        threadId,
+        agentId: thread.agentId,
+        status: "completed",
+        ownerId: options.ownerId,
+        startedAt,
+        endedAt: Date.now(),
+      },
+    });
+    return {
+      threadId,
+      runId,
+      toMessageId: kept.at(-1)?.id ?? null,
+      droppedMessageIds: [...droppedIds],
+      cancelledActionIds,
+      restored,
+    };
+  }
+
   async function rewind(request: RewindThreadOptions): Promise<RewindResult> {
     const { threadId, toMessageId } = request;
     await access.requireThread(threadId, request.identity);
@@ -121,51 +192,25 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
       runId,
       `thread "${threadId}" has a run in progress: stop it before rewinding`,
     );
-    const startedAt = Date.now();
     try {
-      const thread = await store.getThread(threadId);
-      if (!thread) throw new PaiError("NOT_FOUND", `no thread "${threadId}"`);
-      const { kept, dropped } = await split(threadId, toMessageId);
-      const checkpoints = await store.listCheckpoints(threadId);
       const identityKey = options.identityKeyOf(request.identity);
-      let restored: RewindResult["restored"];
-      try {
-        restored = await restoreResources({ runId, threadId, identityKey }, checkpointsAt(checkpoints, kept));
-      } finally {
-        await capabilities.endRun(runId);
-      }
-      const droppedIds = new Set(dropped.map((message) => message.id));
-      const cancelledActionIds = await cancelActionsOf(store, threadId, dropped);
-      const later = checkpoints.filter((checkpoint) => droppedIds.has(checkpoint.messageId));
-      if (later.length > 0)
-        await store.deleteCheckpoints(
-          threadId,
-          later.map((checkpoint) => checkpoint.id),
-        );
-      await store.commitRun({
-        thread: { ...thread, updatedAt: Date.now() },
-        messages: kept,
-        run: {
-          id: runId,
-          threadId,
-          agentId: thread.agentId,
-          status: "completed",
-          ownerId: options.ownerId,
-          startedAt,
-          endedAt: Date.now(),
-        },
-      });
-      return {
-        threadId,
-        runId,
-        toMessageId,
-        droppedMessageIds: [...droppedIds],
-        cancelledActionIds,
-        restored,
-      };
+      return await rewindReserved({ threadId, cut: { toMessageId }, identityKey, runId });
     } finally {
       await reservation.releaseUnlessStarted();
     }
+  }
+
+  /**
+   * Rewinds `threadId` to just before `beforeMessageId` (it is dropped too), for a run that replaces it: the caller
+   * has checked the identity and holds the thread's reservation, under which that run starts next.
+   */
+  function rewindBefore(request: {
+    threadId: string;
+    beforeMessageId: string;
+    identityKey: string;
+  }): Promise<RewindResult> {
+    const { threadId, beforeMessageId, identityKey } = request;
+    return rewindReserved({ threadId, cut: { beforeMessageId }, identityKey, runId: generateId() });
   }
 
   async function fork(request: ForkThreadOptions): Promise<ForkResult> {
@@ -177,7 +222,7 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
     const atMessageId = request.atMessageId ?? messages.at(-1)?.id;
     if (atMessageId === undefined)
       throw new PaiError("UNKNOWN_MESSAGE", `thread "${threadId}" has no messages to fork`);
-    const { kept } = await split(threadId, atMessageId);
+    const { kept } = await split(threadId, { toMessageId: atMessageId });
     const chosen = checkpointsAt(await store.listCheckpoints(threadId), kept);
     const forkId = generateId();
     const runId = generateId();
@@ -216,7 +261,7 @@ export function createThreadRewinds(options: ThreadRewindsOptions) {
     }
   }
 
-  return { rewind, fork };
+  return { rewind, rewindBefore, fork };
 }
 
 /** Cancels the pending actions whose calls are in `dropped`; their ids. */

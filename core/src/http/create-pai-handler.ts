@@ -48,9 +48,15 @@ const chatBody = z.object({
   id: z.string().min(1).optional(),
   threadId: z.string().min(1).optional(),
   agentId: z.string().min(1).optional(),
-  messages: z.array(z.looseObject({ id: z.string(), role: z.string(), parts: z.array(z.unknown()) })).min(1),
+  messages: z.array(z.looseObject({ id: z.string(), role: z.string(), parts: z.array(z.unknown()) })),
   clientData: z.unknown().optional(),
+  /** `useChat`'s: what the request is for (`regenerate()` sends `regenerate-message`). */
+  trigger: z.enum(["submit-message", "regenerate-message"]).optional(),
+  /** `useChat`'s: the message edited (`sendMessage({ text, messageId })`) or regenerated (`regenerate({ messageId })`). */
+  messageId: z.string().min(1).optional(),
 });
+
+const forkBody = z.object({ atMessageId: z.string().min(1).optional() });
 
 const answerBody = z.object({
   toolCallId: z.string(),
@@ -98,10 +104,16 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
 /**
  * A fetch-style handler (`Request → Response`) for PAI's HTTP interface, mountable in Node http, Hono or
  * Next.js. Routes (under `basePath`):
- * - `POST /chat` — send a message (`useChat` body: `{ id, messages }`, only the last message is read); streams the UI
- *   message stream (SSE). A last message that is the assistant's carries `useChat`'s answers instead: approval
- *   responses (`addToolApprovalResponse`) and client tool outputs (`addToolOutput`), bound as the action route binds
- *   answers; the continuation is streamed (header `x-pai-answer: accepted | already-settled`)
+ * - `POST /chat` — send a message (`useChat` body: `{ id, messages, trigger, messageId }`, only the last message is
+ *   read); streams the UI message stream (SSE). A last message that is the assistant's carries `useChat`'s answers
+ *   instead: approval responses (`addToolApprovalResponse`) and client tool outputs (`addToolOutput`), bound as the
+ *   action route binds answers; the continuation is streamed (header `x-pai-answer: accepted | already-settled`).
+ *   With `messageId` (`sendMessage({ text, messageId })`) the message is an edit of that earlier user message: the
+ *   thread is rewound to just before it (later messages dropped, the sandbox's files restored, its processes
+ *   stopped) and the edited message, with the id the client gives it, runs in its place. `trigger:
+ *   "regenerate-message"` (`regenerate({ messageId })`) runs the user message at or before `messageId` (default:
+ *   the thread's last message) again in its place, the same way. A `messageId` the thread does not have is
+ *   `UNKNOWN_MESSAGE` (404); a thread with a run in progress, `THREAD_BUSY` (409)
  * - `GET /chat/:threadId/stream` — the run in progress on a thread, from its start (204 when none), in whichever
  *   process sharing the store runs it
  * - `POST /chat/:threadId/stop`, `POST /runs/:runId/stop` — stop a run, in whichever process sharing the store runs
@@ -112,6 +124,9 @@ type Route = (request: Request, identity: unknown, params: string[]) => Promise<
  *   `lastRunStatus` (how its newest run ended, or `running`) and `lastAnswer` (how the action answered last was
  *   answered: `denied`, `resumed`…), `null` when there is none;
  *   `GET /threads/:threadId` — messages, pending actions, tool data
+ * - `POST /threads/:threadId/fork` — a copy of the thread `{ atMessageId? }` (default: up to its last message) with
+ *   its sandbox's files as they were at that message, owned by the caller, the original untouched: 201
+ *   `{ threadId, forkedFrom: { threadId, messageId }, restored }`
  * - `PATCH /threads/:threadId` — rename it `{ title }` (trimmed, at most 200 characters; empty clears it):
  *   `{ thread }`; `DELETE /threads/:threadId`; `GET /manifest`
  * - `GET /threads/:threadId/previews` — the thread's open previews (`{ previews: [{ id, url, port, access,
@@ -147,27 +162,75 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     { method: "GET", pattern: /^\/threads\/([^/]+)$/, route: readThread },
     { method: "PATCH", pattern: /^\/threads\/([^/]+)$/, route: renameThread },
     { method: "DELETE", pattern: /^\/threads\/([^/]+)$/, route: deleteThread },
+    { method: "POST", pattern: /^\/threads\/([^/]+)\/fork$/, route: forkThread },
     { method: "GET", pattern: /^\/threads\/([^/]+)\/previews$/, route: listPreviews },
     { method: "GET", pattern: /^\/manifest$/, route: async () => json(200, runtime.manifest()) },
   ];
 
   async function sendMessage(request: Request, identity: unknown): Promise<Response> {
     const body = await parseBody(request, chatBody, maxBodyBytes);
-    const message = body.messages.at(-1) as unknown as UIMessage;
-    if (message.role === "assistant") return answerInChat(body, message, identity);
-    if (message.role !== "user")
+    if (body.trigger === "regenerate-message") return regenerate(body, identity);
+    const message = body.messages.at(-1) as unknown as UIMessage | undefined;
+    if (message?.role === "assistant") return answerInChat(body, message, identity);
+    if (message?.role !== "user")
       throw new PaiError("BAD_REQUEST", "the last message must be the user's new message");
+    const threadId = body.threadId ?? body.id;
+    if (body.messageId !== undefined) {
+      // An edit: the message replaces an earlier one, whatever followed it is dropped.
+      if (!threadId) throw new PaiError("BAD_REQUEST", "an edit names its thread: the chat's id");
+      await requireThread(threadId, identity);
+    }
+    return streamRun(
+      await runtime.run({
+        agentId: agentIdOf(body),
+        identity,
+        message,
+        clientData: body.clientData,
+        ...(threadId ? { threadId } : {}),
+        ...(body.messageId !== undefined ? { replaceMessageId: body.messageId } : {}),
+      }),
+    );
+  }
+
+  /**
+   * `POST /chat` with `trigger: "regenerate-message"` (`useChat`'s `regenerate()`): the answer to a user message is
+   * made again. `messageId` names the answer (or the user message itself; without it, the thread's last message);
+   * the user message at or before it runs again in its own place, the thread rewound to just before it.
+   */
+  async function regenerate(body: z.output<typeof chatBody>, identity: unknown): Promise<Response> {
+    const threadId = body.threadId ?? body.id;
+    if (!threadId) throw new PaiError("BAD_REQUEST", "a regeneration names its thread: the chat's id");
+    await requireThread(threadId, identity);
+    const stored = await runtime.store.loadMessages(threadId);
+    const target = body.messageId ?? stored.at(-1)?.id;
+    const index = stored.findIndex((message) => message.id === target);
+    const question = stored.slice(0, index + 1).findLast((message) => message.role === "user");
+    if (index < 0 || !question)
+      throw new PaiError(
+        "UNKNOWN_MESSAGE",
+        `thread "${threadId}" has no message "${target}" answering a user message (now)`,
+        { details: { threadId, messageId: target } },
+      );
+    return streamRun(
+      await runtime.run({
+        agentId: agentIdOf(body),
+        identity,
+        threadId,
+        message: question,
+        replaceMessageId: question.id,
+        clientData: body.clientData,
+      }),
+    );
+  }
+
+  function agentIdOf(body: z.output<typeof chatBody>): string {
     const agentId = body.agentId ?? defaultAgentId;
     if (!agentId)
       throw new PaiError("BAD_REQUEST", "the body names no agentId and the handler has no default agent");
-    const threadId = body.threadId ?? body.id;
-    const run = await runtime.run({
-      agentId,
-      identity,
-      message,
-      clientData: body.clientData,
-      ...(threadId ? { threadId } : {}),
-    });
+    return agentId;
+  }
+
+  function streamRun(run: AgentRun): Response {
     return createUIMessageStreamResponse({
       stream: run.stream,
       headers: { "x-pai-run-id": run.runId, "x-pai-thread-id": run.threadId },
@@ -328,6 +391,16 @@ export function createPaiHandler(options: PaiHandlerOptions): PaiHandler {
     await requireThread(threadId!, identity);
     await runtime.deleteThread(threadId!);
     return json(200, { deleted: true });
+  }
+
+  async function forkThread(request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {
+    const body = await parseBody(request, forkBody, maxBodyBytes);
+    const fork = await runtime.forkThread({
+      threadId: threadId!,
+      identity,
+      ...(body.atMessageId !== undefined ? { atMessageId: body.atMessageId } : {}),
+    });
+    return json(201, fork);
   }
 
   async function listPreviews(_request: Request, identity: unknown, [threadId]: string[]): Promise<Response> {

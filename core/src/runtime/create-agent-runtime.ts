@@ -320,6 +320,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     identityKeyOf,
     limits,
     runs,
+    rewinds,
     modelOf: (agent) => modelOf(options, agent),
     assertOpen,
   };

@@ -1,5 +1,6 @@
 import type { LanguageModel } from "ai";
 import type { Pai, RegisteredAgent } from "../agents/create-pai.ts";
+import type { ThreadRewinds } from "../checkpoints/rewind-thread.ts";
 import type { OwnerRegistry } from "../ownership/owner-registry.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
 import type { LocalRuns } from "./local-runs.ts";
@@ -20,6 +21,8 @@ export interface RuntimeParts {
   identityKeyOf(identity: unknown): string;
   limits: MessageLimitChecks;
   runs: LocalRuns;
+  /** Rewinds and forks threads (`rewindThread`, `forkThread`, a run that replaces a message). */
+  rewinds: ThreadRewinds;
   /** The model a run of `agent` uses: the runtime's override, the agent's own, or the runtime's default. */
   modelOf(agent: RegisteredAgent): LanguageModel;
   /** Throws `STORE_CLOSED` once the runtime is closed. */

@@ -13,6 +13,15 @@ export interface RunOptions {
   identity?: unknown;
   /** The user's message: text or a full `UIMessage`. */
   message: string | UIMessage;
+  /**
+   * Runs `message` in place of this earlier user message of the thread (an edit; with the stored message itself, a
+   * regeneration of its answer). The thread is first rewound to just before it, as `rewindThread` rewinds (later
+   * messages dropped, their pending actions cancelled, the resources restored and their processes stopped), under
+   * the reservation the run then starts under: no other message or run gets in between. The new message keeps its
+   * own id (`useChat` gives an edited message the id of the one it replaces). A message the thread does not have is
+   * `UNKNOWN_MESSAGE`; one that is not the user's, `INVALID_ARGUMENT`.
+   */
+  replaceMessageId?: string;
   /** Untrusted data from the client, passed to resolvers as data only. */
   clientData?: unknown;
   /** Aborting it cancels the run. */
@@ -34,6 +43,11 @@ export async function startUserRun(parts: RuntimeParts, options: RunOptions): Pr
   const threadId = options.threadId ?? generateId();
   const existing = await store.getThread(threadId);
   if (existing) access.assertOwner(existing, identityKey);
+  const { replaceMessageId } = options;
+  if (replaceMessageId !== undefined && !existing)
+    throw new PaiError("UNKNOWN_MESSAGE", `thread "${threadId}" has no message "${replaceMessageId}"`, {
+      details: { threadId, messageId: replaceMessageId },
+    });
   if (existing && existing.agentId !== agent.id) {
     throw new PaiError(
       "INVALID_ARGUMENT",
@@ -51,6 +65,14 @@ export async function startUserRun(parts: RuntimeParts, options: RunOptions): Pr
     updatedAt: now,
   };
   const reservation = await parts.runs.reserve(threadId, generateId(), "already has a run in progress");
+  if (replaceMessageId !== undefined) {
+    try {
+      await parts.rewinds.rewindBefore({ threadId, beforeMessageId: replaceMessageId, identityKey });
+    } catch (error) {
+      await reservation.releaseUnlessStarted();
+      throw error;
+    }
+  }
   return reservation.start({
     agent,
     model,
