@@ -107,14 +107,12 @@ describe("Edit, Regenerate and Fork from here in headless Chromium", () => {
 
   /** The page's messages: id and role, in order. */
   function shownMessages(page: Page): Promise<Array<{ id: string; role: string }>> {
-    return page
-      .locator(".messages .message")
-      .evaluateAll((messages) =>
-        messages.map((message) => ({
-          id: message.dataset.messageId ?? "",
-          role: message.dataset.role ?? "",
-        })),
-      );
+    return page.locator(".messages .message").evaluateAll((messages) =>
+      messages.map((message) => ({
+        id: message.dataset.messageId ?? "",
+        role: message.dataset.role ?? "",
+      })),
+    );
   }
 
   function threadIdOf(page: Page): string {

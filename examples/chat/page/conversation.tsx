@@ -231,6 +231,9 @@ export function Conversation({ threadId, initial, onActivity, onOpenThread }: Co
                     draft={rewinds.editing.draft}
                     onSave={(text) => rewinds.saveEdit(message.id, text)}
                     onCancel={rewinds.cancelEdit}
+                    {...(rewinds.refusal?.messageId === message.id
+                      ? { refusal: rewinds.refusal.message }
+                      : {})}
                   />
                 ) : (
                   <MessageView

@@ -79,6 +79,23 @@ describe("MessageEditor", () => {
     expect(saved).toEqual(["Plot a chart"]);
   });
 
+  it("shows why the last save was refused", async () => {
+    await act(async () =>
+      root.render(
+        <MessageEditor
+          messageId="u1"
+          draft="Show me the sandbox"
+          onSave={() => {}}
+          onCancel={() => {}}
+          refusal="thread t1 already has a run in progress"
+        />,
+      ),
+    );
+    expect(container.querySelector('[role="alert"]')?.textContent).toBe(
+      "thread t1 already has a run in progress",
+    );
+  });
+
   it("cancels with Escape and with Cancel, saving nothing", async () => {
     await press("Escape");
     await act(async () => button("Cancel").click());

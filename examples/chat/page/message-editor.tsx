@@ -9,13 +9,21 @@ export interface MessageEditorProps {
   /** Sends the edited text in place of the message. */
   onSave: (text: string) => void;
   onCancel: () => void;
+  /** Why the last save was refused (the field holds its text again). */
+  refusal?: string;
 }
 
 /**
  * A user message turned into a text field with Save and Cancel: Enter saves (Shift+Enter breaks the line), Escape
  * cancels. Saving replaces the message, and everything after it, with the edit and a new answer.
  */
-export function MessageEditor({ messageId, draft, onSave, onCancel }: MessageEditorProps): ReactNode {
+export function MessageEditor({
+  messageId,
+  draft,
+  onSave,
+  onCancel,
+  refusal,
+}: MessageEditorProps): ReactNode {
   const [text, setText] = useState(draft);
   const save = (event: FormEvent) => {
     event.preventDefault();
@@ -50,6 +58,11 @@ export function MessageEditor({ messageId, draft, onSave, onCancel }: MessageEdi
             }
           }}
         />
+        {refusal ? (
+          <p className="message-refusal" role="alert">
+            {refusal}
+          </p>
+        ) : null}
         <div className="message-editor-foot">
           <p id={`${field}-hint`} className="message-editor-hint">
             Saving replaces the answer below · Enter to save · Esc to cancel
