@@ -29,6 +29,8 @@ const VIEWPORTS = [
 const WRITE = "Show me the sandbox at work";
 /** The second: the scripted model's cleanup plan deletes fib.py with `rm -v`. */
 const DELETE = "Delete fib.py";
+/** The first message, edited: the cleanup plan, before fib.py was ever written. */
+const EDITED = "Delete fib.py before it is written";
 /** What the cleanup plan's command prints when fib.py is there to delete. */
 const REMOVED = "removed 'fib.py'";
 
@@ -253,8 +255,8 @@ describe("Edit, Regenerate and Fork from here in headless Chromium", () => {
         expect(await cleanupAnswer(page).output.textContent()).toContain(REMOVED);
         expect(await storedMessages(threadId)).toEqual(afterRegenerate);
 
-        // back to the original: Edit its first message (Escape cancels, Enter saves): all that followed goes, a
-        // new answer comes
+        // back to the original: Edit its first message (Escape cancels, Enter saves) into asking for the delete:
+        // all that followed goes, and the new answer finds the sandbox as it was before fib.py was written
         await withThreadList(page, async () => {
           await page.locator(`.sidebar .thread[data-thread-id="${threadId}"]`).click();
         });
@@ -277,19 +279,22 @@ describe("Edit, Regenerate and Fork from here in headless Chromium", () => {
             expect(box!.height).toBeGreaterThanOrEqual(44);
           }
         }
-        await field.fill(`${WRITE}, once more`);
+        await field.fill(EDITED);
         await field.press("Enter");
         for (const gone of regenerated.slice(1)) {
           await page.locator(`.message[data-message-id="${gone.id}"]`).waitFor({ state: "detached" });
         }
-        await page.locator('.pai-tool[data-status="needs-approval"]').waitFor({ timeout: 60_000 });
+        await page
+          .locator(".message.assistant .text", { hasText: "There was no fib.py to delete" })
+          .waitFor({ timeout: 60_000 });
         await idle(page);
+        expect(await cleanupAnswer(page).output.textContent()).toContain("cannot remove 'fib.py'");
         const edited = await storedMessages(threadId);
         expect(edited.map((message) => [message.id === u1!.id, message.role])).toEqual([
           [true, "user"],
           [false, "assistant"],
         ]);
-        expect(edited[0]!.text).toBe(`${WRITE}, once more`);
+        expect(edited[0]!.text).toBe(EDITED);
         expect(await shownMessages(page)).toEqual(edited.map(({ id, role }) => ({ id, role })));
 
         // refused: while a run started elsewhere goes on, the edit comes back with its text and the reason shows
