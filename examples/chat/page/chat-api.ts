@@ -96,8 +96,9 @@ export interface ForkThreadOptions {
 
 /**
  * Forks a thread at one of its messages (`POST /api/threads/:id/fork`): a new thread with the history up to there and
- * the sandbox as it was then, the original untouched. The fork is named after the original, "(fork)" added. Returns
- * the new thread's id; a refusal throws a `PaiResponseError` with the server's code and message.
+ * the sandbox as it was then, the original untouched. The fork is named after the original, "(fork)" added (when
+ * renaming fails it keeps the original's name). Returns the new thread's id; a refusal throws a `PaiResponseError`
+ * with the server's code and message.
  */
 export async function forkThread({ threadId, atMessageId, signal }: ForkThreadOptions): Promise<string> {
   const response = await fetch(`${API}/threads/${encodeURIComponent(threadId)}/fork`, {
@@ -108,12 +109,13 @@ export async function forkThread({ threadId, atMessageId, signal }: ForkThreadOp
   });
   if (!response.ok) throw await PaiResponseError.fromResponse(response);
   const { threadId: forkId } = (await response.json()) as { threadId: string };
-  const { title } = await loadThread(forkId, signal);
-  await renameThread(
-    forkId,
-    `${(title ?? "Untitled").slice(0, MAX_TITLE_LENGTH - FORK_SUFFIX.length)}${FORK_SUFFIX}`,
-    signal,
-  );
+  try {
+    const { title } = await loadThread(forkId, signal);
+    const name = `${(title ?? "Untitled").slice(0, MAX_TITLE_LENGTH - FORK_SUFFIX.length)}${FORK_SUFFIX}`;
+    await renameThread(forkId, name, signal);
+  } catch {
+    // the fork is made: a failed rename leaves it the original's name
+  }
   return forkId;
 }
 
