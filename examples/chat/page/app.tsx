@@ -106,7 +106,7 @@ export function App(): ReactNode {
       </aside>
       {drawer ? <div className="backdrop" onClick={closeDrawer} aria-hidden="true" /> : null}
       <main className="main" inert={drawer}>
-        <ChatView key={threadId} threadId={threadId} onActivity={refreshThreads} />
+        <ChatView key={threadId} threadId={threadId} onActivity={refreshThreads} onOpenThread={open} />
       </main>
     </div>
   );

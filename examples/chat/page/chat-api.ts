@@ -1,4 +1,5 @@
 import type { PublicPendingAction, RunRecord, RunStatus } from "@pai/core";
+import { PaiResponseError } from "@pai/react";
 import type { ChatMessage } from "./chat-message.ts";
 
 /** Base path of PAI's HTTP handler. */
@@ -22,6 +23,8 @@ export type RunStatuses = Readonly<Record<string, RunStatus>>;
 
 /** A stored thread as the page shows it. */
 export interface ThreadState {
+  /** Its name in the thread list (unset: untitled). */
+  title: string | undefined;
   messages: ChatMessage[];
   runs: RunStatuses;
   /** The run in progress, if any. */
@@ -77,20 +80,67 @@ export async function deleteThread(threadId: string, signal?: AbortSignal): Prom
   if (!response.ok) throw new Error(`deleting the chat failed: ${response.status}`);
 }
 
+/** Longest title the server takes (`PATCH /api/threads/:id`). */
+const MAX_TITLE_LENGTH = 200;
+
+/** What a fork's title adds to the original's. */
+const FORK_SUFFIX = " (fork)";
+
+/** What {@link forkThread} takes. */
+export interface ForkThreadOptions {
+  threadId: string;
+  /** The last message the fork keeps. */
+  atMessageId: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * Forks a thread at one of its messages (`POST /api/threads/:id/fork`): a new thread with the history up to there and
+ * the sandbox as it was then, the original untouched. The fork is named after the original, "(fork)" added (when
+ * renaming fails it keeps the original's name). Returns the new thread's id; a refusal throws a `PaiResponseError`
+ * with the server's code and message.
+ */
+export async function forkThread({ threadId, atMessageId, signal }: ForkThreadOptions): Promise<string> {
+  const response = await fetch(`${API}/threads/${encodeURIComponent(threadId)}/fork`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ atMessageId }),
+    ...(signal ? { signal } : {}),
+  });
+  if (!response.ok) throw await PaiResponseError.fromResponse(response);
+  const { threadId: forkId } = (await response.json()) as { threadId: string };
+  try {
+    const { title } = await loadThread(forkId, signal);
+    const name = `${(title ?? "Untitled").slice(0, MAX_TITLE_LENGTH - FORK_SUFFIX.length)}${FORK_SUFFIX}`;
+    await renameThread(forkId, name, signal);
+  } catch {
+    // the fork is made: a failed rename leaves it the original's name
+  }
+  return forkId;
+}
+
 /** A stored thread (`GET /api/threads/:id`); empty for a thread not created yet. */
 export async function loadThread(threadId: string, signal?: AbortSignal): Promise<ThreadState> {
-  const empty: ThreadState = { messages: [], runs: {}, activeRunId: null, pendingActions: 0 };
+  const empty: ThreadState = {
+    title: undefined,
+    messages: [],
+    runs: {},
+    activeRunId: null,
+    pendingActions: 0,
+  };
   if (isUnsentThread(threadId)) return empty;
   const response = await fetch(`${API}/threads/${encodeURIComponent(threadId)}`, signal ? { signal } : {});
   if (response.status === 404) return empty;
   if (!response.ok) throw new Error(`loading the thread failed: ${response.status}`);
   const body = (await response.json()) as {
+    thread: { title?: string };
     messages: ChatMessage[];
     runs: RunRecord[];
     activeRunId: string | null;
     pendingActions: PublicPendingAction[];
   };
   return {
+    title: body.thread.title,
     messages: body.messages,
     runs: Object.fromEntries(body.runs.map((run) => [run.id, run.status])),
     activeRunId: body.activeRunId,

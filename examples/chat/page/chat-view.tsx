@@ -7,10 +7,12 @@ export interface ChatViewProps {
   threadId: string;
   /** Something changed the thread list (a message was sent, a run ended). */
   onActivity: () => void;
+  /** Opens another thread (a fork). */
+  onOpenThread: (threadId: string) => void;
 }
 
 /** Loads a thread's stored state, then shows the conversation (which reconnects to a run in progress). */
-export function ChatView({ threadId, onActivity }: ChatViewProps): ReactNode {
+export function ChatView({ threadId, onActivity, onOpenThread }: ChatViewProps): ReactNode {
   const [thread, setThread] = useState<ThreadState | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   useEffect(() => {
@@ -39,5 +41,7 @@ export function ChatView({ threadId, onActivity }: ChatViewProps): ReactNode {
       </div>
     );
   }
-  return <Conversation threadId={threadId} initial={thread} onActivity={onActivity} />;
+  return (
+    <Conversation threadId={threadId} initial={thread} onActivity={onActivity} onOpenThread={onOpenThread} />
+  );
 }

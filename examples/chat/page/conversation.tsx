@@ -20,11 +20,14 @@ import {
 import type { ChatMessage } from "./chat-message.ts";
 import { Composer } from "./composer.tsx";
 import { LineIcon } from "./line-icon.tsx";
-import { MessageActions } from "./message-actions.tsx";
+import { MessageActions, textOf } from "./message-actions.tsx";
+import { MessageEditor } from "./message-editor.tsx";
 import { MessageView } from "./message-view.tsx";
 import { PreviewCard } from "./preview-card.tsx";
+import { refusalOf } from "./refusal-of.ts";
 import { RunScriptCard } from "./run-script-card.tsx";
 import { TerminalPanel } from "./terminal-panel.tsx";
+import { useMessageRewinds } from "./use-message-rewinds.ts";
 import { useStickToBottom } from "./use-stick-to-bottom.ts";
 
 /**
@@ -54,10 +57,15 @@ export interface ConversationProps {
   /** The thread as stored when it was opened. */
   initial: ThreadState;
   onActivity: () => void;
+  /** Opens another thread (a fork made from this one). */
+  onOpenThread: (threadId: string) => void;
 }
 
-/** One thread: its messages (tool calls as `<Assistant.Tool>` cards), what the agent is doing, the composer. */
-export function Conversation({ threadId, initial, onActivity }: ConversationProps): ReactNode {
+/**
+ * One thread: its messages (tool calls as `<Assistant.Tool>` cards; Edit on the user's, Regenerate on the last
+ * answer, Fork from here on the answers), what the agent is doing, the composer.
+ */
+export function Conversation({ threadId, initial, onActivity, onOpenThread }: ConversationProps): ReactNode {
   const [error, setError] = useState<string | undefined>(undefined);
   const [runs, setRuns] = useState<RunStatuses>(initial.runs);
   const [rejoin] = useState(() => !isUnsentThread(threadId));
@@ -87,7 +95,9 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
       onActivity();
       refreshRuns();
     },
-    onError: (cause) => setError(cause.message),
+    onError: (cause) => {
+      if (!rewinds.refused(cause)) setError(refusalOf(cause)?.message ?? cause.message);
+    },
   });
   const { answer: answerAction, setMessages } = chat;
 
@@ -103,6 +113,17 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
     },
     [answerAction, restoreFocus, onActivity],
   );
+
+  const rewinds = useMessageRewinds({
+    threadId,
+    chat,
+    onOpenThread,
+    onStart: useCallback(() => {
+      setError(undefined);
+      jumpToLatest();
+      input.current?.focus({ preventScroll: true });
+    }, [jumpToLatest]),
+  });
 
   const send = (text: string) => {
     setError(undefined);
@@ -144,6 +165,8 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
     terminalButton.current?.focus();
   }, []);
 
+  /** Edit, Regenerate and Fork from here are offered: nothing streams and no fork is being made. */
+  const idle = !chat.busy && rewinds.forking === undefined;
   const last = chat.messages.at(-1);
   const lastAssistant = last?.role === "assistant" ? last : undefined;
   const starting = lastAssistant ? startingCapabilitiesOf(lastAssistant) : [];
@@ -200,15 +223,45 @@ export function Conversation({ threadId, initial, onActivity }: ConversationProp
                   </div>
                 </div>
               ) : null}
-              {chat.messages.map((message, index) => (
-                <MessageView
-                  key={message.id}
-                  message={message}
-                  runStatus={runStatusOf(message, runs)}
-                  streaming={chat.busy && index === chat.messages.length - 1}
-                  actions={<MessageActions message={message} />}
-                />
-              ))}
+              {chat.messages.map((message, index) =>
+                rewinds.editing?.messageId === message.id ? (
+                  <MessageEditor
+                    key={message.id}
+                    messageId={message.id}
+                    draft={rewinds.editing.draft}
+                    onSave={(text) => rewinds.saveEdit(message.id, text)}
+                    onCancel={rewinds.cancelEdit}
+                    {...(rewinds.refusal?.messageId === message.id
+                      ? { refusal: rewinds.refusal.message }
+                      : {})}
+                  />
+                ) : (
+                  <MessageView
+                    key={message.id}
+                    message={message}
+                    runStatus={runStatusOf(message, runs)}
+                    streaming={chat.busy && index === chat.messages.length - 1}
+                    actions={
+                      <MessageActions
+                        message={message}
+                        {...(idle && message.role === "user"
+                          ? { onEdit: () => rewinds.startEdit(message.id, textOf(message)) }
+                          : {})}
+                        {...(idle && message.role === "assistant" && index === chat.messages.length - 1
+                          ? { onRegenerate: () => rewinds.regenerate(message.id) }
+                          : {})}
+                        {...(message.role === "assistant" && (idle || rewinds.forking === message.id)
+                          ? { onFork: () => rewinds.fork(message.id) }
+                          : {})}
+                        forking={rewinds.forking === message.id}
+                        {...(rewinds.refusal?.messageId === message.id
+                          ? { refusal: rewinds.refusal.message }
+                          : {})}
+                      />
+                    }
+                  />
+                ),
+              )}
               {activity ? (
                 <div className="activity" aria-hidden="true">
                   <span className="dots">

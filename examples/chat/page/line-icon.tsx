@@ -15,3 +15,13 @@ export function LineIcon({ d, size = 16 }: { d: string; size?: number }): ReactN
     </svg>
   );
 }
+
+/** A pencil: rename, edit. */
+export function PencilIcon(): ReactNode {
+  return <LineIcon d="M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4" />;
+}
+
+/** A circular arrow: reload, regenerate. */
+export function ReloadIcon(): ReactNode {
+  return <LineIcon d="M20 12a8 8 0 1 1-2.34-5.66M20 4v5h-5" />;
+}

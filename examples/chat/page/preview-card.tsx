@@ -1,7 +1,7 @@
 import { type ToolCallStatus, ToolCardFrame, type ToolCardPropsFor } from "@pai/react";
 import { type ReactNode, useEffect, useState } from "react";
 import type { ChatMessage } from "./chat-message.ts";
-import { LineIcon } from "./line-icon.tsx";
+import { ReloadIcon } from "./line-icon.tsx";
 
 /** Where a preview stands, as the card shows it (`data-preview`). */
 export type PreviewState = "starting" | "live" | "expired" | "failed" | "stopped";
@@ -116,8 +116,4 @@ function ExpiryTime({ at }: { at: string }): ReactNode {
   return (
     <time dateTime={at}>{new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}</time>
   );
-}
-
-function ReloadIcon(): ReactNode {
-  return <LineIcon d="M20 12a8 8 0 1 1-2.34-5.66M20 4v5h-5" />;
 }

@@ -1,6 +1,6 @@
 import { type ReactNode, useEffect, useRef, useState } from "react";
 import { deleteThread, listThreads, renameThread, type ThreadSummary } from "./chat-api.ts";
-import { LineIcon } from "./line-icon.tsx";
+import { LineIcon, PencilIcon } from "./line-icon.tsx";
 
 /** What {@link ThreadList} accepts. */
 export interface ThreadListProps {
@@ -198,10 +198,6 @@ function formatTime(at: number): string {
   return date.toDateString() === new Date().toDateString()
     ? date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
     : date.toLocaleDateString([], { month: "short", day: "numeric" });
-}
-
-function PencilIcon(): ReactNode {
-  return <LineIcon d="M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4" />;
 }
 
 function TrashIcon(): ReactNode {

@@ -1,9 +1,11 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { dirname, join } from "node:path";
 import {
   type AgentRuntime,
   type CapabilityBinding,
   createAgentRuntime,
+  createFileCheckpointStore,
   createPai,
   createPaiHandler,
   createSqliteThreadStore,
@@ -24,6 +26,11 @@ export interface ChatServerOptions {
   host?: string;
   /** The SQLite file threads live in. @default ".pai/chat.db" */
   dbPath?: string;
+  /**
+   * Where the checkpoints of each conversation's sandbox go (taken when a run ends; Edit, Regenerate and Fork
+   * restore them). @default a `checkpoints` folder beside `dbPath`
+   */
+  checkpointsDir?: string;
   /** @default selectModel() — a real model from the environment, else the scripted plan */
   model?: SelectedModel;
   /**
@@ -71,11 +78,17 @@ export async function createChatServer(options: ChatServerOptions = {}): Promise
       // IPython runs in the warm containers: a conversation's first code interpreter cell does not wait for it
       codeInterpreter: { prewarm: ["python"] },
     });
+  const dbPath = options.dbPath ?? ".pai/chat.db";
   const runtime = createAgentRuntime({
     pai: createPai({ agents: { [CHAT_AGENT_ID]: chatAgent } }),
-    store: createSqliteThreadStore({ path: options.dbPath ?? ".pai/chat.db" }),
+    store: createSqliteThreadStore({ path: dbPath }),
     model: model.model,
     capabilities: { sandbox: binding },
+    checkpoints: {
+      store: createFileCheckpointStore({
+        directory: options.checkpointsDir ?? join(dirname(dbPath), "checkpoints"),
+      }),
+    },
   });
   try {
     log("warming the sandbox pool");

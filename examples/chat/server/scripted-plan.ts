@@ -40,6 +40,12 @@ const CHART_REQUEST = /chart|plot|graph|data/i;
 /** A message that asks for the server plan. */
 const SERVER_REQUEST = /\bserve|server|preview|web ?(site|page)/i;
 
+/** A message that asks to delete the script: the cleanup plan. */
+const DELETE_REQUEST = /\b(delete|remove)\b/i;
+
+/** The script the cleanup plan writes, runs and removes. */
+const CLEANUP_SCRIPT = "cleanup.sh";
+
 /** The page the server plan writes, which the directory listing then shows. */
 export const SERVED_FILE = "hello.html";
 
@@ -60,8 +66,9 @@ export const SCRIPTED_FILE = "fib.py";
  * The chat server's model when no API key is set: a scripted model playing a fixed, honest plan for every
  * message — write and run a Python script in the sandbox, ask to commit it, then report — reading the tool
  * results from the prompt; a message that asks for a chart plays the chart plan, one that asks for a server the
- * server plan. It says plainly that it is scripted, in a little markdown (emphasis, inline code, a list, a
- * code block) so the page's markdown rendering shows.
+ * server plan, one that asks to delete or remove something the cleanup plan (it deletes the script). It says
+ * plainly that it is scripted, in a little markdown (emphasis, inline code, a list, a code block) so the page's
+ * markdown rendering shows.
  */
 export function createScriptedPlan(): ScriptedModel {
   return createScriptedModel({ steps: [], fallback: nextStep, modelId: "pai-scripted-chat" });
@@ -70,6 +77,7 @@ export function createScriptedPlan(): ScriptedModel {
 function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
   const results = toolResultsSinceLastUserMessage(call);
   if (SERVER_REQUEST.test(lastUserText(call))) return serverStep(results);
+  if (DELETE_REQUEST.test(lastUserText(call))) return cleanupStep(results);
   const chart = results.findLast((result) => result.toolName === "codeInterpreter");
   if (chart) return { text: describeChart(chart.output) };
   if (CHART_REQUEST.test(lastUserText(call)) && results.length === 0) {
@@ -164,6 +172,40 @@ function serverStep(results: ToolResult[]): ScriptedStep {
       {
         toolName: "runScript",
         input: { path: SERVED_FILE, content: SERVED_PAGE, command: "ls -l" },
+      },
+    ],
+  };
+}
+
+/**
+ * The cleanup plan: delete the script with `rm -v` (which names what it removed, or says there was nothing), so
+ * the output shows whether the file was there — after a rewind, it is again.
+ */
+function cleanupStep(results: ToolResult[]): ScriptedStep {
+  const ran = results.findLast((result) => result.toolName === "runScript");
+  if (ran) {
+    const outcome = ran.output as { type?: string; value?: unknown } | undefined;
+    if (outcome?.type !== "json") {
+      return { text: `The cleanup did not run: ${describe(outcome)}. End of the cleanup plan.` };
+    }
+    const { exitCode } = (outcome.value ?? {}) as { exitCode?: number };
+    return {
+      text:
+        exitCode === 0
+          ? `Deleted \`${SCRIPTED_FILE}\`: the workspace no longer has it. End of the **cleanup plan**.`
+          : `There was no \`${SCRIPTED_FILE}\` to delete (exit code ${exitCode}). End of the **cleanup plan**.`,
+    };
+  }
+  return {
+    text: `I am PAI's **scripted demo model**, playing the cleanup plan: delete \`${SCRIPTED_FILE}\` from this conversation's sandbox.`,
+    toolCalls: [
+      {
+        toolName: "runScript",
+        input: {
+          path: CLEANUP_SCRIPT,
+          content: `rm -v ${SCRIPTED_FILE}\n`,
+          command: `sh ${CLEANUP_SCRIPT}; code=$?; rm ${CLEANUP_SCRIPT}; exit $code`,
+        },
       },
     ],
   };
