@@ -1209,6 +1209,28 @@ describe("createAgentClient against a misbehaving agent", () => {
     expect(fake.client.closed).toBe(true);
   });
 
+  baseIt(
+    "fails a request whose last frame is malformed, instead of leaving it waiting (found by fuzzing)",
+    async () => {
+      const fake = fakeAgent();
+      fake.toHost.write(encodeFrame(FrameType.Hello, 0, fake.helloPayload));
+      await fake.client.hello;
+      const process = fake.client.spawn({ argv: ["x"] });
+      const connected = fake.client.connect(8080);
+      // An ERROR too short to decode for the command, a STREAM_CLOSED for a connection never opened.
+      fake.toHost.write(encodeFrame(FrameType.Error, 1, new Uint8Array()));
+      await expect(process.wait()).rejects.toMatchObject({ code: "SANDBOX_PROTOCOL" });
+      await expect(connected).rejects.toMatchObject({ code: "SANDBOX_PROTOCOL" });
+
+      const other = fakeAgent();
+      other.toHost.write(encodeFrame(FrameType.Hello, 0, other.helloPayload));
+      await other.client.hello;
+      const stream = other.client.connect(8080);
+      other.toHost.write(encodeFrame(FrameType.StreamClosed, 1));
+      await expect(stream).rejects.toMatchObject({ code: "SANDBOX_PROTOCOL" });
+    },
+  );
+
   baseIt("fails on an unknown frame type", async () => {
     const fake = fakeAgent();
     fake.toHost.write(encodeFrame(FrameType.Hello, 0, fake.helloPayload));

@@ -123,6 +123,13 @@ async function endTransport(readable: Readable, writable: Writable): Promise<voi
   }
 }
 
+/** What a failure while reading the agent's frames ends the connection with. */
+function asAgentError(error: unknown): ContainerAgentError {
+  return ContainerAgentError.isInstance(error)
+    ? error
+    : protocolError("invalid agent frame", { cause: error });
+}
+
 /**
  * Opens a connection over `options.stream` to a `pai-agent` that has just started. Every frame from the agent is
  * treated as untrusted: sizes are bounded, and a frame that is unknown, malformed or unexpected ends the connection
@@ -154,12 +161,7 @@ export function createAgentConnection(options: AgentConnectionOptions): AgentCon
         throw protocolError("the agent stream must carry bytes, not strings");
       decoder.write(chunk);
     } catch (error) {
-      fail(
-        ContainerAgentError.isInstance(error)
-          ? error
-          : protocolError("invalid agent frame", { cause: error }),
-        true,
-      );
+      fail(asAgentError(error), true);
     }
   };
   const onEnd = () => {
@@ -221,7 +223,16 @@ export function createAgentConnection(options: AgentConnectionOptions): AgentCon
       return;
     }
     // absent: a late answer to a request the host gave up (aborted, or exited)
-    requests.get(frame.requestId)?.onFrame(frame);
+    const request = requests.get(frame.requestId);
+    try {
+      request?.onFrame(frame);
+    } catch (error) {
+      // A frame the request cannot take ends the connection; the request fails with it even when it had let go of
+      // its id before it threw (a malformed last frame), so no call is left waiting.
+      requests.delete(frame.requestId);
+      request?.fail(asAgentError(error));
+      throw error;
+    }
   }
 
   function close(): Promise<void> {
