@@ -222,6 +222,8 @@ describe.skipIf(dockerOptedOut)(
 
     it("free a process killed -9 mid-command within the bound while the others keep working; its thread goes on with its files", async () => {
       const [a, b, c] = await Promise.all([startProcess("A"), startProcess("B"), startProcess("C")]);
+      // Identical bindings, one pool: what each process's engine probe finds must not give one of them another.
+      expect([b.poolId, c.poolId]).toEqual([a.poolId, a.poolId]);
       const kept = await a.run("tK", "sh", "echo keep > k.txt; hostname");
       const containerK = kept.container!;
       stdoutOf(kept);

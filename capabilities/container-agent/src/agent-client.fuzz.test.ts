@@ -59,7 +59,7 @@ describe("the agent client under any frames from a hostile agent", () => {
         const spawned = client.spawn({ argv: ["x"] });
         const inFlight = [
           outcome(spawned.wait()),
-          outcome(client.readFile("a.txt", {})),
+          outcome(client.readFile("/workspace/a.txt", { root: "/workspace" })),
           outcome(client.ping()),
           outcome(client.connect(8080, {})),
         ];

@@ -58,37 +58,72 @@ export async function claimSocketPath(directory: string, suffix: string): Promis
   return join(directory, `${process.pid}${suffix}`);
 }
 
-/** Whether a container of `driver`'s engine that mounts `directory` sees a file this process just wrote there. */
+/** Why one probe attempt said no: the engine's answer (`remote`), or a failure that may pass (`transient`). */
+type ProbeAttempt = boolean | { transient: unknown };
+
+/** One attempt of {@link engineSeesDirectory}. */
+async function probeOnce(driver: ContainerDriver, image: string, directory: string): Promise<ProbeAttempt> {
+  const name = `.probe-${randomUUID()}`;
+  await writeFile(join(directory, name), "", { mode: 0o644 });
+  try {
+    let id: string;
+    try {
+      ({ id } = await driver.create(
+        {
+          image,
+          writablePaths: [],
+          hostDirectories: [{ source: directory, target: EGRESS_SOCKET_DIRECTORY }],
+        },
+        { [poolLabels.managed]: "true", "pai.purpose": "egress-probe" },
+      ));
+    } catch (error) {
+      if (PoolError.hasCode(error, "DOCKER_UNAVAILABLE")) throw error;
+      // A remote engine has no such directory: the engine refuses the mount. Anything else may pass.
+      return /mount|bind source|no such file or directory|not a directory/i.test(String(error))
+        ? false
+        : { transient: error };
+    }
+    try {
+      const archive = await driver.getArchive(id, `${EGRESS_SOCKET_DIRECTORY}/${name}`);
+      archive.resume();
+      return true;
+    } catch (error) {
+      if (PoolError.hasCode(error, "DOCKER_UNAVAILABLE")) throw error;
+      // Not this machine's directory: the file is not there.
+      return PoolError.hasCode(error, "NOT_FOUND") ? false : { transient: error };
+    } finally {
+      await driver.remove(id).catch(() => undefined);
+    }
+  } finally {
+    await unlink(join(directory, name)).catch(() => undefined);
+  }
+}
+
+/** Attempts of a probe whose failures may pass (a loaded engine timing out), before it says no. */
+const PROBE_ATTEMPTS = 3;
+
+/**
+ * Whether a container of `driver`'s engine that mounts `directory` sees a file this process just wrote there. A
+ * failure that is not the engine's answer is tried again (the answer decides the containers' spec, so the pool id
+ * processes with identical bindings share: a loaded engine's hiccup must not give one process another pool).
+ */
 async function engineSeesDirectory(
   driver: ContainerDriver,
   image: string,
   directory: string,
 ): Promise<boolean> {
-  const name = `.probe-${randomUUID()}`;
-  await writeFile(join(directory, name), "", { mode: 0o644 });
-  try {
-    const { id } = await driver.create(
-      {
-        image,
-        writablePaths: [],
-        hostDirectories: [{ source: directory, target: EGRESS_SOCKET_DIRECTORY }],
-      },
-      { [poolLabels.managed]: "true", "pai.purpose": "egress-probe" },
-    );
-    try {
-      const archive = await driver.getArchive(id, `${EGRESS_SOCKET_DIRECTORY}/${name}`);
-      archive.resume();
-      return true;
-    } finally {
-      await driver.remove(id).catch(() => undefined);
-    }
-  } catch (error) {
-    if (PoolError.hasCode(error, "DOCKER_UNAVAILABLE")) throw error;
-    // A remote engine: no such directory there (the create fails) or not this one (the file is missing).
-    return false;
-  } finally {
-    await unlink(join(directory, name)).catch(() => undefined);
+  let last: unknown;
+  for (let attempt = 1; attempt <= PROBE_ATTEMPTS; attempt++) {
+    const answer = await probeOnce(driver, image, directory);
+    if (typeof answer === "boolean") return answer;
+    last = answer.transient;
+    if (attempt < PROBE_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
   }
+  process.emitWarning(
+    `@pai/container-agent: could not tell whether the engine shares ${directory} (${String(last)}); ` +
+      "its containers go without the host socket directory",
+  );
+  return false;
 }
 
 const probesByDriver = new WeakMap<ContainerDriver, Promise<boolean>>();
