@@ -3,26 +3,13 @@
 // hello.html and starts `python3 -m http.server 8000`, which the card shows through a preview on a `*.localhost`
 // origin of its own; the Terminal opens a shell in the same sandbox over the thread's WebSocket.
 // Needs /usr/bin/chromium (tests/e2e/ensure-chromium), the Docker engine and the pai/sandbox image.
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { dockerSandbox } from "@pai/sandbox";
-import type { Browser, Page, WebSocket } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { selectModel } from "../../examples/chat/select-model.ts";
-import { type ChatServer, createChatServer } from "../../examples/chat/server/create-chat-server.ts";
+import type { Page, WebSocket } from "playwright-core";
+import { describe, expect, it } from "vitest";
 import { SERVED_FILE } from "../../examples/chat/server/scripted-plan.ts";
-import {
-  poolContainers,
-  removePoolContainers,
-  sandboxImage,
-  uniquePoolId,
-} from "../sandbox/docker-helpers.ts";
+import { e2eOutputDir, useChatPage } from "./chat-page-fixture.ts";
 import { expectNoSidewaysOverflow } from "./expect-no-sideways-overflow.ts";
-import { launchChromium } from "./launch-chromium.ts";
 
-const outputDir = join(fileURLToPath(new URL("../..", import.meta.url)), "test-results", "e2e");
 const VIEWPORTS = [
   { name: "wide", width: 1280, height: 800 },
   { name: "phone", width: 390, height: 844 },
@@ -52,47 +39,20 @@ async function shellSize(page: Page): Promise<{ cols: number; rows: number }> {
 }
 
 describe("the chat app's preview card and Terminal in headless Chromium", () => {
-  const poolId = uniquePoolId("chat-preview");
-  let dataDir: string;
-  let server: ChatServer;
-  let browser: Browser | undefined;
-  const pageErrors: string[] = [];
-
-  beforeAll(async () => {
-    await mkdir(outputDir, { recursive: true });
-    dataDir = await mkdtemp(join(tmpdir(), "pai-chat-preview-"));
-    server = await createChatServer({
-      dbPath: join(dataDir, "chat.db"),
-      model: selectModel({}),
-      sandbox: dockerSandbox({ image: sandboxImage, poolId, pool: { min: 1, max: 2 } }),
-    });
-    browser = await launchChromium();
-  }, 300_000);
-
-  afterAll(async () => {
-    try {
-      if (pageErrors.length > 0) console.error(`page errors:\n${pageErrors.join("\n")}`);
-      await browser?.close().catch(() => undefined);
-      await server?.close();
-      expect(await poolContainers(poolId)).toEqual([]);
-    } finally {
-      await removePoolContainers(poolId);
-      await rm(dataDir, { recursive: true, force: true });
-    }
-  }, 120_000);
+  const chat = useChatPage({ name: "chat-preview", poolMax: 2 });
 
   async function openPage(viewport: { width: number; height: number }): Promise<Page> {
-    const context = await browser!.newContext({ viewport });
+    const context = await chat.browser.newContext({ viewport });
     const page = await context.newPage();
-    page.on("pageerror", (error) => pageErrors.push(error.message));
+    page.on("pageerror", (error) => chat.pageErrors.push(error.message));
     page.on("console", (message) => {
       if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
-        pageErrors.push(message.text());
+        chat.pageErrors.push(message.text());
       }
     });
     page.on("response", (response) => {
       if (response.status() >= 400) {
-        pageErrors.push(`${response.status()} ${response.request().method()} ${response.url()}`);
+        chat.pageErrors.push(`${response.status()} ${response.request().method()} ${response.url()}`);
       }
     });
     return page;
@@ -102,11 +62,11 @@ describe("the chat app's preview card and Terminal in headless Chromium", () => 
   async function step(page: Page, name: string, body: () => Promise<void>): Promise<void> {
     try {
       await body();
-      expect(pageErrors).toEqual([]);
+      expect(chat.pageErrors).toEqual([]);
     } catch (error) {
       const { width, height } = page.viewportSize()!;
       await page
-        .screenshot({ path: join(outputDir, `chat-preview-failure-${name}-${width}x${height}.png`) })
+        .screenshot({ path: join(e2eOutputDir, `chat-preview-failure-${name}-${width}x${height}.png`) })
         .catch(() => undefined);
       throw error;
     }
@@ -117,11 +77,11 @@ describe("the chat app's preview card and Terminal in headless Chromium", () => 
       const page = await openPage(viewport);
       const shot = (what: string) =>
         page.screenshot({
-          path: join(outputDir, `chat-preview-${what}-${viewport.width}x${viewport.height}.png`),
+          path: join(e2eOutputDir, `chat-preview-${what}-${viewport.width}x${viewport.height}.png`),
         });
       try {
         await step(page, "preview", async () => {
-          await page.goto(server.url);
+          await page.goto(chat.server.url);
           await page.locator(".suggestion", { hasText: "Start a web server and show me the page" }).click();
           const card = page.locator('.pai-tool[data-tool-id="startServer"]');
           await card.locator('.preview[data-preview="starting"]').waitFor({ timeout: 120_000 });
@@ -134,7 +94,7 @@ describe("the chat app's preview card and Terminal in headless Chromium", () => 
           expect(await frame.locator("a", { hasText: SERVED_FILE }).getAttribute("href")).toBe(SERVED_FILE);
 
           // its origin is a *.localhost host of its own, not the app's
-          const appHost = new URL(server.url).host;
+          const appHost = new URL(chat.server.url).host;
           const href = (await card.locator("a.preview-open").getAttribute("href"))!;
           const previewUrl = new URL(href);
           expect(previewUrl.hostname).toMatch(/^[a-z0-9-]+\.localhost$/);

@@ -1,25 +1,12 @@
 // End to end: Edit, Regenerate and Fork from here in the chat app (issue 25, item 4) in Debian's headless Chromium,
 // at 1280×800 and 390×844, on one in-process chat server (scripted model, real Docker sandbox, checkpoints on disk).
 // Needs /usr/bin/chromium (tests/e2e/ensure-chromium), the Docker engine and the pai/sandbox image.
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { dockerSandbox } from "@pai/sandbox";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { selectModel } from "../../examples/chat/select-model.ts";
-import { type ChatServer, createChatServer } from "../../examples/chat/server/create-chat-server.ts";
-import {
-  poolContainers,
-  removePoolContainers,
-  sandboxImage,
-  uniquePoolId,
-} from "../sandbox/docker-helpers.ts";
+import type { BrowserContext, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { e2eOutputDir, useChatPage } from "./chat-page-fixture.ts";
 import { expectNoSidewaysOverflow } from "./expect-no-sideways-overflow.ts";
-import { launchChromium } from "./launch-chromium.ts";
 
-const outputDir = join(fileURLToPath(new URL("../..", import.meta.url)), "test-results", "e2e");
 const VIEWPORTS = [
   { width: 1280, height: 800 },
   { width: 390, height: 844 },
@@ -63,39 +50,12 @@ interface StoredMessage {
 }
 
 describe("Edit, Regenerate and Fork from here in headless Chromium", () => {
-  const poolId = uniquePoolId("chat-rewind");
-  let dataDir: string;
-  let server: ChatServer;
-  let browser: Browser | undefined;
-  const pageErrors: string[] = [];
+  const chat = useChatPage({ name: "chat-rewind", poolMax: 4 });
   /** Error responses a step provokes on purpose (`409 POST /api/chat`), taken off the page's errors once seen. */
   const expectedErrors: string[] = [];
 
-  beforeAll(async () => {
-    await mkdir(outputDir, { recursive: true });
-    dataDir = await mkdtemp(join(tmpdir(), "pai-chat-rewind-"));
-    server = await createChatServer({
-      dbPath: join(dataDir, "chat.db"),
-      model: selectModel({}),
-      sandbox: dockerSandbox({ image: sandboxImage, poolId, pool: { min: 1, max: 4 } }),
-    });
-    browser = await launchChromium();
-  }, 300_000);
-
-  afterAll(async () => {
-    try {
-      if (pageErrors.length > 0) console.error(`page errors:\n${pageErrors.join("\n")}`);
-      await browser?.close().catch(() => undefined);
-      await server?.close();
-      expect(await poolContainers(poolId)).toEqual([]);
-    } finally {
-      await removePoolContainers(poolId);
-      await rm(dataDir, { recursive: true, force: true });
-    }
-  }, 120_000);
-
   async function storedMessages(threadId: string): Promise<StoredMessage[]> {
-    const response = await fetch(`${server.url}/api/threads/${encodeURIComponent(threadId)}`);
+    const response = await fetch(`${chat.server.url}/api/threads/${encodeURIComponent(threadId)}`);
     expect(response.status).toBe(200);
     const { messages } = (await response.json()) as {
       messages: Array<{ id: string; role: string; parts: Array<{ type: string; text?: string }> }>;
@@ -159,13 +119,13 @@ describe("Edit, Regenerate and Fork from here in headless Chromium", () => {
 
   for (const viewport of VIEWPORTS) {
     it(`at ${viewport.width}×${viewport.height}: regenerates with the file back, forks, edits, and keeps everything when refused`, async () => {
-      const context: BrowserContext = await browser!.newContext({ viewport });
+      const context: BrowserContext = await chat.browser.newContext({ viewport });
       const page = await context.newPage();
       const name = `${viewport.width}x${viewport.height}`;
-      page.on("pageerror", (error) => pageErrors.push(error.message));
+      page.on("pageerror", (error) => chat.pageErrors.push(error.message));
       page.on("console", (message) => {
         if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
-          pageErrors.push(message.text());
+          chat.pageErrors.push(message.text());
         }
       });
       page.on("response", (response) => {
@@ -173,11 +133,11 @@ describe("Edit, Regenerate and Fork from here in headless Chromium", () => {
         const line = `${response.status()} ${response.request().method()} ${new URL(response.url()).pathname}`;
         const expected = expectedErrors.indexOf(line);
         if (expected >= 0) expectedErrors.splice(expected, 1);
-        else pageErrors.push(line);
+        else chat.pageErrors.push(line);
       });
       await context.addInitScript(recordPage);
       try {
-        await page.goto(server.url);
+        await page.goto(chat.server.url);
         await page.locator(".composer textarea").waitFor();
 
         // turn 1 writes fib.py (its commit denied), turn 2 deletes it
@@ -229,7 +189,7 @@ describe("Edit, Regenerate and Fork from here in headless Chromium", () => {
         expect(afterRegenerate.map((message) => message.id)).toEqual(
           regenerated.map((message) => message.id),
         );
-        await page.screenshot({ path: join(outputDir, `chat-rewind-regenerated-${name}.png`) });
+        await page.screenshot({ path: join(e2eOutputDir, `chat-rewind-regenerated-${name}.png`) });
 
         // Fork from here on the first answer: a new thread, listed as "(fork)", with the history up to there and
         // the sandbox as it was then (fib.py there to delete); the original untouched
@@ -299,7 +259,7 @@ describe("Edit, Regenerate and Fork from here in headless Chromium", () => {
 
         // refused: while a run started elsewhere goes on, the edit comes back with its text and the reason shows
         const before = await shownMessages(page);
-        const elsewhere = await fetch(`${server.url}/api/chat`, {
+        const elsewhere = await fetch(`${chat.server.url}/api/chat`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({
@@ -322,11 +282,11 @@ describe("Edit, Regenerate and Fork from here in headless Chromium", () => {
           expect(await alert.textContent()).toBe(body.error.message);
           expect(await field.inputValue()).toBe("This one is refused");
           expect(await shownMessages(page)).toEqual(before);
-          await page.screenshot({ path: join(outputDir, `chat-rewind-refused-${name}.png`) });
+          await page.screenshot({ path: join(e2eOutputDir, `chat-rewind-refused-${name}.png`) });
           await field.press("Escape");
           expect(await shownMessages(page)).toEqual(before);
         } finally {
-          await fetch(`${server.url}/api/chat/${encodeURIComponent(threadId)}/stop`, { method: "POST" });
+          await fetch(`${chat.server.url}/api/chat/${encodeURIComponent(threadId)}/stop`, { method: "POST" });
           await elsewhere.body?.cancel().catch(() => undefined);
         }
 
@@ -335,10 +295,10 @@ describe("Edit, Regenerate and Fork from here in headless Chromium", () => {
         );
         expect(rewindButtonsWhileBusy).toBe(0);
         expect(expectedErrors).toEqual([]);
-        expect(pageErrors).toEqual([]);
+        expect(chat.pageErrors).toEqual([]);
       } catch (error) {
         await page
-          .screenshot({ path: join(outputDir, `chat-rewind-failure-${name}.png`) })
+          .screenshot({ path: join(e2eOutputDir, `chat-rewind-failure-${name}.png`) })
           .catch(() => undefined);
         throw error;
       } finally {

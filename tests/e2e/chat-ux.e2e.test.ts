@@ -1,24 +1,11 @@
 // End to end: the chat app's message handling (issue 25, item 5) in Debian's headless Chromium, at 1280×800 and
 // 390×844, on one in-process chat server (scripted model, real Docker sandbox). Needs /usr/bin/chromium
 // (tests/e2e/ensure-chromium), the Docker engine and the pai/sandbox image.
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { dockerSandbox } from "@pai/sandbox";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { selectModel } from "../../examples/chat/select-model.ts";
-import { type ChatServer, createChatServer } from "../../examples/chat/server/create-chat-server.ts";
-import {
-  poolContainers,
-  removePoolContainers,
-  sandboxImage,
-  uniquePoolId,
-} from "../sandbox/docker-helpers.ts";
-import { launchChromium } from "./launch-chromium.ts";
+import { e2eOutputDir, useChatPage } from "./chat-page-fixture.ts";
 
-const outputDir = join(fileURLToPath(new URL("../..", import.meta.url)), "test-results", "e2e");
 const VIEWPORTS = [
   { name: "wide", width: 1280, height: 800, approveRuns: 5 },
   { name: "phone", width: 390, height: 844, approveRuns: 5 },
@@ -94,37 +81,10 @@ async function lastMessageOverhang(page: Page): Promise<{ belowScroller: number;
 }
 
 describe("the chat app's message handling in headless Chromium", () => {
-  const poolId = uniquePoolId("chat-ux");
-  let dataDir: string;
-  let server: ChatServer;
-  let browser: Browser | undefined;
-  const pageErrors: string[] = [];
-
-  beforeAll(async () => {
-    await mkdir(outputDir, { recursive: true });
-    dataDir = await mkdtemp(join(tmpdir(), "pai-chat-ux-"));
-    server = await createChatServer({
-      dbPath: join(dataDir, "chat.db"),
-      model: selectModel({}),
-      sandbox: dockerSandbox({ image: sandboxImage, poolId, pool: { min: 1, max: 3 } }),
-    });
-    browser = await launchChromium();
-  }, 300_000);
-
-  afterAll(async () => {
-    try {
-      if (pageErrors.length > 0) console.error(`page errors:\n${pageErrors.join("\n")}`);
-      await browser?.close().catch(() => undefined);
-      await server?.close();
-      expect(await poolContainers(poolId)).toEqual([]);
-    } finally {
-      await removePoolContainers(poolId);
-      await rm(dataDir, { recursive: true, force: true });
-    }
-  }, 120_000);
+  const chat = useChatPage({ name: "chat-ux", poolMax: 3 });
 
   async function openContext(viewport: { width: number; height: number }): Promise<BrowserContext> {
-    const context = await browser!.newContext({
+    const context = await chat.browser.newContext({
       viewport,
       permissions: ["clipboard-read", "clipboard-write"],
     });
@@ -134,15 +94,15 @@ describe("the chat app's message handling in headless Chromium", () => {
 
   async function openPage(context: BrowserContext): Promise<Page> {
     const page = await context.newPage();
-    page.on("pageerror", (error) => pageErrors.push(error.message));
+    page.on("pageerror", (error) => chat.pageErrors.push(error.message));
     page.on("console", (message) => {
       if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
-        pageErrors.push(message.text());
+        chat.pageErrors.push(message.text());
       }
     });
     page.on("response", (response) => {
       if (response.status() >= 400) {
-        pageErrors.push(`${response.status()} ${response.request().method()} ${response.url()}`);
+        chat.pageErrors.push(`${response.status()} ${response.request().method()} ${response.url()}`);
       }
     });
     return page;
@@ -152,11 +112,11 @@ describe("the chat app's message handling in headless Chromium", () => {
   async function step(page: Page, name: string, body: () => Promise<void>): Promise<void> {
     try {
       await body();
-      expect(pageErrors).toEqual([]);
+      expect(chat.pageErrors).toEqual([]);
     } catch (error) {
       const { width, height } = page.viewportSize()!;
       await page
-        .screenshot({ path: join(outputDir, `chat-ux-failure-${name}-${width}x${height}.png`) })
+        .screenshot({ path: join(e2eOutputDir, `chat-ux-failure-${name}-${width}x${height}.png`) })
         .catch(() => undefined);
       throw error;
     }
@@ -209,7 +169,7 @@ describe("the chat app's message handling in headless Chromium", () => {
       beforeAll(async () => {
         context = await openContext(viewport);
         page = await openPage(context);
-        await page.goto(server.url);
+        await page.goto(chat.server.url);
         await page.locator(".composer textarea").waitFor();
       }, 60_000);
 
@@ -249,7 +209,7 @@ describe("the chat app's message handling in headless Chromium", () => {
           expect(record.caretWhileIdle).toBe(0);
           expect(await page.locator(".markdown > div[style*='--streamdown-caret']").count()).toBe(0);
           await page.screenshot({
-            path: join(outputDir, `chat-ux-approved-${viewport.width}x${viewport.height}.png`),
+            path: join(e2eOutputDir, `chat-ux-approved-${viewport.width}x${viewport.height}.png`),
           });
         });
       }, 300_000);
@@ -382,7 +342,7 @@ describe("the chat app's message handling in headless Chromium", () => {
             await row.locator(".thread-title", { hasText: "Fibonacci, committed" }).waitFor();
           });
           const listed = async () =>
-            (await (await fetch(`${server.url}/api/threads`)).json()) as {
+            (await (await fetch(`${chat.server.url}/api/threads`)).json()) as {
               threads: Array<{ id: string; title?: string }>;
             };
           expect((await listed()).threads.find((thread) => thread.id === threadId)?.title).toBe(
@@ -476,10 +436,10 @@ describe("the chat app's message handling in headless Chromium", () => {
         await route.continue();
       });
       await step(page, "markdown-flash", async () => {
-        const threads = (await (await fetch(`${server.url}/api/threads`)).json()) as {
+        const threads = (await (await fetch(`${chat.server.url}/api/threads`)).json()) as {
           threads: Array<{ id: string }>;
         };
-        await page.goto(`${server.url}/#/threads/${encodeURIComponent(threads.threads.at(-1)!.id)}`);
+        await page.goto(`${chat.server.url}/#/threads/${encodeURIComponent(threads.threads.at(-1)!.id)}`);
         await page.locator(".message.assistant .markdown .plain").first().waitFor();
         await page
           .locator(".message.assistant [data-streamdown='strong']")
