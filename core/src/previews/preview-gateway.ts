@@ -141,23 +141,35 @@ async function handleRequest(gateway: GatewayContext, request: Request, id: stri
   return new Response(body.pipeThrough(new TransformStream({ flush: report })), init);
 }
 
+/**
+ * A Node request (or upgrade) to preview `id`: its URL, its event's base and the gateway's decision on it, a refusal
+ * already reported. (Access is decided on the request's head alone: a body never reaches the identity check.)
+ */
+async function decideNodeRequest(
+  gateway: GatewayContext,
+  req: IncomingMessage,
+  id: string,
+  kind: "http" | "upgrade",
+) {
+  const startedAt = Date.now();
+  const url = nodeRequestUrl(req, gateway.registry.baseUrl);
+  const method = req.method ?? "GET";
+  const entry = gateway.registry.get(id);
+  const base = eventBase(entry, id, method, url, kind);
+  const asRequest = () => new Request(url, { method: "GET", headers: toFetchHeaders(req.headers) });
+  const decision = await gateway.decide(entry, method, url, req.headers.cookie, asRequest);
+  if (!decision.allowed) reportUnconnected(gateway, base, refusal(decision), startedAt);
+  return { startedAt, url, method, entry, base, decision };
+}
+
 async function handleNodeRequest(
   gateway: GatewayContext,
   req: IncomingMessage,
   res: ServerResponse,
   id: string,
 ): Promise<void> {
-  const startedAt = Date.now();
-  const url = nodeRequestUrl(req, gateway.registry.baseUrl);
-  const method = req.method ?? "GET";
-  const entry = gateway.registry.get(id);
-  const base = eventBase(entry, id, method, url, "http");
-  const asRequest = () => new Request(url, { method: "GET", headers: toFetchHeaders(req.headers) });
-  const decision = await gateway.decide(entry, method, url, req.headers.cookie, asRequest);
-  if (!decision.allowed) {
-    reportUnconnected(gateway, base, refusal(decision), startedAt);
-    return sendError(res, decision.status, decision.code, decision.reason);
-  }
+  const { startedAt, url, method, entry, base, decision } = await decideNodeRequest(gateway, req, id, "http");
+  if (!decision.allowed) return sendError(res, decision.status, decision.code, decision.reason);
   if (decision.redirectTo !== undefined) {
     reportUnconnected(gateway, base, { decision: "allowed", status: 302 }, startedAt);
     res.writeHead(302, {
@@ -197,18 +209,13 @@ async function tunnelUpgrade(
   head: Buffer,
   id: string,
 ): Promise<void> {
-  const startedAt = Date.now();
-  const url = nodeRequestUrl(req, gateway.registry.baseUrl);
-  const method = req.method ?? "GET";
-  const entry = gateway.registry.get(id);
-  const base = eventBase(entry, id, method, url, "upgrade");
-  const asRequest = () => new Request(url, { method, headers: toFetchHeaders(req.headers) });
-  const decision = await gateway.decide(entry, method, url, req.headers.cookie, asRequest);
-  if (!decision.allowed) {
-    reportUnconnected(gateway, base, refusal(decision), startedAt);
-    refuseUpgrade(socket, decision.status, decision.code, decision.reason);
-    return;
-  }
+  const { startedAt, url, method, entry, base, decision } = await decideNodeRequest(
+    gateway,
+    req,
+    id,
+    "upgrade",
+  );
+  if (!decision.allowed) return refuseUpgrade(socket, decision.status, decision.code, decision.reason);
   const live = entry as PreviewEntry;
   const controller = new AbortController();
   socket.once("close", () => controller.abort());
