@@ -18,6 +18,7 @@ export const publishedPackages = [
   "capabilities/sandbox",
   "capabilities/browser",
   "react",
+  "mcp",
 ] as const;
 
 const root = resolve(import.meta.dirname, "..");

@@ -10,7 +10,7 @@ import ts from "typescript";
 export const shapeLimits = { functionLines: 250, fileLines: 600 } as const;
 
 const root = join(import.meta.dirname, "..");
-const sourceRoots = ["errors/src", "core/src", "pool/src", "capabilities", "react/src"];
+const sourceRoots = ["errors/src", "core/src", "pool/src", "capabilities", "react/src", "mcp/src"];
 
 /** A function or class of a source file, with the lines it spans. */
 export interface ShapeUnit {

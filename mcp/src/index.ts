@@ -1,0 +1,2 @@
+// @pai/mcp: an MCP server's tools as PAI tools.
+export {};
