@@ -1,3 +1,5 @@
+import { homedir } from "node:os";
+import { join } from "node:path";
 import {
   type AgentRuntime,
   createAgentRuntime,
@@ -158,3 +160,23 @@ async function waitForLockWaiters(client: pg.Client, count: number): Promise<voi
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+it("names one default checkpoint folder per database and schema, under the user's cache", async () => {
+  const open = (schemaName: string) =>
+    createPostgresThreadStore({ connectionString: schema.connectionString, schema: schemaName });
+  const [first, second] = [await open(schema.name), await open(schema.name)];
+  const other = createTestSchema();
+  try {
+    const third = await open(other.name);
+    const cache = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
+    expect(first.checkpointDirectory).toMatch(
+      new RegExp(`^${join(cache, "pai", "checkpoints")}/postgres-[0-9a-f]{16}$`),
+    );
+    expect(second.checkpointDirectory).toBe(first.checkpointDirectory);
+    expect(third.checkpointDirectory).not.toBe(first.checkpointDirectory);
+    await third.close();
+  } finally {
+    await Promise.all([first.close(), second.close()]);
+    await other.drop();
+  }
+});

@@ -1,16 +1,12 @@
 // Regenerate from plain `useChat` (the AI SDK's `Chat`) against a real sandbox (issue 25): the thread is rewound
-// with its /workspace (checkpoints in a file store on a temp directory) and the programs the dropped turn left
+// with its /workspace (checkpoints on by default: threads in memory checkpoint into a temporary folder) and the programs the dropped turn left
 // running are stopped, before the user message runs again — as the re-run's own command sees it in the container.
-import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Chat } from "@ai-sdk/react";
 import {
   type AgentRuntime,
   createAgentRuntime,
-  createFileCheckpointStore,
   createMemoryThreadStore,
   createPai,
   createPaiHandler,
@@ -75,10 +71,8 @@ describe.skipIf(dockerOptedOut)("regenerate from useChat on a real sandbox", () 
   let runtime: AgentRuntime;
   let server: Server;
   let url: string;
-  let directory: string;
 
   beforeAll(async () => {
-    directory = await mkdtemp(join(tmpdir(), "pai-chat-regenerate-"));
     binding = dockerSandbox({ image: sandboxImage, poolId, pool: { min: 0, max: 2 } });
     runtime = createAgentRuntime({
       pai: createPai({
@@ -87,7 +81,6 @@ describe.skipIf(dockerOptedOut)("regenerate from useChat on a real sandbox", () 
       store: createMemoryThreadStore(),
       model,
       capabilities: { sandbox: binding },
-      checkpoints: { store: createFileCheckpointStore({ directory }) },
     });
     const handler = createPaiHandler({
       runtime,
@@ -110,7 +103,6 @@ describe.skipIf(dockerOptedOut)("regenerate from useChat on a real sandbox", () 
       expect(await poolContainers(poolId)).toEqual([]);
     } finally {
       await removePoolContainers(poolId);
-      await rm(directory, { recursive: true, force: true });
     }
   });
 

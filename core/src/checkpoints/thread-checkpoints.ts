@@ -8,8 +8,12 @@ import { workspaceManifestBlobs } from "./stored-workspace-manifest.ts";
 
 /** How a runtime checkpoints its threads' resources (`createAgentRuntime({ checkpoints })`). */
 export interface CheckpointOptions {
-  /** Where the checkpoints' content lives (e.g. `createFileCheckpointStore({ directory: ".pai/checkpoints" })`). */
-  store: CheckpointBlobStore;
+  /**
+   * Where the checkpoints' content lives (e.g. `createFileCheckpointStore({ directory: ".pai/checkpoints" })`).
+   * @default a folder of the thread store's (`ThreadStore.checkpointDirectory`: `<database file>-checkpoints` for
+   * SQLite, under the user's cache folder for Postgres), or a temporary one removed at close for threads in memory
+   */
+  store?: CheckpointBlobStore;
   /** Checkpoints kept per thread; past it the oldest are dropped. @default 20 */
   keep?: number;
   /** Bytes a thread's checkpoints may add to the store in all; past it the oldest are dropped. @default 1 GiB */
@@ -32,6 +36,7 @@ const maxRememberedManifests = 2000;
 
 /** What {@link createThreadCheckpoints} needs of the runtime. */
 export interface ThreadCheckpointsOptions extends CheckpointOptions {
+  store: CheckpointBlobStore;
   threads: ThreadStore;
   /** A checkpoint that failed (the run's result is not changed by it). */
   onError: (error: unknown) => void;

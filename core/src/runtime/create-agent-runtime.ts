@@ -11,6 +11,7 @@ import {
   type RewindResult,
   type RewindThreadOptions,
 } from "../checkpoints/rewind-thread.ts";
+import { runtimeCheckpointStore } from "../checkpoints/runtime-checkpoint-store.ts";
 import { type CheckpointOptions, createThreadCheckpoints } from "../checkpoints/thread-checkpoints.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PaiManifest } from "../manifest/manifest.ts";
@@ -63,9 +64,11 @@ export type AgentRuntimeOptions<PAI extends Pai> = {
   previews?: PreviewOptions;
   /**
    * Checkpoints of a thread's resources (a sandbox's `/workspace`) taken when each run ends, into a content-addressed
-   * store (`createFileCheckpointStore`): the base of rewinding and forking a conversation. Unset: none are taken.
+   * store (`createFileCheckpointStore`): the base of rewinding and forking a conversation. On by default, into the
+   * thread store's own folder (see `CheckpointOptions.store`); `false` takes none (a rewind then restores messages
+   * only).
    */
-  checkpoints?: CheckpointOptions;
+  checkpoints?: CheckpointOptions | false;
 } & OwnershipOptions &
   CapabilityBindingsOf<PAI>;
 
@@ -272,9 +275,16 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       );
     },
   });
+  const checkpointStore =
+    options.checkpoints === false ? undefined : runtimeCheckpointStore(options.checkpoints?.store, store);
   const checkpoints =
-    options.checkpoints &&
-    createThreadCheckpoints({ ...options.checkpoints, threads: store, onError: onBackgroundError });
+    checkpointStore &&
+    createThreadCheckpoints({
+      ...(options.checkpoints || {}),
+      store: checkpointStore.blobs,
+      threads: store,
+      onError: onBackgroundError,
+    });
   const runs = createLocalRuns({
     checkpoints,
     store,
@@ -290,7 +300,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     access,
     runs,
     capabilities,
-    blobs: options.checkpoints?.store,
+    blobs: checkpointStore?.blobs,
     ownerId: owners.ownerId,
     identityKeyOf: (identity) => identityKeyOf(identity),
   });
@@ -380,6 +390,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
       await capabilities.close(closeOptions);
       await owners.remove().catch(() => undefined);
       await store.close();
+      await checkpointStore?.close();
     },
     [Symbol.asyncDispose]: () => runtime.close(),
   };

@@ -59,6 +59,9 @@ export function createSqliteThreadStore(options: SqliteThreadStoreOptions): Thre
   try {
     // Each part prepares its statements on the open database.
     const store: ThreadStore & AsyncDisposable = {
+      ...(connection.location === ":memory:"
+        ? {}
+        : { checkpointDirectory: `${connection.location}-checkpoints` }),
       ...sqliteThreadMethods(connection),
       ...sqliteRunMethods(connection),
       ...sqliteStopRequestMethods(connection),

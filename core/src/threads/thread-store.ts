@@ -277,6 +277,14 @@ export interface RunCommit {
  * Every method may throw `PaiError` with `STORE_CORRUPT`, `STORE_UNWRITABLE` or `STORE_CLOSED`.
  */
 export interface ThreadStore {
+  /**
+   * Where the checkpoints of this store's threads go when the app names no checkpoint store
+   * (`createAgentRuntime({ checkpoints })`): a folder only this store's threads use, since collecting a folder removes
+   * every blob this store's checkpoints do not reference. Beside a database file (`<file>-checkpoints`), or under the
+   * user's cache folder named by the database for a server's. Absent for a store in memory: its runtime checkpoints
+   * into a temporary folder removed when it closes.
+   */
+  readonly checkpointDirectory?: string;
   getThread(threadId: string): Promise<ThreadRecord | undefined>;
   /** Creates the thread if it does not exist; returns the stored record. */
   ensureThread(thread: ThreadRecord): Promise<ThreadRecord>;

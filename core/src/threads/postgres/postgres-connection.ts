@@ -15,6 +15,8 @@ export interface PostgresConnection {
    * channel is shared by every schema of the database).
    */
   readonly noticePrefix: string;
+  /** The database and schema this store keeps its threads in, as `host:port/database/schema` (no user). */
+  readonly databaseKey: string;
   /**
    * The statements of one part of the store, `define` giving their SQL for the quoted schema. Each runs as a
    * prepared statement named after its key, so the keys of every part are distinct.
@@ -59,7 +61,7 @@ export async function openPostgresConnection(
   options: OpenPostgresConnectionOptions,
 ): Promise<PostgresConnection> {
   const { pool, ownsPool, schema, signal } = options;
-  const target = describeTarget(pool, schema);
+  const { target, databaseKey } = describeTarget(pool, schema);
   try {
     await untilAborted(migratePostgresSchema({ pool, schema, target, signal }), signal);
   } catch (error) {
@@ -81,6 +83,7 @@ export async function openPostgresConnection(
 
   return {
     noticePrefix: `${schema}:`,
+    databaseKey,
 
     statements(define) {
       const sql = define(quoted);
@@ -150,9 +153,15 @@ function untilAborted<VALUE>(promise: Promise<VALUE>, signal: AbortSignal | unde
   });
 }
 
-/** `user@host:port/database (schema "pai")`: the server as pg resolves it, without the password. */
-function describeTarget(pool: Pool, schema: string): string {
+/**
+ * The server as pg resolves it, without the password: `user@host:port/database (schema "pai")` for messages, and
+ * `host:port/database/pai` naming the threads' place whoever connects.
+ */
+function describeTarget(pool: Pool, schema: string): { target: string; databaseKey: string } {
   // A client that never connects: pg resolves the connection string and the PG* variables on construction.
   const { user, host, port, database } = new PgClient(pool.options);
-  return `${user}@${host}:${port}/${database} (schema "${schema}")`;
+  return {
+    target: `${user}@${host}:${port}/${database} (schema "${schema}")`,
+    databaseKey: `${host}:${port}/${database}/${schema}`,
+  };
 }

@@ -1,3 +1,6 @@
+import { createHash } from "node:crypto";
+import { homedir } from "node:os";
+import { join } from "node:path";
 import { Pool as PgPool, type Pool } from "pg";
 import { z } from "zod";
 import { parseStoreInput } from "../parse-store-input.ts";
@@ -146,6 +149,7 @@ export async function createPostgresThreadStore(
     signal: parsed.signal,
   });
   const store: ThreadStore & AsyncDisposable = {
+    checkpointDirectory: checkpointDirectoryOf(connection.databaseKey),
     ...postgresThreadMethods(connection),
     ...postgresRunMethods(connection),
     ...postgresStopRequestMethods(connection),
@@ -160,6 +164,17 @@ export async function createPostgresThreadStore(
     [Symbol.asyncDispose]: () => store.close(),
   };
   return store;
+}
+
+/**
+ * The default checkpoint folder of a database's threads on this machine: under the user's cache folder
+ * (`$XDG_CACHE_HOME`, else `~/.cache`), named by a hash of the database and schema. Processes on other machines
+ * sharing the database have their own; an app running on several names a shared checkpoint store.
+ */
+function checkpointDirectoryOf(databaseKey: string): string {
+  const cache = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
+  const name = createHash("sha256").update(databaseKey).digest("hex").slice(0, 16);
+  return join(cache, "pai", "checkpoints", `postgres-${name}`);
 }
 
 /** The pool the store opens for a connection string, and ends on close. */
