@@ -75,7 +75,7 @@ async function turn(runtime: AgentRuntime, message: string, threadId?: string) {
 /** The files of the thread's box: the box of the thread's current lease. */
 async function boxFiles(runtime: AgentRuntime, threadId: string) {
   const lease = runtime.leases().find((entry) => entry.key === threadId);
-  return Object.fromEntries([...(binding.boxes.get(lease!.resourceId) ?? [])].sort());
+  return Object.fromEntries([...(binding.boxes.get(lease?.resourceId ?? "") ?? [])].sort());
 }
 
 beforeEach(async () => {

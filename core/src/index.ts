@@ -96,6 +96,7 @@ export type {
 } from "./previews/port-preview.ts";
 export type { PreviewOptions } from "./previews/preview-options.ts";
 export type { PreviewRequestEvent } from "./previews/preview-request-event.ts";
+export { type SpliceBytes, spliceBytes } from "./previews/splice-bytes.ts";
 export type { AgentRun, RunResult } from "./runtime/agent-run.ts";
 export {
   type AgentRuntime,

@@ -3,7 +3,7 @@
 // preview's `Host`, and reach the server over the container agent's connection. Every refusal is checked against
 // the server's own request log: nothing reaches the container.
 
-import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
+import { Agent, createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   type AgentRuntime,
@@ -18,6 +18,7 @@ import {
 } from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
 import { type DockerSandboxBinding, dockerSandbox, sandbox } from "@pai/sandbox";
+import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { z } from "zod";
@@ -48,10 +49,10 @@ const server = http.createServer((req, res) => {
   }
   if (req.url === "/chunked") { res.write("first,"); setTimeout(() => res.end("second"), 30); return; }
   if (req.url === "/big") {
-    const chunk = Buffer.alloc(1 << 20, 7);
-    let left = 100;
+    // MiB number i is all bytes i % 251: a byte out of place shows
+    let sent = 0;
     res.writeHead(200, { "content-length": String(100 << 20) });
-    const pump = () => { while (left > 0) { left--; if (!res.write(chunk)) return res.once("drain", pump); } res.end(); };
+    const pump = () => { while (sent < 100) { if (!res.write(Buffer.alloc(1 << 20, sent++ % 251))) return res.once("drain", pump); } res.end(); };
     return pump();
   }
   let body = 0;
@@ -168,11 +169,19 @@ interface Reply {
 /** A request to the app on 127.0.0.1 with the `Host` a browser would send (`*.localhost` resolves to loopback). */
 function send(
   app: App,
-  options: { path: string; host?: string; method?: string; headers?: Record<string, string>; body?: Buffer },
+  options: {
+    path: string;
+    host?: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: Buffer;
+    agent?: Agent;
+  },
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       {
+        ...(options.agent ? { agent: options.agent } : {}),
         host: "127.0.0.1",
         port: app.port,
         path: options.path,
@@ -211,6 +220,24 @@ async function runTool(app: App, input: Record<string, unknown>, threadId?: stri
 }
 
 const hostOf = (url: string) => new URL(url).host;
+/** The MiB blocks of a /big body whose first or last byte is not its number % 251. */
+const misplacedMebibytes = (body: Buffer) =>
+  Array.from({ length: body.length >> 20 }, (_, i) => i).filter(
+    (i) => body[i << 20] !== i % 251 || body[((i + 1) << 20) - 1] !== i % 251,
+  );
+/** A keep-alive agent that counts the connections it opens. */
+class CountingAgent extends Agent {
+  opened = 0;
+  override createConnection(...args: Parameters<Agent["createConnection"]>) {
+    this.opened++;
+    return super.createConnection(...args);
+  }
+}
+/** `pai-splice` processes of this process, running now. */
+async function spliceHelpersRunning(): Promise<number> {
+  const { stdout } = await execa("pgrep", ["-P", String(process.pid), "-c", "pai-splice"], { reject: false });
+  return Number(stdout.trim() || 0);
+}
 const cookieOf = (url: string) => `pai_preview=${new URL(url).searchParams.get("pai_preview_token")}`;
 
 describe.skipIf(dockerOptedOut)("previews and terminals of a real sandbox through createPaiHandler", () => {
@@ -278,12 +305,54 @@ describe.skipIf(dockerOptedOut)("previews and terminals of a real sandbox throug
     const chunked = await send(app, { path: "/chunked", host: hostOf(url), headers });
     expect(chunked.headers["transfer-encoding"]).toBe("chunked");
     expect(chunked.body.toString()).toBe("first,second");
-    const big = await send(app, { path: "/big", host: hostOf(url), headers });
-    expect(big.body.length).toBe(100 * 1024 * 1024);
-    expect(big.body.subarray(0, 1024).every((byte) => byte === 7)).toBe(true);
-    expect(app.events.at(-1)).toMatchObject({ path: "/big", bytesDown: expect.any(Number) });
-    expect(app.events.at(-1)!.bytesDown).toBeGreaterThan(100 * 1024 * 1024);
+    // Large bodies are moved in the kernel (pai-splice); one kept-alive browser connection carries two of them, then
+    // a small request: each body whole and in order, the connection's framing intact.
+    const agent = new CountingAgent({ keepAlive: true, maxSockets: 1 });
+    try {
+      for (let round = 0; round < 2; round++) {
+        const big = await send(app, { path: "/big", host: hostOf(url), headers, agent });
+        expect(big.body.length).toBe(100 * 1024 * 1024);
+        expect(misplacedMebibytes(big.body)).toEqual([]);
+        // the event comes as the server ends the response, which may be just after the browser has the last byte
+        await expect.poll(() => app.events.filter((event) => event.path === "/big").length).toBe(round + 1);
+        expect(app.events.at(-1)!.bytesDown).toBeGreaterThan(100 * 1024 * 1024);
+      }
+      const small = await send(app, { path: "/echo", host: hostOf(url), headers, agent });
+      expect(JSON.parse(small.body.toString())).toMatchObject({ port: 8080 });
+      expect(agent.opened).toBe(1);
+    } finally {
+      agent.destroy();
+    }
   }, 120_000);
+
+  it("ends a large body's kernel copy when the browser goes away mid-body, and serves the next request", async () => {
+    const received = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: "127.0.0.1",
+          port: app.port,
+          path: "/big",
+          headers: { host: hostOf(url), cookie: cookieOf(url) },
+        },
+        (res) => {
+          let bytes = 0;
+          res.on("data", (chunk: Buffer) => {
+            bytes += chunk.length;
+            if (bytes > 20 * 1024 * 1024) {
+              req.destroy();
+              resolve(bytes);
+            }
+          });
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    });
+    expect(received).toBeLessThan(100 * 1024 * 1024);
+    await expect.poll(() => spliceHelpersRunning(), { timeout: 10_000 }).toBe(0);
+    const reply = await send(app, { path: "/echo", host: hostOf(url), headers: { cookie: cookieOf(url) } });
+    expect(reply.status).toBe(200);
+  }, 60_000);
 
   it("tunnels a WebSocket to the server", async () => {
     const socket = new WebSocket(`ws://127.0.0.1:${app.port}/socket`, {

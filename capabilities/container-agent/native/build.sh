@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# capabilities/container-agent/native/build.sh — build the static in-container agent and the host's egress relay for every
+# capabilities/container-agent/native/build.sh — build the static in-container agent and the host's helpers for every
 # architecture @pai/container-agent ships.
 #
 # Usage:
@@ -10,7 +10,8 @@
 #   pai-agent.c         -> prebuilt/linux-<arch>/pai-agent          (runs in any Linux image of that architecture,
 #                                                                     even one without a libc)
 #   pai-egress-relay.c  -> prebuilt/linux-<arch>/pai-egress-relay   (the host side of the egress fast channel)
-# Both include splice-relay.h, the splice loop they share, and wire.h, the frames' integers. At run time nothing is
+#   pai-splice.c        -> prebuilt/linux-<arch>/pai-splice         (moves a preview's large body in the kernel)
+# The first two include splice-relay.h, the splice loop they share, and wire.h, the frames' integers. At run time nothing is
 # compiled: the package looks the binaries up there (src/prebuilt-binary.ts). The pack step and scripts/setup run
 # this script; a published package carries prebuilt/ and not this folder.
 #
@@ -33,7 +34,7 @@ export LC_ALL=C
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PACKAGE=$(dirname "$HERE")
-PROGRAMS=(pai-agent pai-egress-relay)
+PROGRAMS=(pai-agent pai-egress-relay pai-splice)
 ARCHITECTURES=(x64 arm64)
 PREBUILT=$PACKAGE/prebuilt
 SCRATCH=$HERE/build

@@ -1,7 +1,7 @@
 /*
  * least-privilege.h — what a host-side helper that reads a container's bytes keeps of its privileges once it is
  * set up: another uid/gid (no supplementary groups), no_new_privs, and a seccomp filter that allows only the system
- * calls it names. Header-only: every function is static. Used by pai-egress-relay.
+ * calls it names. Header-only: every function is static. Used by pai-egress-relay and pai-splice.
  *
  * The seccomp constants are the kernel's ABI (linux/seccomp.h, linux/filter.h, linux/audit.h), written out here
  * because musl-gcc has no kernel headers; syscall numbers come from the libc's <sys/syscall.h>, so the same list
@@ -63,7 +63,7 @@ struct lp_sock_fprog {
  * Becomes `uid`/`gid` with no supplementary groups, for good (the saved ids too). Only root can; a process that is
  * not root keeps its ids (returns 0: there is nothing to drop). -1 with errno when a step fails.
  */
-static int lp_drop_to(uid_t uid, gid_t gid) {
+__attribute__((unused)) static int lp_drop_to(uid_t uid, gid_t gid) {
   if (geteuid() != 0) return 0;
   if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) return -1;
   /* Root must be gone for good: regaining it has to fail. */
@@ -78,7 +78,7 @@ static int lp_drop_to(uid_t uid, gid_t gid) {
  * Sets no_new_privs and installs a filter that allows the `count` system calls in `allowed` and fails every other
  * with EPERM (one of another architecture kills the process). -1 with errno when the kernel refuses.
  */
-static int lp_restrict_syscalls(const long *allowed, size_t count) {
+__attribute__((unused)) static int lp_restrict_syscalls(const long *allowed, size_t count) {
   if (count > 255) { /* a jump offset is one byte */
     errno = EINVAL;
     return -1;

@@ -1,9 +1,11 @@
 import type { Socket } from "node:net";
+import { spliceBytes } from "@pai/core";
 import type { AgentConnection } from "./agent-connection.ts";
 import { decodeErrorPayload, encodeConnectPayload, FrameType, type HostSocket } from "./agent-protocol.ts";
 import { agentError, unexpectedFrame } from "./agent-reply-errors.ts";
 import { AgentStream, agentStreamLink, deliverStreamFrame } from "./agent-stream.ts";
 import { protocolError } from "./container-agent-error.ts";
+import { spliceFrom } from "./splice-socket-bytes.ts";
 
 /** ECONNREFUSED on Linux: nothing listens on the port. */
 const ECONNREFUSED = 111;
@@ -149,6 +151,8 @@ export async function connectAgentPortDialBack(
     // bytes wait for a reader ("data" listener or pipe) instead of staying paused as the dial socket left them.
     socket.allowHalfOpen = true;
     (socket as { readableFlowing: boolean | null }).readableFlowing = null;
+    // Its bytes may also be moved to another socket in the kernel (a preview's large response body).
+    Object.defineProperty(socket, spliceBytes, { value: spliceFrom(socket) });
     return socket;
   } catch (error) {
     giveUp.abort(error);

@@ -16,7 +16,7 @@ export type PrebuiltArchitecture = (typeof PREBUILT_ARCHITECTURES)[number];
  * The package's native programs: `pai-agent` runs in containers (on the engine's architecture),
  * `pai-egress-relay` on this machine (`process.arch`).
  */
-export type PrebuiltProgram = "pai-agent" | "pai-egress-relay";
+export type PrebuiltProgram = "pai-agent" | "pai-egress-relay" | "pai-splice";
 
 const prebuiltDirectory = new URL("../prebuilt/", import.meta.url);
 

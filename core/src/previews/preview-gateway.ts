@@ -19,6 +19,7 @@ import {
   type UpstreamRequestError,
   upstreamBytesRead,
 } from "./preview-upstream.ts";
+import { spliceResponseBody } from "./splice-response-body.ts";
 
 /** Options of {@link createPreviewGateway}. */
 export interface PreviewGatewayOptions {
@@ -191,13 +192,13 @@ async function handleNodeRequest(
     event: { base, startedAt },
   });
   if (!("incoming" in exchanged)) return sendError(res, exchanged.status, exchanged.code, exchanged.reason);
-  const { incoming, report } = exchanged;
+  const { incoming, report, spliced } = exchanged;
   res.once("close", report);
-  res.writeHead(
-    incoming.statusCode ?? 502,
-    incoming.statusMessage ?? "",
-    responseHeaderPairs(incoming).flat(),
-  );
+  const headers = responseHeaderPairs(incoming);
+  const signal = controller.signal;
+  const moved = await spliceResponseBody({ incoming, res, method, headers, signal });
+  if (moved !== undefined) return spliced(moved);
+  res.writeHead(incoming.statusCode ?? 502, incoming.statusMessage ?? "", headers.flat());
   incoming.pipe(res);
   incoming.once("error", () => res.destroy());
 }
@@ -268,6 +269,8 @@ interface Exchanged {
   incoming: IncomingMessage;
   /** Reports the request as served, with the port's status (once; call it when the response is over). */
   report(): void;
+  /** The response's body was moved in the kernel (`spliceResponseBody`), `bytes` of it: they count as read. */
+  spliced(bytes: number): void;
 }
 
 /**
@@ -326,6 +329,10 @@ async function exchange(
   let reported = false;
   return {
     incoming,
+    spliced(bytes) {
+      const head = down();
+      down = () => head + bytes;
+    },
     report() {
       if (reported) return;
       reported = true;
