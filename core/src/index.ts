@@ -137,4 +137,9 @@ export type {
   ToolFiles,
   ToolSuspendOptions,
 } from "./tools/tool-context.ts";
+export {
+  type InferToolInput,
+  type ToolInputSchema,
+  toolInputJsonSchema,
+} from "./tools/tool-input-schema.ts";
 export { isToolSuspension } from "./tools/tool-signals.ts";
