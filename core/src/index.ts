@@ -28,6 +28,12 @@ export {
   type ToolResultEvent,
   type ToolResultOverride,
 } from "./agents/define-agent.ts";
+export {
+  defineToolSource,
+  isToolSource,
+  type ToolSource,
+  type ToolSourceArgs,
+} from "./agents/tool-source.ts";
 export type {
   BindingStartContext,
   CapabilityBinding,
