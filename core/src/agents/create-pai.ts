@@ -3,8 +3,12 @@ import { PaiError } from "../errors/pai-error.ts";
 import { type AgentManifest, type PaiManifest, toolManifest } from "../manifest/manifest.ts";
 import type { ChildrenOf, InputOf, OutputOf } from "../tools/define-tool.ts";
 import type { AgentDefinition, AnyAgentDefinition } from "./define-agent.ts";
-import { type NormalizedRegistration, normalizeRegistrations } from "./tool-registration.ts";
-import { splitToolSources, type ToolSource } from "./tool-source.ts";
+import {
+  type NormalizedRegistration,
+  normalizeRegistrations,
+  splitToolSources,
+} from "./tool-registration.ts";
+import type { ToolSource } from "./tool-source.ts";
 
 /** A registered agent with its normalized tool registrations. */
 export interface RegisteredAgent {

@@ -1,7 +1,6 @@
 import type { Tool } from "ai";
 import type { AgentResolverArgs, RuntimeErrorInfo } from "../agents/define-agent.ts";
-import type { NormalizedRegistration } from "../agents/tool-registration.ts";
-import { resolveToolSources } from "../agents/tool-source.ts";
+import { type NormalizedRegistration, resolveToolSources } from "../agents/tool-registration.ts";
 import type { CapabilityMap } from "../capabilities/define-capability.ts";
 import type { LeaseScope } from "../capabilities/lease-scope.ts";
 import { PaiError } from "../errors/pai-error.ts";

@@ -8,8 +8,7 @@ import {
 } from "../actions/pending-action-answer.ts";
 import { type PublicPendingAction, publicAction } from "../actions/public-action.ts";
 import type { RegisteredAgent } from "../agents/create-pai.ts";
-import type { NormalizedRegistration } from "../agents/tool-registration.ts";
-import { resolveToolSources } from "../agents/tool-source.ts";
+import { type NormalizedRegistration, resolveToolSources } from "../agents/tool-registration.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PendingActionRecord, ThreadRecord } from "../threads/thread-store.ts";
 import type { AgentRun } from "./agent-run.ts";
