@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { BrowserError } from "@pai/browser";
 import { ContainerAgentError } from "@pai/container-agent";
 import { PaiError } from "@pai/core";
+import { McpError } from "@pai/mcp";
 import { PoolError } from "@pai/pool";
 import { PaiResponseError } from "@pai/react";
 import { SandboxError } from "@pai/sandbox";
@@ -20,6 +21,7 @@ const members = [
     of: ContainerAgentError,
     make: () => new ContainerAgentError("INVALID_ARGUMENT", "a NUL in an argument"),
   },
+  { name: "McpError", of: McpError, make: () => new McpError("INVALID_ARGUMENT", "no url or command") },
   {
     name: "PaiResponseError",
     of: PaiResponseError,
@@ -92,6 +94,7 @@ const owners = [
     file: "capabilities/browser/src/browser-error.ts",
     type: "BrowserErrorCode",
   },
+  { dir: "mcp/src", file: "mcp/src/mcp-error.ts", type: "McpErrorCode" },
   {
     dir: "capabilities/container-agent/src",
     file: "capabilities/container-agent/src/container-agent-error.ts",

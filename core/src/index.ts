@@ -28,6 +28,12 @@ export {
   type ToolResultEvent,
   type ToolResultOverride,
 } from "./agents/define-agent.ts";
+export {
+  defineToolSource,
+  isToolSource,
+  type ToolSource,
+  type ToolSourceArgs,
+} from "./agents/tool-source.ts";
 export type {
   BindingStartContext,
   CapabilityBinding,
@@ -138,4 +144,9 @@ export type {
   ToolFiles,
   ToolSuspendOptions,
 } from "./tools/tool-context.ts";
+export {
+  type InferToolInput,
+  type ToolInputSchema,
+  toolInputJsonSchema,
+} from "./tools/tool-input-schema.ts";
 export { isToolSuspension } from "./tools/tool-signals.ts";

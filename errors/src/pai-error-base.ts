@@ -15,9 +15,9 @@ export interface PaiErrorJson<CODE extends string> {
 
 /**
  * The base of PAI's error family: `PaiError` (`@pai/core`), `PoolError` (`@pai/pool`), `SandboxError`
- * (`@pai/sandbox`), `BrowserError` (`@pai/browser`), `ContainerAgentError` (`@pai/container-agent`) and
- * `PaiResponseError` (`@pai/react`) extend it, so every member has the same shape: `name`, `code`, `message`,
- * `details`, `cause`, `toJSON()`.
+ * (`@pai/sandbox`), `BrowserError` (`@pai/browser`), `ContainerAgentError` (`@pai/container-agent`),
+ * `PaiResponseError` (`@pai/react`) and `McpError` (`@pai/mcp`) extend it, so every member has the same shape:
+ * `name`, `code`, `message`, `details`, `cause`, `toJSON()`.
  *
  * The family follows the AI SDK's pattern: each member carries its own `Symbol.for('pai.error.<Name>')` marker and
  * has a static `isInstance` that checks it with {@link hasErrorMarker}, so that it works across duplicated copies of

@@ -3,13 +3,20 @@ import { PaiError } from "../errors/pai-error.ts";
 import { type AgentManifest, type PaiManifest, toolManifest } from "../manifest/manifest.ts";
 import type { ChildrenOf, InputOf, OutputOf } from "../tools/define-tool.ts";
 import type { AgentDefinition, AnyAgentDefinition } from "./define-agent.ts";
-import { type NormalizedRegistration, normalizeRegistrations } from "./tool-registration.ts";
+import {
+  type NormalizedRegistration,
+  normalizeRegistrations,
+  splitToolSources,
+} from "./tool-registration.ts";
+import type { ToolSource } from "./tool-source.ts";
 
 /** A registered agent with its normalized tool registrations. */
 export interface RegisteredAgent {
   id: string;
   definition: AnyAgentDefinition;
   registrations: ReadonlyMap<string, NormalizedRegistration>;
+  /** Its tool sources by key (`defineToolSource`): tools resolved per run and per step. */
+  sources: ReadonlyMap<string, ToolSource>;
 }
 
 /** The registry of agents. `ctx.agentId` is the key an agent is registered under. */
@@ -31,10 +38,9 @@ export function createPai<AGENTS extends Record<string, AnyAgentDefinition>>(opt
 }): Pai<AGENTS> {
   const registered = new Map<string, RegisteredAgent>();
   for (const [id, definition] of Object.entries(options.agents)) {
-    const registrations = new Map(
-      normalizeRegistrations(id, definition.tools as Record<string, unknown>).map((r) => [r.name, r]),
-    );
-    registered.set(id, { id, definition, registrations });
+    const { entries, sources } = splitToolSources(definition.tools as Record<string, unknown>);
+    const registrations = new Map(normalizeRegistrations(id, entries).map((r) => [r.name, r]));
+    registered.set(id, { id, definition, registrations, sources });
   }
   return {
     agents: options.agents,

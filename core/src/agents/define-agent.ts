@@ -1,6 +1,7 @@
 import type { LanguageModel, ModelMessage } from "ai";
 import type { z } from "zod";
 import type { AnyToolDefinition, ContextOf, InputOf, OutputOf } from "../tools/define-tool.ts";
+import type { ToolSource } from "./tool-source.ts";
 
 type MaybePromise<T> = T | PromiseLike<T>;
 
@@ -70,13 +71,18 @@ type DirectRegistration<TOOL, RUNTIME_CONTEXT> = [RUNTIME_CONTEXT] extends [Cont
 type RequiredMapContext<TOOL, RUNTIME_CONTEXT> = [RUNTIME_CONTEXT] extends [ContextOf<TOOL>]
   ? unknown
   : { mapContext: (...args: never[]) => unknown };
-type RegistrationCheck<ENTRY, RUNTIME_CONTEXT> = ENTRY extends { tool: infer TOOL }
-  ? RequiredMapContext<TOOL, RUNTIME_CONTEXT>
-  : DirectRegistration<ENTRY, RUNTIME_CONTEXT>;
+type RegistrationCheck<ENTRY, RUNTIME_CONTEXT> = ENTRY extends ToolSource
+  ? ToolSource
+  : ENTRY extends { tool: infer TOOL }
+    ? RequiredMapContext<TOOL, RUNTIME_CONTEXT>
+    : DirectRegistration<ENTRY, RUNTIME_CONTEXT>;
 
-/** The `tools` map of an agent: registration key (the name the model sees) → tool or configured registration. */
+/**
+ * The `tools` map of an agent: registration key (the name the model sees) → tool or configured registration, or a
+ * tool source (`defineToolSource`) whose tools are resolved per run and per step.
+ */
 export type AgentToolRegistrations<TOOLS, RUNTIME_CONTEXT, IDENTITY> = {
-  [K in keyof TOOLS]: TOOLS[K] | ToolRegistrationConfig<TOOLS[K], RUNTIME_CONTEXT, IDENTITY>;
+  [K in keyof TOOLS]: TOOLS[K] | ToolRegistrationConfig<TOOLS[K], RUNTIME_CONTEXT, IDENTITY> | ToolSource;
 };
 
 /** Checked after inference: refuses direct registrations and configs without `mapContext` whose context does not fit. */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { NormalizedRegistration } from "../agents/tool-registration.ts";
 import type { CapabilityMap } from "../capabilities/define-capability.ts";
+import { toolInputJsonSchema } from "../tools/tool-input-schema.ts";
 
 /** One tool as the manifest describes it. */
 export interface ToolManifest {
@@ -49,7 +50,7 @@ export function toolManifest(registration: NormalizedRegistration): ToolManifest
     key: registration.name,
     id: tool.id,
     description: tool.description,
-    inputSchema: jsonSchemaOf(tool.inputSchema),
+    inputSchema: toolInputJsonSchema(tool.inputSchema),
     outputSchema: jsonSchemaOf(tool.outputSchema),
     hasEnabledGate: registration.enabled !== undefined,
     clientExecuted: tool.execute === undefined,

@@ -3,6 +3,7 @@ import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import { provisionFailureOf } from "../capabilities/provision-failure.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { ToolEntry } from "../tools/tool-context.ts";
+import { parseToolInput } from "../tools/tool-input-schema.ts";
 import { ToolFailSignal, ToolSuspendSignal } from "../tools/tool-signals.ts";
 import { createCallContext } from "./call-context.ts";
 import { isWithin } from "./call-scope.ts";
@@ -160,11 +161,11 @@ async function admit(
     };
   }
   if (!call.validateInput) return { type: "admitted", input: call.input };
-  const parsed = await call.definition.inputSchema.safeParseAsync(call.input);
+  const parsed = await parseToolInput(call.definition.inputSchema, call.input);
   if (parsed.success) return { type: "admitted", input: parsed.data };
   return {
     type: "error",
-    message: `nested tool "${call.label}": ${z.prettifyError(parsed.error)}`,
+    message: `nested tool "${call.label}": ${parsed.message}`,
     kind: "planned",
     code: "INVALID_INPUT",
   };

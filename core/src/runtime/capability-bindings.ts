@@ -12,8 +12,8 @@ export interface CapabilityBindings {
 
 /**
  * Checks `createAgentRuntime({ capabilities })` against the registry: each binding is keyed by its capability's
- * name (`INVALID_ARGUMENT` otherwise), and every capability a registered tool (or a tool nested in it) uses has a
- * binding (`MISSING_CAPABILITY`, naming both, otherwise).
+ * name (`INVALID_ARGUMENT` otherwise), and every capability a registered tool (or a tool nested in it), or a tool
+ * source, uses has a binding (`MISSING_CAPABILITY`, naming both, otherwise).
  */
 export function capabilityBindingsOf(
   pai: Pai,
@@ -31,8 +31,19 @@ export function capabilityBindingsOf(
   }
   const declarations = new Map<string, Capability>();
   for (const agentId of Object.keys(pai.agents)) {
-    for (const registration of pai.agent(agentId).registrations.values()) {
-      for (const capability of capabilitiesOfTree(registration.tool)) {
+    const agent = pai.agent(agentId);
+    const users = [
+      ...[...agent.registrations.values()].map((r) => ({
+        name: r.name,
+        capabilities: capabilitiesOfTree(r.tool),
+      })),
+      ...[...agent.sources].map(([name, source]) => ({
+        name,
+        capabilities: Object.values(source.capabilities as CapabilityMap),
+      })),
+    ];
+    for (const registration of users) {
+      for (const capability of registration.capabilities) {
         declarations.set(capability.name, capability);
         if (!bindings.has(capability.name)) {
           throw new PaiError(

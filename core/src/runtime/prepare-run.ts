@@ -1,5 +1,7 @@
 import type { Tool } from "ai";
 import type { AgentResolverArgs, RuntimeErrorInfo } from "../agents/define-agent.ts";
+import { type NormalizedRegistration, resolveToolSources } from "../agents/tool-registration.ts";
+import type { CapabilityMap } from "../capabilities/define-capability.ts";
 import type { LeaseScope } from "../capabilities/lease-scope.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { RunRecord } from "../threads/thread-store.ts";
@@ -22,6 +24,12 @@ export interface PreparedRun {
   readonly runners: ReadonlyMap<string, ToolRunner>;
   /** The runners as AI SDK tools, for `streamText`. */
   readonly tools: Record<string, Tool>;
+  /**
+   * Asks the agent's tool sources again (see `defineToolSource`): a tool one offers now gets its runner, in `runners`,
+   * `tools` and the run's registrations. Resolves with the names offered now (the agent's own and the sources'), or
+   * `undefined` for an agent without sources.
+   */
+  refreshTools(): Promise<string[] | undefined>;
   /** When the run started. */
   readonly startedAt: number;
   /** The run as recorded while it goes on. */
@@ -108,8 +116,10 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     signal: controller.signal,
     onStatus: (event) => transcript.write({ type: "data-pai-capability", data: event } as never),
   };
+  // The run's registrations: the agent's own, and what its tool sources offer (added as they offer more).
+  const registrations = new Map(agent.registrations);
   const state: RunState = {
-    agent,
+    agent: agent.sources.size > 0 ? { ...agent, registrations } : agent,
     runId,
     threadId,
     store: deps.store,
@@ -133,11 +143,39 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
   const pipeline = createCallPipeline(state);
   const runners = new Map<string, ToolRunner>();
   const tools: Record<string, Tool> = {};
-  for (const registration of agent.registrations.values()) {
+  const addRunner = (registration: NormalizedRegistration) => {
     const runner = createToolRunner({ registration, state, pipeline });
     runners.set(registration.name, runner);
     tools[registration.name] = runner.aiTool;
-  }
+  };
+  for (const registration of agent.registrations.values()) addRunner(registration);
+  let offered = new Map<string, NormalizedRegistration[]>();
+  const refreshTools = async (): Promise<string[] | undefined> => {
+    if (agent.sources.size === 0) return undefined;
+    offered = await resolveToolSources({
+      agentId: agent.id,
+      sources: agent.sources,
+      registrations: agent.registrations,
+      previous: offered,
+      threadId,
+      signal: controller.signal,
+      capabilitiesFor: (source) => state.capabilitiesFor(capabilityNames(source.capabilities)),
+      onError: (error, key) => reportError(error, { phase: "run", toolName: key }),
+    });
+    const names = [...agent.registrations.keys()];
+    for (const registration of [...offered.values()].flat()) {
+      names.push(registration.name);
+      if (registrations.get(registration.name)?.tool === registration.tool) continue;
+      registrations.set(registration.name, registration);
+      // `streamText` reads this object at every step (ai@7), so a tool added before a step is offered in it.
+      addRunner(registration);
+    }
+    return names;
+  };
+  await refreshTools().catch((error: unknown) => {
+    detach();
+    throw error;
+  });
   return {
     deps,
     options,
@@ -145,10 +183,16 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     transcript,
     runners,
     tools,
+    refreshTools,
     startedAt,
     record,
     checkpoints,
     chunks,
     detach,
   };
+}
+
+/** A capability map's capability names by key, as `RunState.capabilitiesFor` takes them. */
+function capabilityNames(capabilities: CapabilityMap): Record<string, string> {
+  return Object.fromEntries(Object.entries(capabilities).map(([key, capability]) => [key, capability.name]));
 }

@@ -8,7 +8,7 @@ import {
 } from "../actions/pending-action-answer.ts";
 import { type PublicPendingAction, publicAction } from "../actions/public-action.ts";
 import type { RegisteredAgent } from "../agents/create-pai.ts";
-import type { NormalizedRegistration } from "../agents/tool-registration.ts";
+import { type NormalizedRegistration, resolveToolSources } from "../agents/tool-registration.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PendingActionRecord, ThreadRecord } from "../threads/thread-store.ts";
 import type { AgentRun } from "./agent-run.ts";
@@ -70,9 +70,14 @@ export async function respondToAction(parts: RespondParts, options: RespondOptio
   assertAnswerBound(action, options);
   if (action.status !== "pending") return { status: "already-settled", action: publicAction(action) };
 
-  const registration = agent.registrations.get(action.toolName);
+  const registration = await registrationOf(agent, action, options.signal);
   const waiting = waitingCallOf(parts.pai, action, registration);
-  if (answer.type === "resume" || answer.type === "success" || answer.type === "skip") {
+  // A tool source may not know its tool outside a run (one in a sandbox); the run the answer starts rechecks it.
+  const unknownToSources = !registration && agent.sources.size > 0;
+  if (
+    !unknownToSources &&
+    (answer.type === "resume" || answer.type === "success" || answer.type === "skip")
+  ) {
     await assertEnabledForOutput({ agent, action, registration, waiting, identity, identityKey, options });
   }
   const validated = await validateAnswer(answer, action.kind, waiting.tool);
@@ -110,6 +115,26 @@ export async function respondToAction(parts: RespondParts, options: RespondOptio
   } finally {
     await reservation.releaseUnlessStarted();
   }
+}
+
+/** The registration of the action's tool: the agent's own, or one a tool source of the agent offers now. */
+async function registrationOf(
+  agent: RegisteredAgent,
+  action: PendingActionRecord,
+  signal: AbortSignal | undefined,
+): Promise<NormalizedRegistration | undefined> {
+  const own = agent.registrations.get(action.toolName);
+  if (own || agent.sources.size === 0) return own;
+  const offered = await resolveToolSources({
+    agentId: agent.id,
+    sources: agent.sources,
+    registrations: agent.registrations,
+    threadId: action.threadId,
+    signal: signal ?? new AbortController().signal,
+    // A source that cannot answer now leaves the check to the run the answer starts.
+    onError: () => {},
+  });
+  return [...offered.values()].flat().find((candidate) => candidate.name === action.toolName);
 }
 
 /** What answering needs of the runtime. */

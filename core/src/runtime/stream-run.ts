@@ -31,6 +31,7 @@ export async function streamRun(run: PreparedRun, model: LanguageModel): Promise
       ? await definition.instructions(resolverArgs)
       : definition.instructions;
   const gated = [...agent.registrations.values()].some((registration) => registration.enabled !== undefined);
+  const sourced = agent.sources.size > 0;
   const modelMessages = await convertToModelMessages(transcript.messages, {
     tools,
     ignoreIncompleteToolCalls: true,
@@ -43,13 +44,19 @@ export async function streamRun(run: PreparedRun, model: LanguageModel): Promise
     tools,
     stopWhen: [isStepCount(definition.maxSteps), () => state.pendingActions.length > 0],
     abortSignal: controller.signal,
-    // Only agents with `enabled` gates (or their own prepareStep) pay for a per-step hook.
-    ...(gated || definition.prepareStep
+    // Only agents with `enabled` gates, tool sources (or their own prepareStep) pay for a per-step hook.
+    ...(gated || sourced || definition.prepareStep
       ? {
           prepareStep: async ({ stepNumber, messages }: { stepNumber: number; messages: ModelMessage[] }) => {
-            const activeTools = gated
-              ? await resolveActiveTools(agent.registrations.values(), resolverArgs)
-              : undefined;
+            const offered = sourced ? await run.refreshTools() : undefined;
+            const registrations = state.agent.registrations;
+            const activeTools =
+              gated || offered
+                ? await resolveActiveTools(
+                    offered ? offered.map((name) => registrations.get(name)!) : registrations.values(),
+                    resolverArgs,
+                  )
+                : undefined;
             const extra = (await definition.prepareStep?.({ stepNumber, messages })) ?? {};
             return { ...(activeTools ? { activeTools } : {}), ...extra };
           },

@@ -1,5 +1,4 @@
-import { tool as aiTool, generateId, type Schema, type Tool, zodSchema } from "ai";
-import type { z } from "zod";
+import { tool as aiTool, generateId, type Tool } from "ai";
 import type { CallOutcome } from "../actions/call-outcome.ts";
 import { hashInput } from "../actions/input-hash.ts";
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
@@ -8,6 +7,7 @@ import { toolPartOf } from "../actions/tool-part-updates.ts";
 import type { NormalizedRegistration } from "../agents/tool-registration.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { PendingActionRecord } from "../threads/thread-store.ts";
+import { toolInputAiSchema } from "../tools/tool-input-schema.ts";
 import { type CallJournal, createCallJournal } from "./call-journal.ts";
 import type { CallPipeline } from "./call-pipeline.ts";
 import { type CallScope, createCallScope } from "./call-scope.ts";
@@ -16,18 +16,6 @@ import type { RunState } from "./run-state.ts";
 
 /** What the AI SDK receives from a call that now waits for an answer; never shown to the model or client. */
 const PENDING_OUTPUT = { pending: true } as const;
-
-const inputSchemas = new WeakMap<z.ZodType, Schema<unknown>>();
-
-/** The AI SDK schema of a tool's input, built once per zod schema so its JSON Schema is computed once. */
-function inputSchemaOf(schema: z.ZodType): Schema<unknown> {
-  let cached = inputSchemas.get(schema);
-  if (!cached) {
-    cached = zodSchema(schema as z.ZodType<unknown>) as Schema<unknown>;
-    inputSchemas.set(schema, cached);
-  }
-  return cached;
-}
 
 /** Runs one registration's calls through PAI's pipeline, for the model loop and for answered pending actions. */
 export interface ToolRunner {
@@ -61,7 +49,7 @@ export function createToolRunner(options: {
 
   const aiToolDefinition = aiTool({
     description: tool.description,
-    inputSchema: inputSchemaOf(tool.inputSchema),
+    inputSchema: toolInputAiSchema(tool.inputSchema),
     metadata: { paiToolId: tool.id },
     ...(tool.toModelOutput
       ? {

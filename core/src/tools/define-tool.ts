@@ -10,6 +10,7 @@ import type {
   ToolDefinition,
   ToolExecuteContext,
 } from "./tool-context.ts";
+import type { InferToolInput, ToolInputSchema } from "./tool-input-schema.ts";
 
 // The declaration `defineTool` returns is typed beside the `ctx` its `execute` receives (tool-context.ts): each
 // refers to the other (`ctx.tools` holds declarations), and one file keeps the pair free of an import cycle.
@@ -34,7 +35,7 @@ export type ChildrenOf<T> =
 
 /** What `defineTool` accepts. */
 export interface ToolOptions<
-  INPUT_SCHEMA extends z.ZodType,
+  INPUT_SCHEMA extends ToolInputSchema,
   OUTPUT,
   CONTEXT_SCHEMA extends z.ZodType | undefined,
   CAPABILITIES extends CapabilityMap,
@@ -47,6 +48,7 @@ export interface ToolOptions<
   id: string;
   /** What the model reads to decide when to call the tool. */
   description: string;
+  /** The input: a zod schema, or the AI SDK's `jsonSchema()` to hand the model a JSON Schema as is. */
   inputSchema: INPUT_SCHEMA;
   /** Validates every output before anything else sees it. */
   outputSchema?: z.ZodType<OUTPUT>;
@@ -65,7 +67,7 @@ export interface ToolOptions<
   /** Runs the tool. Leave it out for a client-executed tool. */
   execute?: (
     ctx: ToolExecuteContext<
-      z.output<INPUT_SCHEMA>,
+      InferToolInput<INPUT_SCHEMA>,
       SchemaOutput<CONTEXT_SCHEMA, any>,
       CAPABILITIES,
       DataOf<DATA_SCHEMAS>,
@@ -76,7 +78,7 @@ export interface ToolOptions<
   ) => MaybePromise<OUTPUT>;
   /** Changes only what the model sees of a successful result; the thread and the UI keep the raw output. */
   toModelOutput?: (
-    options: ToModelOutputOptions<z.output<INPUT_SCHEMA>, NoInfer<OUTPUT>>,
+    options: ToModelOutputOptions<InferToolInput<INPUT_SCHEMA>, NoInfer<OUTPUT>>,
   ) => MaybePromise<ToolResultOutput>;
 }
 
@@ -92,7 +94,7 @@ export interface ToolOptions<
  * });
  */
 export function defineTool<
-  INPUT_SCHEMA extends z.ZodType,
+  INPUT_SCHEMA extends ToolInputSchema,
   OUTPUT,
   CONTEXT_SCHEMA extends z.ZodType | undefined = undefined,
   CAPABILITIES extends CapabilityMap = {},
@@ -112,7 +114,7 @@ export function defineTool<
     CHILDREN
   >,
 ): ToolDefinition<
-  z.output<INPUT_SCHEMA>,
+  InferToolInput<INPUT_SCHEMA>,
   OUTPUT,
   SchemaOutput<CONTEXT_SCHEMA, any>,
   CAPABILITIES,

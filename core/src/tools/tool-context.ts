@@ -2,6 +2,7 @@ import type { ToolResultOutput } from "@ai-sdk/provider-utils";
 import type { z } from "zod";
 import type { CapabilityFacades, CapabilityMap } from "../capabilities/define-capability.ts";
 import type { ToolDataRecord } from "../threads/thread-store.ts";
+import type { ToolInputSchema } from "./tool-input-schema.ts";
 
 // A tool's two types: the declaration (`ToolDefinition`, what `defineTool` returns) and the `ctx` its `execute`
 // receives (`ToolExecuteContext`). They refer to each other — `execute` takes the context, and `ctx.tools` holds
@@ -38,7 +39,8 @@ export interface ToolDefinition<
   /** The stable wire identity, recorded on every stored tool part. Aliases reuse it. */
   readonly id: string;
   readonly description: string;
-  readonly inputSchema: z.ZodType<INPUT>;
+  /** A zod schema, or the AI SDK's `jsonSchema()` (see {@link ToolInputSchema}). */
+  readonly inputSchema: ToolInputSchema<INPUT>;
   readonly outputSchema: z.ZodType<OUTPUT> | undefined;
   readonly contextSchema: z.ZodType<CONTEXT> | undefined;
   readonly dataSchemas: ToolDataSchemas | undefined;

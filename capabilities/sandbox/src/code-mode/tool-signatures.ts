@@ -1,11 +1,11 @@
-import type { AnyToolDefinition } from "@pai/core";
+import { type AnyToolDefinition, toolInputJsonSchema } from "@pai/core";
 import { z } from "zod";
 
 /** A TypeScript-like signature per tool, from its JSON Schemas: what the model reads to write its program. */
 export function toolSignatures(tools: Record<string, AnyToolDefinition>): string {
   return Object.entries(tools)
     .map(([name, tool]) => {
-      const input = typeOf(z.toJSONSchema(tool.inputSchema, { unrepresentable: "any" }) as JsonSchema);
+      const input = typeOf(toolInputJsonSchema(tool.inputSchema) as JsonSchema);
       const output = tool.outputSchema
         ? typeOf(z.toJSONSchema(tool.outputSchema, { unrepresentable: "any" }) as JsonSchema)
         : "unknown";
