@@ -21,6 +21,7 @@ import { benchPreviews } from "./previews.ts";
 import { benchRuntimeOverhead } from "./runtime-overhead.ts";
 import { benchSmallFileFrames } from "./small-file-frames.ts";
 import { fmt } from "./stats.ts";
+import { benchTelemetryOverhead } from "./telemetry-overhead.ts";
 import { benchTimeToFirstCommand } from "./time-to-first-command.ts";
 import { benchVitestFixture } from "./vitest-fixture.ts";
 
@@ -38,6 +39,7 @@ console.log(
 );
 const benches: Array<[string, () => Promise<BenchRow[]>]> = [
   ["runtime overhead", () => benchRuntimeOverhead({ rounds: quick ? 60 : 300 })],
+  ["telemetry", () => benchTelemetryOverhead({ rounds: quick ? 100 : 300 })],
   ["postgres store", () => benchPostgresStore({ rounds: quick ? 60 : 300 })],
   ["cross-process stop", () => benchCrossProcessStop({ rounds: quick ? 10 : 30 })],
   ["time to first command", () => benchTimeToFirstCommand({ rounds: quick ? 20 : 60 })],

@@ -41,6 +41,7 @@ export type {
   ProvisionedResource,
   ProvisionRequest,
   ReapContext,
+  ResourceAcquisition,
   ResourceHibernation,
   ResourceRestart,
 } from "./capabilities/capability-binding.ts";
@@ -118,6 +119,20 @@ export type { RunOptions } from "./runtime/start-user-run.ts";
 export type { StopResult } from "./runtime/stop-anywhere.ts";
 export type { ThreadAccess } from "./runtime/thread-access.ts";
 export type { ThreadSnapshot } from "./runtime/thread-reads.ts";
+export {
+  type ObservedPoolState,
+  observePool,
+  type PaiMetrics,
+  paiMetrics,
+} from "./telemetry/pai-metrics.ts";
+export {
+  activeTelemetryFlags,
+  inPaiSpan,
+  type PaiSpanOptions,
+  type PaiTelemetryFlags,
+  paiTracer,
+  type TelemetrySettings,
+} from "./telemetry/pai-telemetry.ts";
 export * from "./threads/index.ts";
 export {
   type AnyToolDefinition,

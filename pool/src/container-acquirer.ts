@@ -1,4 +1,4 @@
-import type { ContainerLease } from "./container-lease.ts";
+import type { ContainerLease, LeaseAcquisition } from "./container-lease.ts";
 import { poolClosedError } from "./container-pool-errors.ts";
 import { createLatencyWindow } from "./latency-window.ts";
 import type { PoolContainer } from "./pool-container.ts";
@@ -39,7 +39,12 @@ export interface AcquirerParts<STATE> {
   /** Starts the pool (once). */
   start(): Promise<void>;
   /** Leases a container the pool now holds. */
-  lease(container: PoolContainer<STATE>, leaseKey: string, adopted: boolean): ContainerLease<STATE>;
+  lease(
+    container: PoolContainer<STATE>,
+    leaseKey: string,
+    adopted: boolean,
+    acquisition?: LeaseAcquisition,
+  ): ContainerLease<STATE>;
   /** The error of an `acquire` past `acquireTimeoutMs`. */
   exhaustedError(): PoolError;
 }
@@ -107,9 +112,14 @@ export function createContainerAcquirer<STATE>({
     leaseKey: string,
     startedAt: number,
   ): ContainerLease<STATE> {
-    const leased = lease(container, leaseKey, false);
-    queue.takeOut(slot); // generic-pool refills to `min` idle containers right away
     const latencyMs = performance.now() - startedAt;
+    const acquisition: LeaseAcquisition = {
+      warm: container.made !== undefined && container.made.readyAt <= startedAt,
+      waitMs: Math.round(latencyMs * 100) / 100,
+      createMs: container.made?.createMs,
+    };
+    const leased = lease(container, leaseKey, false, acquisition);
+    queue.takeOut(slot); // generic-pool refills to `min` idle containers right away
     latency.add(latencyMs);
     core.events.emit("acquire", {
       containerId: container.id,

@@ -119,10 +119,11 @@ export function createContainerCreation<STATE>(
         hibernated: false,
         busy: true,
         lastUsedAt: Date.now(),
+        made: { readyAt: performance.now(), createMs: Math.round(performance.now() - startedAt) },
         ...(createEnv ? { createEnv } : {}),
       };
       core.containers.set(id, container);
-      events.emit("create", { containerId: id, durationMs: Math.round(performance.now() - startedAt) });
+      events.emit("create", { containerId: id, durationMs: container.made!.createMs });
       return { container };
     } catch (error) {
       if (id !== undefined) {

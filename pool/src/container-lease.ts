@@ -46,6 +46,8 @@ export interface ContainerLease<STATE = undefined> {
   hibernate(): Promise<void>;
   /** True for a lease made by `adopt`. */
   readonly adopted: boolean;
+  /** How `acquire` came by the container (absent for `adopt`): for telemetry and logs. */
+  readonly acquisition?: LeaseAcquisition | undefined;
   readonly acquiredAt: Date;
   /**
    * Removes the container (force, with its volumes); the pool refills in the background. Idempotent.
@@ -62,6 +64,16 @@ export interface ContainerLease<STATE = undefined> {
    */
   detach(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** How an `acquire` came by its container. */
+export interface LeaseAcquisition {
+  /** The container was started and set up before the acquire asked (a warm one); false when it waited for its create. */
+  warm: boolean;
+  /** From the acquire's call to the container handed out, in milliseconds. */
+  waitMs: number;
+  /** How long creating, starting and setting up the container took, in milliseconds. */
+  createMs: number | undefined;
 }
 
 /** Description of a live {@link ContainerLease}, from `leases()`. */
@@ -90,7 +102,7 @@ export interface ContainerLeaseOperations<STATE> {
 /** Leases `container` for `leaseKey`: from now on the lease alone decides when it goes. */
 export function createContainerLease<STATE>(
   container: PoolContainer<STATE>,
-  { leaseKey, adopted }: { leaseKey: string; adopted: boolean },
+  { leaseKey, adopted, acquisition }: { leaseKey: string; adopted: boolean; acquisition?: LeaseAcquisition },
   operations: ContainerLeaseOperations<STATE>,
 ): ContainerLease<STATE> {
   const acquiredAt = new Date();
@@ -113,6 +125,7 @@ export function createContainerLease<STATE>(
       return container.hibernated;
     },
     adopted,
+    acquisition,
     acquiredAt,
     release,
     detach: () => end(() => operations.forget(container)),

@@ -9,6 +9,7 @@ import {
   type ContainerLeaseOperations,
   createContainerLease,
   describeLeases,
+  type LeaseAcquisition,
 } from "./container-lease.ts";
 import { poolClosedError, poolExhaustedError } from "./container-pool-errors.ts";
 import type { ContainerPoolOptions } from "./container-pool-options.ts";
@@ -163,8 +164,12 @@ export function createContainerPool<STATE = undefined>(
     stopped: (container, signal) => stopped.reason(container, signal),
     restart: (container, signal) => stopped.restart(container, signal),
   };
-  const lease = (container: PoolContainer<STATE>, leaseKey: string, adopted: boolean) =>
-    createContainerLease(container, { leaseKey, adopted }, leaseOperations);
+  const lease = (
+    container: PoolContainer<STATE>,
+    leaseKey: string,
+    adopted: boolean,
+    acquisition?: LeaseAcquisition,
+  ) => createContainerLease(container, { leaseKey, adopted, acquisition }, leaseOperations);
   const acquirer = createContainerAcquirer({ core, queue, room, start, lease, exhaustedError });
 
   let startPromise: Promise<void> | undefined;

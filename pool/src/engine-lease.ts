@@ -107,6 +107,7 @@ export function createEngineLease<STATE>(
       return lease.hibernated;
     },
     adopted: lease.adopted,
+    acquisition: lease.acquisition,
     acquiredAt: lease.acquiredAt,
     engineId: record.id,
     driver: record.driver,

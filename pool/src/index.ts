@@ -18,7 +18,7 @@ export type {
   ExecSession,
   LabelFilter,
 } from "./container-driver.ts";
-export type { ContainerLease, ContainerLeaseInfo } from "./container-lease.ts";
+export type { ContainerLease, ContainerLeaseInfo, LeaseAcquisition } from "./container-lease.ts";
 export type {
   AcquireOptions,
   AdoptOptions,

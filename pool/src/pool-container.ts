@@ -34,6 +34,8 @@ export interface PoolContainer<STATE> {
   /** Set once the container is leased. */
   lease?: { leaseKey: string; adopted: boolean; acquiredAt: Date };
   removal?: Promise<RemovalResult>;
+  /** When it was ready (created, started, set up; `performance.now()`) and how long that took, when this pool made it. */
+  made?: { readyAt: number; createMs: number };
   /** What `containerEnv` gave it, when this pool created it. */
   createEnv?: Readonly<Record<string, string>>;
 }

@@ -25,6 +25,7 @@ import {
   type PooledBindingPoolOptions,
   type PooledBindingTuning,
 } from "./multi-engine-pool-settings.ts";
+import { reportPoolTelemetry } from "./pool-telemetry.ts";
 import {
   type CheckpointsOf,
   createPooledResource,
@@ -141,6 +142,8 @@ export interface PooledBinding<FACADE> extends CapabilityBinding<FACADE> {
 /** The pool once started, with what the resources over its leases are made of. */
 interface OpenPool<STATE, FACADE> {
   pool: MultiEnginePool<STATE>;
+  /** Stops reporting the pool's metrics. */
+  stopTelemetry: () => void;
   image: string;
   poolId: string;
   facadeOf: FacadeOf<STATE, FACADE>;
@@ -208,13 +211,15 @@ export function createPooledBinding<STATE, FACADE extends object>(
       await pool.close();
       throw options.closedError();
     }
+    const stopTelemetry = reportPoolTelemetry(pool, { capability, poolId });
     try {
       await pool.warm({ timeoutMs: options.pool?.acquireTimeoutMs ?? 30_000 });
     } catch (error) {
+      stopTelemetry();
       await pool.close();
       throw error;
     }
-    return { pool, image, poolId, facadeOf, openPort, checkpoints };
+    return { pool, stopTelemetry, image, poolId, facadeOf, openPort, checkpoints };
   }
 
   function start(context?: BindingStartContext): Promise<void> {
@@ -322,6 +327,7 @@ export function createPooledBinding<STATE, FACADE extends object>(
       closed = true;
       closing.abort(options.closedError());
       await starting?.catch(() => undefined);
+      open?.stopTelemetry();
       await open?.pool.close({ keepLeased: true });
     },
     get poolId() {

@@ -2,6 +2,7 @@ import type { Duplex } from "node:stream";
 import type { ConnectionAudience } from "@pai/container-agent";
 import type {
   ProvisionedResource,
+  ResourceAcquisition,
   ResourceCheckpoints,
   ResourceHibernation,
   ResourceRestart,
@@ -224,6 +225,16 @@ export function createPooledResource<STATE, FACADE extends object>(
     },
     get meta() {
       return { ...names, engine: lease.engineId };
+    },
+    get acquisition() {
+      const { acquisition } = lease;
+      if (!acquisition) return undefined;
+      return {
+        source: acquisition.warm ? "warm" : "cold",
+        engine: lease.engineId,
+        waitMs: acquisition.waitMs,
+        ...(acquisition.createMs !== undefined ? { createMs: acquisition.createMs } : {}),
+      } satisfies ResourceAcquisition;
     },
     release: () => lease.release(),
     detach: () => lease.detach(),

@@ -3,6 +3,7 @@ import { createCommandResults } from "./command-results.ts";
 import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxFacade, SpawnCommandOptions } from "./sandbox-facade.ts";
 import { startSandboxProcess } from "./sandbox-process.ts";
+import { traceCommand } from "./sandbox-spans.ts";
 import { streamingDecoder } from "./streaming-decoder.ts";
 import { resolveWorkingDirectory } from "./workspace-path.ts";
 
@@ -46,14 +47,16 @@ export function createSandboxCommands(
     async runCommand(command) {
       const spec = commandSpec(command, "kill");
       spec.signal?.throwIfAborted();
-      const onStdout = streamingDecoder(command.onStdout);
-      const onStderr = streamingDecoder(command.onStderr);
-      const result = await executor
-        .spawn({ ...spec, killGroupOnExit: true, onStdout: onStdout?.push, onStderr: onStderr?.push })
-        .wait();
-      onStdout?.flush();
-      onStderr?.flush();
-      return toResult(result);
+      return traceCommand(command, async () => {
+        const onStdout = streamingDecoder(command.onStdout);
+        const onStderr = streamingDecoder(command.onStderr);
+        const result = await executor
+          .spawn({ ...spec, killGroupOnExit: true, onStdout: onStdout?.push, onStderr: onStderr?.push })
+          .wait();
+        onStdout?.flush();
+        onStderr?.flush();
+        return toResult(result);
+      });
     },
 
     async spawn(command) {

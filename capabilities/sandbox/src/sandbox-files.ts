@@ -4,6 +4,7 @@ import type { FileScriptRunner } from "./run-file-script.ts";
 import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxFacade, SandboxFileEntry, SandboxFileStat, SandboxFileType } from "./sandbox-facade.ts";
 import { listScript, removeScript, scriptExit, statScript } from "./sandbox-scripts.ts";
+import { traceFiles } from "./sandbox-spans.ts";
 import { resolveWorkspacePath } from "./workspace-path.ts";
 
 /** Options of {@link createSandboxFiles}. */
@@ -75,10 +76,16 @@ export function createSandboxFiles(
   async function readFile(path: string, readOptions: { maxBytes?: number; signal?: AbortSignal } = {}) {
     const target = within(path);
     readOptions.signal?.throwIfAborted();
-    return executor.readFile(target, {
-      maxBytes: readOptions.maxBytes ?? DEFAULT_MAX_READ_BYTES,
-      signal: readOptions.signal,
-    });
+    return traceFiles(
+      "read",
+      { files: 1 },
+      () =>
+        executor.readFile(target, {
+          maxBytes: readOptions.maxBytes ?? DEFAULT_MAX_READ_BYTES,
+          signal: readOptions.signal,
+        }),
+      (bytes) => bytes?.byteLength ?? 0,
+    );
   }
 
   return {
@@ -103,7 +110,10 @@ export function createSandboxFiles(
         return { path: targets[index]!, content, mode: file.mode ?? 0o644 };
       });
       fileOptions.signal?.throwIfAborted();
-      await executor.writeFiles(entries, { signal: fileOptions.signal });
+      const bytes = entries.reduce((total, entry) => total + entry.content.byteLength, 0);
+      await traceFiles("write", { files: entries.length, bytes }, () =>
+        executor.writeFiles(entries, { signal: fileOptions.signal }),
+      );
     },
 
     readFile,

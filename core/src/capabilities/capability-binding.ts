@@ -46,6 +46,20 @@ export interface ProvisionedResource<FACADE = unknown> {
    * `user` leases, `idle` once no run of this process uses the lease. Optional: without it the resource simply stays up.
    */
   hibernation?: ResourceHibernation;
+  /** How the binding obtained it (a warm or a cold container, where, how long): telemetry only. Optional. */
+  acquisition?: ResourceAcquisition;
+}
+
+/** How a binding obtained a resource, for the `pai.capability.acquire` span. */
+export interface ResourceAcquisition {
+  /** `warm`: ready before it was asked for (a pool's warm container); `cold`: made for this request. */
+  source: "warm" | "cold";
+  /** Where it runs (a Docker engine's id). */
+  engine?: string;
+  /** How long the request waited for it, in milliseconds. */
+  waitMs?: number;
+  /** How long making it took (create, start, set up), in milliseconds. */
+  createMs?: number;
 }
 
 /**

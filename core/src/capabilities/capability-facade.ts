@@ -1,7 +1,19 @@
 import type { PreviewExposer } from "../previews/port-preview.ts";
+import { paiMetrics } from "../telemetry/pai-metrics.ts";
 import type { CapabilityLifetime } from "../threads/thread-store.ts";
 import type { CapabilityConnectionEvent, ProvisionedResource } from "./capability-binding.ts";
 import type { LeaseScope } from "./lease-scope.ts";
+
+/** A connection on `pai.egress.bytes` (up and down) and, refused, on `pai.egress.refusals`. */
+function countEgress(capability: string, connection: CapabilityConnectionEvent): void {
+  const { egressBytes, egressRefusals } = paiMetrics();
+  const attributes = { "pai.capability.name": capability };
+  if (connection.decision === "refused") egressRefusals.add(1, attributes);
+  if (connection.bytesUp > 0)
+    egressBytes.add(connection.bytesUp, { ...attributes, "pai.egress.direction": "up" });
+  if (connection.bytesDown > 0)
+    egressBytes.add(connection.bytesDown, { ...attributes, "pai.egress.direction": "down" });
+}
 
 /** What a capability facade offers and calls through to. */
 export interface CapabilityFacadeOptions {
@@ -58,7 +70,8 @@ function createBoundFacade({
   return (resource) => {
     const source = resource.facade;
     if (bound?.resource !== resource || bound.source !== source) {
-      const report = (connection: CapabilityConnectionEvent) =>
+      const report = (connection: CapabilityConnectionEvent) => {
+        countEgress(capability, connection);
         scope.onStatus?.({
           capability,
           lifetime,
@@ -66,6 +79,7 @@ function createBoundFacade({
           resourceId: resource.resourceId,
           connection,
         });
+      };
       const facade = resource.bind
         ? resource.bind({ signal: scope.signal, report, ...(previews ? { previews } : {}) })
         : resource.facade;

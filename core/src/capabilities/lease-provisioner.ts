@@ -1,5 +1,6 @@
 import { PaiError } from "../errors/pai-error.ts";
 import type { ThreadStore } from "../threads/thread-store.ts";
+import { type Obtained, traceAcquire } from "./acquire-span.ts";
 import type { BindingStarter } from "./binding-starter.ts";
 import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
 import type { LeaseHandover } from "./lease-handover.ts";
@@ -74,7 +75,7 @@ export class LeaseProvisioner {
       capability,
       lifetime,
       key,
-      resource: this.#obtain(binding, address, scope.signal),
+      resource: traceAcquire(address, () => this.#obtain(binding, address, scope.signal)),
       settled: undefined,
       lastUsedAt: Date.now(),
       lastPersistedAt: Date.now(),
@@ -102,18 +103,14 @@ export class LeaseProvisioner {
   }
 
   /** A `thread`/`user` resource recorded in the store (taken over or handed over), or a new one. */
-  async #obtain(
-    binding: CapabilityBinding,
-    address: LeaseAddress,
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource> {
+  async #obtain(binding: CapabilityBinding, address: LeaseAddress, signal: AbortSignal): Promise<Obtained> {
     await this.#starter.start(binding);
     signal.throwIfAborted();
     if (outlivesRuns(address.lifetime)) {
       const recorded = await this.#handover.takeRecorded(binding, address, signal);
-      if (recorded) return recorded;
+      if (recorded) return { resource: recorded, reattached: true };
     }
-    return this.#provision(binding, address, signal);
+    return { resource: await this.#provision(binding, address, signal), reattached: false };
   }
 
   /** A new resource from the binding, recorded as this process's lease (released if the scope aborted meanwhile). */

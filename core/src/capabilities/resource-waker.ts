@@ -1,4 +1,5 @@
 import type { ThreadStore } from "../threads/thread-store.ts";
+import { traceWake } from "./acquire-span.ts";
 import type { ProvisionedResource, ResourceRestart } from "./capability-binding.ts";
 import type { LeaseProvisioner } from "./lease-provisioner.ts";
 import type { LeaseScope } from "./lease-scope.ts";
@@ -61,6 +62,7 @@ export class ResourceWaker {
         continue;
       }
       if (woke === "running") return resource;
+      if (woke === "woken") traceWake({ ...address, resourceId: resource.resourceId }, startedAt);
       if (woke !== "woken" && resource.resourceId !== before)
         await this.#recordSuccessor(address, resource, before);
       scope.onStatus?.({

@@ -3,6 +3,7 @@ import type { CapabilityManager } from "../capabilities/capability-manager.ts";
 import { PaiError } from "../errors/pai-error.ts";
 import type { LocalRuns } from "../runtime/local-runs.ts";
 import type { ThreadAccess } from "../runtime/thread-access.ts";
+import { countActionSettled } from "../telemetry/pai-metrics.ts";
 import type { CheckpointRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { CheckpointBlobStore, RestoredCheckpoint, StoppedProcess } from "./checkpoint-blob-store.ts";
 import { storeWorkspaceManifest } from "./stored-workspace-manifest.ts";
@@ -314,7 +315,9 @@ async function cancelActionsOf(
       status: "cancelled",
       settledAt: Date.now(),
     });
-    if (changed) cancelled.push(action.id);
+    if (!changed) continue;
+    countActionSettled();
+    cancelled.push(action.id);
   }
   return cancelled;
 }

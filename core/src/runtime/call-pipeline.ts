@@ -1,12 +1,15 @@
+import { type Context, trace } from "@opentelemetry/api";
 import { z } from "zod";
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import { provisionFailureOf } from "../capabilities/provision-failure.ts";
 import { PaiError } from "../errors/pai-error.ts";
+import { failSpan } from "../telemetry/pai-telemetry.ts";
 import type { ToolEntry } from "../tools/tool-context.ts";
 import { parseToolInput } from "../tools/tool-input-schema.ts";
 import { ToolFailSignal, ToolSuspendSignal } from "../tools/tool-signals.ts";
 import { createCallContext } from "./call-context.ts";
 import { isWithin } from "./call-scope.ts";
+import { inCallSpan } from "./call-span.ts";
 import { finishCall } from "./finish-call.ts";
 import { createInnerCalls } from "./inner-calls.ts";
 import type { CallFrame, PipelineCall, PipelineOutcome, Settled } from "./pipeline-call.ts";
@@ -36,7 +39,11 @@ export function createCallPipeline(state: RunState): CallPipeline {
   const signal = state.controller.signal;
   const inner = createInnerCalls({ state, runPipeline });
 
-  async function runPipeline(call: PipelineCall): Promise<PipelineOutcome> {
+  function runPipeline(call: PipelineCall): Promise<PipelineOutcome> {
+    return inCallSpan(state, call, (traceContext) => runCall(call, traceContext));
+  }
+
+  async function runCall(call: PipelineCall, traceContext: Context): Promise<PipelineOutcome> {
     const { definition, scope, key } = call;
     const answer = call.answered?.answer as PendingActionAnswer | undefined;
     if (answer && answer.type !== "resume") return answeredOutcome(state, call, answer);
@@ -63,7 +70,7 @@ export function createCallPipeline(state: RunState): CallPipeline {
       await reportToolError(state, call, error);
       return { type: "error", message: GENERIC_TOOL_ERROR, kind: "thrown" };
     }
-    const frame: CallFrame = { call, context, next: 0, suspended: undefined };
+    const frame: CallFrame = { call, context, traceContext, next: 0, suspended: undefined };
     const executed = await execute(frame, input, answer);
     // A call below this one waits: this call cannot settle, whatever its execute made of that.
     if (scope.wait && isWithin(scope.wait.key, key)) return { type: "wait" };
@@ -224,6 +231,9 @@ async function contextOf(state: RunState, call: PipelineCall): Promise<unknown> 
   );
 }
 
+/** Reports an unplanned error of a call, and records it on the call's span (the active one). */
 function reportToolError(state: RunState, call: PipelineCall, error: unknown): Promise<void> {
+  const span = trace.getActiveSpan();
+  if (span) failSpan(span, error);
   return state.reportError(error, { phase: "tool", toolName: call.label, toolCallId: call.toolCallId });
 }

@@ -19,6 +19,8 @@ import { createOwnerRegistry } from "../ownership/owner-registry.ts";
 import type { PortPreview } from "../previews/port-preview.ts";
 import type { PreviewOptions } from "../previews/preview-options.ts";
 import { PreviewRegistry } from "../previews/preview-registry.ts";
+import type { TelemetrySettings } from "../telemetry/pai-telemetry.ts";
+import { runtimeTelemetry } from "../telemetry/run-telemetry.ts";
 import { createSqliteThreadStore } from "../threads/sqlite-thread-store.ts";
 import type { CheckpointRecord, ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { AgentRun } from "./agent-run.ts";
@@ -69,6 +71,14 @@ export type AgentRuntimeOptions<PAI extends Pai> = {
    * only).
    */
   checkpoints?: CheckpointOptions | false;
+  /**
+   * Telemetry: the AI SDK's settings (`isEnabled`, `recordInputs`, `recordOutputs`, `functionId`, `integrations`...),
+   * passed as they are to every `streamText` of a run, plus PAI's own opt-ins (`recordCommands`). PAI's spans
+   * (`pai.run`, `pai.tool`, `pai.capability.acquire`, `pai.sandbox.*`) and metrics go to the tracer and meter
+   * providers the app registered through `@opentelemetry/api`; unset, they are on (no-ops until a provider is
+   * registered), record no tool input, output or command text, and the AI SDK follows its own defaults.
+   */
+  telemetry?: TelemetrySettings;
 } & OwnershipOptions &
   CapabilityBindingsOf<PAI>;
 
@@ -294,6 +304,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     stopPollIntervalMs: options.stopPollIntervalMs ?? 250,
     subagents: (caller) => callerSubagents(parts, caller),
     onBackgroundError,
+    telemetry: runtimeTelemetry(options.telemetry),
   });
   const rewinds = createThreadRewinds({
     store,

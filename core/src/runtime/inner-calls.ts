@@ -1,3 +1,4 @@
+import { context } from "@opentelemetry/api";
 import { hashInput } from "../actions/input-hash.ts";
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import type { NormalizedRegistration } from "../agents/tool-registration.ts";
@@ -70,6 +71,7 @@ export function createInnerCalls(options: {
       scope,
       toolCallId,
       answered: recorded?.state === "answered" ? recorded : undefined,
+      traceParent: frame.traceContext,
     });
     if (outcome.type === "wait") {
       const wait = scope.wait!;
@@ -106,13 +108,16 @@ export function createInnerCalls(options: {
     }
     let outcome: SubagentOutcome;
     try {
-      outcome = recorded?.subagent
-        ? await state.subagents.resume({
-            wait: recorded.subagent,
-            answer: recorded.state === "answered" ? (recorded.answer as PendingActionAnswer) : undefined,
-            signal,
-          })
-        : await state.subagents.start({ agentId, prompt, signal });
+      // The subagent's run span sits below its caller's, even for a call a code-mode program made.
+      outcome = await context.with(frame.traceContext, () =>
+        recorded?.subagent
+          ? state.subagents.resume({
+              wait: recorded.subagent,
+              answer: recorded.state === "answered" ? (recorded.answer as PendingActionAnswer) : undefined,
+              signal,
+            })
+          : state.subagents.start({ agentId, prompt, signal }),
+      );
     } catch (error) {
       if (signal.aborted) throw error;
       await state.reportError(error, { phase: "tool", toolName: path.join("."), toolCallId });

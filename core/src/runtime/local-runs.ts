@@ -37,7 +37,7 @@ export interface LocalRuns {
 export interface LocalRunsOptions
   extends Pick<
     RunDependencies,
-    "store" | "ownerId" | "capabilities" | "subagents" | "checkpoints" | "onBackgroundError"
+    "store" | "ownerId" | "capabilities" | "subagents" | "checkpoints" | "onBackgroundError" | "telemetry"
   > {
   threadLeases: ThreadRunLeases;
   /** How often the store is read for stops other processes record for these runs. */
@@ -66,6 +66,7 @@ export function createLocalRuns(options: LocalRunsOptions): LocalRuns {
       await threadLeases.release(threadId, runId).catch(onBackgroundError);
     },
     onBackgroundError,
+    telemetry: options.telemetry,
   };
 
   return {

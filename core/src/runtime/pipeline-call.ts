@@ -1,3 +1,4 @@
+import type { Context } from "@opentelemetry/api";
 import type { ToolEnd } from "../actions/tool-end.ts";
 import type { ToolResultEvent } from "../agents/define-agent.ts";
 import type { NormalizedRegistration } from "../agents/tool-registration.ts";
@@ -31,6 +32,8 @@ export interface PipelineCall {
   toolCallId: string;
   /** Set when the call waited and was answered. */
   answered: AnsweredEntry | undefined;
+  /** The trace context of the call that made it (its caller's `pai.tool` span); a model's call has the active one. */
+  traceParent?: Context | undefined;
 }
 
 /** How one call settled in the pipeline, before the model or its caller sees it. */
@@ -52,6 +55,8 @@ export type PipelineOutcome = Settled | { type: "wait" };
 export interface CallFrame {
   readonly call: PipelineCall;
   readonly context: unknown;
+  /** Its `pai.tool` span's context: the parent of its inner calls' spans, wherever they are made from. */
+  readonly traceContext: Context;
   /** The index of its next inner call. */
   next: number;
   /** What its own `ctx.suspend` threw. */

@@ -4,6 +4,7 @@ import { type NormalizedRegistration, resolveToolSources } from "../agents/tool-
 import type { CapabilityMap } from "../capabilities/define-capability.ts";
 import type { LeaseScope } from "../capabilities/lease-scope.ts";
 import { PaiError } from "../errors/pai-error.ts";
+import type { RunTelemetry } from "../telemetry/run-telemetry.ts";
 import type { RunRecord } from "../threads/thread-store.ts";
 import { createCallPipeline } from "./call-pipeline.ts";
 import { createRunCheckpoints, type RunCheckpoints } from "./run-checkpoints.ts";
@@ -45,7 +46,11 @@ export interface PreparedRun {
  * The first step of a run: follows the caller's signal, builds the runtime context (rejecting, with nothing
  * started, when it fails), loads the thread and wraps the agent's tools.
  */
-export async function prepareRun(deps: RunDependencies, options: StartRunOptions): Promise<PreparedRun> {
+export async function prepareRun(
+  deps: RunDependencies,
+  options: StartRunOptions,
+  telemetry: RunTelemetry,
+): Promise<PreparedRun> {
   const { agent, identity, identityKey, thread, clientData } = options;
   const threadId = thread.id;
   const { runId } = options;
@@ -134,6 +139,7 @@ export async function prepareRun(deps: RunDependencies, options: StartRunOptions
     reportError,
     files: createThreadFiles(() => transcript.messages, controller.signal),
     subagents: deps.subagents({ identity, clientData }),
+    telemetry,
     capabilitiesFor: (names) =>
       Object.fromEntries(
         Object.entries(names).map(([key, name]) => [key, deps.capabilities.facade(name, leaseScope)]),

@@ -10,6 +10,7 @@ import { type PublicPendingAction, publicAction } from "../actions/public-action
 import type { RegisteredAgent } from "../agents/create-pai.ts";
 import { type NormalizedRegistration, resolveToolSources } from "../agents/tool-registration.ts";
 import { PaiError } from "../errors/pai-error.ts";
+import { countActionSettled } from "../telemetry/pai-metrics.ts";
 import type { PendingActionRecord, ThreadRecord } from "../threads/thread-store.ts";
 import type { AgentRun } from "./agent-run.ts";
 import type { RunReservation } from "./local-runs.ts";
@@ -93,6 +94,7 @@ export async function respondToAction(parts: RespondParts, options: RespondOptio
     if (!settled.changed || !settled.action) {
       return { status: "already-settled", action: publicAction(settled.action ?? action) };
     }
+    countActionSettled();
     const stillWaiting = (await store.listPendingActions({ threadId, status: "pending" })).length;
     if (stillWaiting > 0)
       return {

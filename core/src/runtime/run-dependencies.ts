@@ -2,6 +2,7 @@ import type { LanguageModel, UIMessage } from "ai";
 import type { RegisteredAgent } from "../agents/create-pai.ts";
 import type { CapabilityManager } from "../capabilities/capability-manager.ts";
 import type { ThreadCheckpoints } from "../checkpoints/thread-checkpoints.ts";
+import type { RuntimeTelemetry } from "../telemetry/run-telemetry.ts";
 import type { ThreadRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { SubagentRunner } from "./subagent-runner.ts";
 
@@ -19,6 +20,8 @@ export interface RunDependencies {
   checkpoints?: ThreadCheckpoints | undefined;
   /** Errors of work beside the run (storing its stream for followers). */
   onBackgroundError: (error: unknown) => void;
+  /** The runtime's telemetry settings: the run's span, and what `streamText` is told. */
+  telemetry: RuntimeTelemetry;
 }
 
 /** One run to start: a new user message, or (without one) the continuation after answered pending actions. */

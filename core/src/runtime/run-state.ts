@@ -1,5 +1,6 @@
 import type { RegisteredAgent } from "../agents/create-pai.ts";
 import type { AgentResolverArgs } from "../agents/define-agent.ts";
+import type { RunTelemetry } from "../telemetry/run-telemetry.ts";
 import type { PendingActionRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { ToolFiles } from "../tools/tool-context.ts";
 import { redactedMessage } from "./redaction.ts";
@@ -46,6 +47,8 @@ export interface RunState {
   storeCall(call: StartingCall): Promise<void>;
   /** Capability facades for a tool call, provisioned lazily by the capability layer. */
   capabilitiesFor(capabilityNames: Record<string, string>): Record<string, unknown>;
+  /** The run's span (`pai.run`) and the context its calls run in. */
+  telemetry: RunTelemetry;
 }
 
 /** Stops the run with `reason` unless it already stopped. */

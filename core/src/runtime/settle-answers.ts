@@ -1,6 +1,7 @@
 import type { CallOutcome } from "../actions/call-outcome.ts";
 import type { PendingActionAnswer } from "../actions/pending-action-answer.ts";
 import { endedCall, waitingToolCallIds } from "../actions/tool-part-updates.ts";
+import { countActionSettled } from "../telemetry/pai-metrics.ts";
 import type { PendingActionRecord, ThreadStore } from "../threads/thread-store.ts";
 import type { PreparedRun } from "./prepare-run.ts";
 
@@ -36,6 +37,8 @@ export async function settleAnswers(run: PreparedRun, options: { supersede: bool
       ({ action, superseded } = await supersede(state.store, action));
     }
     const answer = action.answer as PendingActionAnswer | undefined;
+    // The run that suspended it, in whichever process: this run goes on from there.
+    if (answer && !superseded) state.telemetry.linkTo(action);
     // Running `execute` again happens once: a run that claimed the action before this one died applying it.
     const reenters = !superseded && (answer?.type === "resume" || (answer && action.inner));
     if (reenters && !(await state.store.claimPendingAction(action.id, state.runId))) {
@@ -69,6 +72,7 @@ async function supersede(
     settledAt: Date.now(),
   });
   if (!settled.changed) return { action: settled.action ?? action, superseded: false };
+  countActionSettled();
   const waiting = action.journal?.find((entry) => entry.key === action.inner?.key);
   const subagent = waiting && waiting.state !== "settled" ? waiting.subagent : undefined;
   const forwarded = subagent ? await store.getPendingAction(subagent.actionId) : undefined;

@@ -1,4 +1,6 @@
+import { context } from "@opentelemetry/api";
 import type { UIMessage, UIMessageChunk } from "ai";
+import { startRunTelemetry } from "../telemetry/run-telemetry.ts";
 import type { AgentRun, RunResult } from "./agent-run.ts";
 import { finalizeRun } from "./finalize-run.ts";
 import { type PreparedRun, prepareRun } from "./prepare-run.ts";
@@ -21,8 +23,15 @@ export interface StartedRun extends AgentRun {
  * with nothing run, when preparing fails (`runtimeContext` throws).
  */
 export async function startRun(deps: RunDependencies, options: StartRunOptions): Promise<StartedRun> {
-  const run = await prepareRun(deps, options);
+  const telemetry = startRunTelemetry(deps.telemetry, {
+    runId: options.runId,
+    threadId: options.thread.id,
+    agentId: options.agent.id,
+    continuation: options.userMessage === undefined,
+  });
+  let run: PreparedRun | undefined;
   try {
+    run = await prepareRun(deps, options, telemetry);
     if (options.userMessage) {
       await settleAnswers(run, { supersede: true });
       run.transcript.appendUserMessage(options.userMessage);
@@ -30,18 +39,33 @@ export async function startRun(deps: RunDependencies, options: StartRunOptions):
     await recordStart(run);
     run.chunks.start();
   } catch (error) {
-    run.detach();
+    run?.detach();
+    telemetry.end("failed", error);
     throw error;
   }
-  const stream = run.transcript.subscribe();
-  const { state } = run;
+  const prepared = run;
+  const stream = prepared.transcript.subscribe();
+  const { state } = prepared;
+  // Everything the run does (the model loop and the AI SDK's spans, its tools, their capabilities) runs below its span.
+  const done = context
+    .with(telemetry.context, () => drive(prepared))
+    .then(
+      (result) => {
+        telemetry.end(result.status, result.error);
+        return result;
+      },
+      (error: unknown) => {
+        telemetry.end("failed", error);
+        throw error;
+      },
+    );
   return {
     runId: state.runId,
     threadId: state.threadId,
     stream,
-    subscribe: () => run.transcript.subscribe(),
-    baseMessages: () => run.transcript.messages,
-    done: drive(run),
+    subscribe: () => prepared.transcript.subscribe(),
+    baseMessages: () => prepared.transcript.messages,
+    done,
     controller: state.controller,
     cancel: () => state.controller.abort({ type: "cancelled" }),
   };

@@ -44,6 +44,7 @@ export async function streamRun(run: PreparedRun, model: LanguageModel): Promise
     tools,
     stopWhen: [isStepCount(definition.maxSteps), () => state.pendingActions.length > 0],
     abortSignal: controller.signal,
+    ...(run.deps.telemetry.ai ? { telemetry: run.deps.telemetry.ai } : {}),
     // Only agents with `enabled` gates, tool sources (or their own prepareStep) pay for a per-step hook.
     ...(gated || sourced || definition.prepareStep
       ? {

@@ -177,7 +177,10 @@ export function createToolRunner(options: {
         : {}),
       ...(journal.length > 0 ? { journal } : {}),
     };
+    const traceParent = state.telemetry.traceParent();
+    if (traceParent) action.traceParent = traceParent;
     await state.store.putPendingAction(action);
+    state.telemetry.pendingAction(action);
     state.pendingToolCallIds.add(toolCallId);
     state.pendingActions.push(action);
     state.transcript.write({ type: "data-pai-action", id: action.id, data: publicAction(action) } as never);

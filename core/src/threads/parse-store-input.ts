@@ -141,6 +141,7 @@ const pendingAction = z.object({
   inner: pendingActionInner.optional(),
   journal: z.array(journalEntry).optional(),
   appliedBy: id.optional(),
+  traceParent: z.string().max(64).optional(),
 }) satisfies z.ZodType<
   OptionalUnknown<PendingActionRecord, "input" | "payload" | "answer" | "inner" | "journal">
 >;

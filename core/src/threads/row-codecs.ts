@@ -88,7 +88,7 @@ export function runFromRow(row: StoredRow): RunRecord {
 /** The columns of a pending action, in table order. */
 export const actionColumns =
   "id, thread_id, run_id, tool_call_id, tool_id, tool_name, input_hash, input, kind, name, payload, " +
-  "suspend_history, status, created_at, settled_at, answer, inner_call, journal, applied_by";
+  "suspend_history, status, created_at, settled_at, answer, inner_call, journal, applied_by, trace_parent";
 
 /** A pending action's values for {@link actionColumns}, JSON as text. */
 export function actionToRow(action: PendingActionRecord): StoredValue[] {
@@ -112,6 +112,7 @@ export function actionToRow(action: PendingActionRecord): StoredValue[] {
     toStoredJson(action.inner, "pending action inner call"),
     toStoredJson(action.journal, "pending action journal"),
     action.appliedBy ?? null,
+    action.traceParent ?? null,
   ];
 }
 
@@ -137,6 +138,7 @@ export function actionFromRow(row: StoredRow): PendingActionRecord {
     inner: json(row.inner_call) as PendingActionRecord["inner"],
     journal: json(row.journal) as PendingActionRecord["journal"],
     appliedBy: optional<string>(row.applied_by),
+    traceParent: optional<string>(row.trace_parent),
   });
 }
 

@@ -62,8 +62,11 @@ const pending: PendingActionRecord = {
   createdAt: 2000,
 };
 
+/** Takes a current store back to before version 9: pending actions without the trace context of their run. */
+const dropTraceParent = "ALTER TABLE pending_actions DROP COLUMN trace_parent;";
+
 /** Takes a current store back to before version 8: runs without what a rewind did. */
-const dropRunRewind = "ALTER TABLE runs DROP COLUMN rewind;";
+const dropRunRewind = `${dropTraceParent} ALTER TABLE runs DROP COLUMN rewind;`;
 
 /** Takes a current store back to before version 7: no checkpoints (for the tests of older versions' migrations). */
 const dropCheckpoints = `${dropRunRewind} DROP TABLE checkpoints;`;
@@ -179,7 +182,7 @@ describe("createSqliteThreadStore", () => {
     const raw = new DatabaseSync(path);
     try {
       expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 8 });
+      expect(raw.prepare("PRAGMA user_version").get()).toEqual({ user_version: 9 });
       const tables = raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
       expect(tables.map((table) => table.name)).toEqual(
         expect.arrayContaining([
@@ -435,6 +438,23 @@ describe("createSqliteThreadStore", () => {
     expect((await store.getRun("r-rewind"))?.rewind).toEqual(rewind);
   });
 
+  it("migrates a version 8 store: its pending actions stay, without a trace parent, and one can be recorded", async () => {
+    const first = open();
+    await first.commitRun({ thread, messages: conversation, run });
+    await first.putPendingAction(pending);
+    await first.close();
+    const raw = new DatabaseSync(path);
+    raw.exec(`${dropTraceParent} PRAGMA user_version = 8;`);
+    raw.close();
+
+    const store = open();
+    expect(await store.getPendingAction(pending.id)).toEqual(pending);
+    const traceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    await store.putPendingAction({ ...pending, id: "a-traced", traceParent });
+    expect((await store.getPendingAction("a-traced"))?.traceParent).toBe(traceParent);
+    await store.close();
+  });
+
   it("refuses a store written by a newer schema version without touching it", async () => {
     await open().close();
     const raw = new DatabaseSync(path);
@@ -446,7 +466,7 @@ describe("createSqliteThreadStore", () => {
 
     expect(PaiError.hasCode(error, "STORE_CORRUPT")).toBe(true);
     expect((error as PaiError).message).toMatch(/schema version 99, written by a newer PAI/);
-    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 8 });
+    expect((error as PaiError).details).toMatchObject({ schemaVersion: 99, supportedSchemaVersion: 9 });
     expect(readFileSync(path).equals(bytes)).toBe(true);
   });
 

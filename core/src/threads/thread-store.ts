@@ -167,6 +167,11 @@ export interface PendingActionRecord {
    * {@link ThreadStore.claimPendingAction}: a run that dies while applying it is never followed by a second execution.
    */
   appliedBy?: string | undefined;
+  /**
+   * The W3C `traceparent` of the span of the run that made it (when that run was traced): the run that applies its
+   * answer, in whichever process, links its span to it.
+   */
+  traceParent?: string | undefined;
 }
 
 export type CapabilityLifetime = "run" | "thread" | "user" | "process";

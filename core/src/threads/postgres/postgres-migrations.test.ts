@@ -266,6 +266,27 @@ describe("Postgres thread store migrations", () => {
     }
   });
 
+  it("upgrades a version-8 store in place: its pending actions stay, without a trace parent, and one can be stored", async () => {
+    const quoted = await migratedTo(8);
+    await schema.sql(`INSERT INTO ${quoted}.pending_actions (id, thread_id, run_id, tool_call_id, tool_id,
+        tool_name, input_hash, input, kind, name, payload, suspend_history, status, created_at)
+      VALUES ('a1', 't1', 'r1', 'c1', 'deploy', 'deploy', 'h', '{}', 'suspend', 'default', '"Deploy?"', '[]',
+        'pending', 1)`);
+
+    expect(await migrate()).toEqual({ from: 8, to: POSTGRES_SCHEMA_VERSION });
+    const store = await createPostgresThreadStore({ pool, schema: schema.name });
+    try {
+      const stored = await store.getPendingAction("a1");
+      expect(stored).toMatchObject({ id: "a1", status: "pending" });
+      expect(stored).not.toHaveProperty("traceParent");
+      const traceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+      await store.putPendingAction({ ...stored!, id: "a2", traceParent });
+      expect((await store.getPendingAction("a2"))?.traceParent).toBe(traceParent);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("adopts an existing empty schema", async () => {
     await schema.sql(`CREATE SCHEMA "${schema.name}"`);
 

@@ -185,6 +185,11 @@ export const postgresMigrations: readonly PostgresMigration[] = [
     name: "what a rewind did, on its run: the thread's history says it",
     sql: (s) => `ALTER TABLE ${s}.runs ADD COLUMN rewind json;`,
   },
+  {
+    version: 9,
+    name: "pending actions: the trace context of the run that made each, which the run resuming it links to",
+    sql: (s) => `ALTER TABLE ${s}.pending_actions ADD COLUMN trace_parent text COLLATE "C";`,
+  },
 ];
 
 /** The schema version this build writes and the newest it reads. */

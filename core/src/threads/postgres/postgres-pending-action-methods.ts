@@ -64,13 +64,14 @@ function pendingActionStatements(s: string) {
       WHERE ($1::text IS NULL OR thread_id = $1) AND ($2::text IS NULL OR status = $2)
       ORDER BY created_at, ordinal`,
     upsertAction: `INSERT INTO ${s}.pending_actions (${actionColumns})
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
       ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, run_id = excluded.run_id,
         tool_call_id = excluded.tool_call_id, tool_id = excluded.tool_id, tool_name = excluded.tool_name,
         input_hash = excluded.input_hash, input = excluded.input, kind = excluded.kind, name = excluded.name,
         payload = excluded.payload, suspend_history = excluded.suspend_history, status = excluded.status,
         created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer,
-        inner_call = excluded.inner_call, journal = excluded.journal, applied_by = excluded.applied_by`,
+        inner_call = excluded.inner_call, journal = excluded.journal, applied_by = excluded.applied_by,
+        trace_parent = excluded.trace_parent`,
     /** The applier's compare-and-set: of two runs, the second finds it set. */
     claimAction: `UPDATE ${s}.pending_actions SET applied_by = $2 WHERE id = $1 AND applied_by IS NULL
       RETURNING id`,

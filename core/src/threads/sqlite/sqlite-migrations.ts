@@ -155,6 +155,8 @@ const sqliteMigrations: ReadonlyArray<(db: DatabaseSync) => void> = [
     `),
   // What a rewind did, on its run: the thread's history says it (JSON).
   (db) => db.exec("ALTER TABLE runs ADD COLUMN rewind TEXT;"),
+  // The trace context of the run that made a pending action: the run that resumes it links to that run's span.
+  (db) => db.exec("ALTER TABLE pending_actions ADD COLUMN trace_parent TEXT;"),
 ];
 
 /** The schema version this build writes and the newest it reads. */

@@ -61,14 +61,15 @@ function preparePendingActionStatements(db: DatabaseSync) {
          AND (?2 IS NULL OR status = ?2) ORDER BY created_at, rowid`,
     ),
     upsertAction: db.prepare(
-      `INSERT INTO pending_actions (${actionColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO pending_actions (${actionColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET
          thread_id = excluded.thread_id, run_id = excluded.run_id, tool_call_id = excluded.tool_call_id,
          tool_id = excluded.tool_id, tool_name = excluded.tool_name, input_hash = excluded.input_hash,
          input = excluded.input, kind = excluded.kind, name = excluded.name, payload = excluded.payload,
          suspend_history = excluded.suspend_history, status = excluded.status,
          created_at = excluded.created_at, settled_at = excluded.settled_at, answer = excluded.answer,
-         inner_call = excluded.inner_call, journal = excluded.journal, applied_by = excluded.applied_by`,
+         inner_call = excluded.inner_call, journal = excluded.journal, applied_by = excluded.applied_by,
+         trace_parent = excluded.trace_parent`,
     ),
     claimAction: db.prepare("UPDATE pending_actions SET applied_by = ? WHERE id = ? AND applied_by IS NULL"),
     /** The compare-and-set: changes one row only while the status is still the expected one. */

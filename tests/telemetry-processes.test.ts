@@ -1,0 +1,85 @@
+// A run suspended in one process and resumed in another, on one SQLite store: the resumed run's span links to the
+// span of the run that suspended (the trace context is stored with the pending action), and the pending action is
+// an event of the suspending run's span.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+const fixture = join(import.meta.dirname, "fixtures", "telemetry-process.ts");
+
+interface ProcessSpans {
+  status: string;
+  spans: Array<{
+    name: string;
+    traceId: string;
+    spanId: string;
+    attributes: Record<string, unknown>;
+    events: Array<{ name: string; attributes?: Record<string, unknown> }>;
+    links: Array<{ traceId: string; spanId: string; attributes?: Record<string, unknown> }>;
+  }>;
+  points: Record<string, Array<{ attributes: Record<string, unknown>; value: unknown }>>;
+}
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "pai-telemetry-"));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Runs the fixture in a process of its own and reads what it printed. */
+async function inProcess(mode: "suspend" | "resume"): Promise<ProcessSpans> {
+  const { stdout } = await execa(process.execPath, [fixture, join(dir, "threads.db"), mode], {
+    timeout: 30_000,
+  });
+  return JSON.parse(stdout.trim().split("\n").at(-1)!) as ProcessSpans;
+}
+
+describe("telemetry across processes", () => {
+  it("links the run resumed in a second process to the run that suspended", async () => {
+    const first = await inProcess("suspend");
+    expect(first.status).toBe("suspended");
+    const suspending = first.spans.filter((span) => span.name === "pai.run");
+    expect(suspending).toHaveLength(1);
+    expect(suspending[0]!.attributes).toMatchObject({
+      "pai.run.status": "suspended",
+      "pai.run.kind": "message",
+    });
+    const [event] = suspending[0]!.events.filter((candidate) => candidate.name === "pai.pending_action");
+    expect(event?.attributes).toMatchObject({
+      "pai.pending_action.kind": "suspend",
+      "pai.tool.id": "deploy",
+      "pai.tool.call_id": "d1",
+    });
+    const waiting = first.spans.find((span) => span.name === "pai.tool");
+    expect(waiting?.attributes["pai.tool.outcome"]).toBe("waiting");
+    expect(first.points["pai.pending_actions.open"]).toEqual([{ attributes: {}, value: 1 }]);
+
+    const second = await inProcess("resume");
+    expect(second.status).toBe("completed");
+    const resumed = second.spans.filter((span) => span.name === "pai.run");
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]!.attributes).toMatchObject({
+      "pai.run.status": "completed",
+      "pai.run.kind": "continuation",
+    });
+    expect(resumed[0]!.links).toEqual([
+      {
+        traceId: suspending[0]!.traceId,
+        spanId: suspending[0]!.spanId,
+        attributes: { "pai.pending_action.id": event!.attributes!["pai.pending_action.id"] },
+      },
+    ]);
+    // A new trace: the link, not a parent, ties the two runs together.
+    expect(resumed[0]!.traceId).not.toBe(suspending[0]!.traceId);
+    const tool = second.spans.find((span) => span.name === "pai.tool");
+    expect(tool?.attributes).toMatchObject({ "pai.tool.entry": "resume", "pai.tool.outcome": "output" });
+    expect(second.points["pai.pending_actions.open"]).toEqual([{ attributes: {}, value: -1 }]);
+    expect(second.points["pai.runs"]).toEqual([
+      { attributes: { "pai.run.status": "completed", "pai.agent.id": "ops" }, value: 1 },
+    ]);
+  });
+});
