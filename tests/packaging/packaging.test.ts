@@ -123,6 +123,7 @@ describe.skipIf(dockerOptedOut)("the packages as users install them", { timeout:
       "@pai/core",
       "@pai/docker-binding",
       "@pai/errors",
+      "@pai/mcp",
       "@pai/pool",
       "@pai/react",
       "@pai/sandbox",

@@ -24,10 +24,10 @@ export async function interruptDeadRuns(store: ThreadStore, query: DeadRunQuery)
 }
 
 /**
- * Frees the threads of owners whose process is known gone (on this machine; see `OwnerRegistry.goneOwners`): ends
- * their `running` runs as `interrupted` (their open calls closed), then every thread lease they hold, so their
- * threads take new runs now rather than once the leases lapse, and a run that takes one never finds its last run
- * still `running`.
+ * Frees the threads of dead owners — whose process is known gone (on this machine; see `OwnerRegistry.goneOwners`),
+ * or silent past the owner TTL (`deadOwners`): ends their `running` runs as `interrupted` (their open calls closed),
+ * then every thread lease they hold, so their threads take new runs now rather than once the leases lapse, and a run
+ * that takes one never finds its last run still `running`.
  */
 export async function freeGoneOwnersThreads(store: ThreadStore, ownerIds: Iterable<string>): Promise<void> {
   const gone = new Set(ownerIds);

@@ -101,7 +101,9 @@ export function createRuntimeMaintenance(options: {
     if (force || now - lastReconcile >= reconcileIntervalMs) {
       lastReconcile = now;
       await step(() => interruptDeadRuns(store, { live, self: owners }));
-      await step(async () => freeGoneOwnersThreads(store, await owners.goneOwners()));
+      // In the same pass as their runs are interrupted, so a thread whose run was ended takes a new one at once
+      // (a silent owner's thread lease, renewed just after its heartbeat, would lapse only moments later).
+      await step(async () => freeGoneOwnersThreads(store, await owners.deadOwners()));
       await step(async () => {
         const dead = await owners.deadOwners();
         if (await capabilities.reconcile(live, dead)) await owners.forget(dead);
