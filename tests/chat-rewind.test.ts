@@ -23,19 +23,8 @@ import { createScriptedModel, type ScriptedStep } from "@pai/core/testing";
 import { DefaultChatTransport, type UIMessage } from "ai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { memoryBox, memoryBoxBinding } from "./fixtures/memory-box.ts";
+import { memoryBox, memoryBoxBinding, writeToBox as write } from "./fixtures/memory-box.ts";
 
-/** `write a.txt=one` writes a file, `delete a.txt` removes it, anything else is talk; answers are numbered. */
-const write = defineTool({
-  id: "write",
-  description: "writes a file",
-  inputSchema: z.object({ path: z.string(), content: z.string() }),
-  capabilities: { box: memoryBox },
-  execute: async (ctx) => {
-    await ctx.capabilities.box.write(ctx.input.path, ctx.input.content);
-    return { files: await ctx.capabilities.box.files() };
-  },
-});
 const remove = defineTool({
   id: "remove",
   description: "deletes a file",
@@ -47,6 +36,7 @@ const remove = defineTool({
   },
 });
 
+/** `write a.txt=one` writes a file, `delete a.txt` removes it, anything else is talk; answers are numbered. */
 let answers = 0;
 function nextStep(call: LanguageModelV4CallOptions): ScriptedStep {
   const last = call.prompt.at(-1);

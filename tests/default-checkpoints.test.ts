@@ -13,24 +13,13 @@ import {
   createPai,
   createSqliteThreadStore,
   defineAgent,
-  defineTool,
   type ThreadStore,
 } from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { memoryBox, memoryBoxBinding } from "./fixtures/memory-box.ts";
+import { memoryBoxBinding, writeToBox as write } from "./fixtures/memory-box.ts";
 
-const write = defineTool({
-  id: "write",
-  description: "writes a file",
-  inputSchema: z.object({ path: z.string(), content: z.string() }),
-  capabilities: { box: memoryBox },
-  execute: async (ctx) => {
-    await ctx.capabilities.box.write(ctx.input.path, ctx.input.content);
-    return "written";
-  },
-});
 const pai = createPai({
   agents: { a: defineAgent({ identity: z.object({ userId: z.string() }), tools: { write } }) },
 });

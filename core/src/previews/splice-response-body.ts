@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
-import { spliceOf } from "./splice-bytes.ts";
+import { type SpliceBytes, spliceOf } from "./splice-bytes.ts";
 
 /**
  * The smallest body left to move that is handed to the kernel: below it, starting the helper costs more than
@@ -15,22 +15,24 @@ interface ReadingHandle {
 }
 
 /**
- * The body a response from a port still has to send, when it can be moved in the kernel
+ * The body a response from a port still has to send and how to splice it, when it can be moved in the kernel
  * ({@link spliceResponseBody}): a `content-length` body, no transfer coding, to a plain socket (not TLS), large enough,
  * over a connection that can splice. `undefined` otherwise.
  */
-function spliceableBody(incoming: IncomingMessage, res: ServerResponse, method: string): number | undefined {
-  const connection = incoming.socket;
+function spliceableBody(
+  incoming: IncomingMessage,
+  res: ServerResponse,
+  method: string,
+): { length: number; splice: SpliceBytes } | undefined {
+  const splice = incoming.socket ? spliceOf(incoming.socket) : undefined;
   const destination = res.socket;
-  if (!connection || !spliceOf(connection)) return undefined;
-  if (!(destination instanceof Socket) || "encrypted" in destination) return undefined;
+  if (!splice || !(destination instanceof Socket) || "encrypted" in destination) return undefined;
   if (method === "HEAD" || incoming.headers["transfer-encoding"] !== undefined) return undefined;
   const status = incoming.statusCode ?? 0;
   if (status < 200 || status === 204 || status === 304) return undefined;
   const length = Number(incoming.headers["content-length"]);
-  return Number.isSafeInteger(length) && length - incoming.readableLength >= SPLICE_MIN_BYTES
-    ? length
-    : undefined;
+  const large = Number.isSafeInteger(length) && length - incoming.readableLength >= SPLICE_MIN_BYTES;
+  return large ? { length, splice } : undefined;
 }
 
 /**
@@ -52,10 +54,10 @@ export async function spliceResponseBody(options: {
   signal: AbortSignal;
 }): Promise<number | undefined> {
   const { incoming, res, method, signal } = options;
-  const length = spliceableBody(incoming, res, method);
+  const body = spliceableBody(incoming, res, method);
+  if (!body) return undefined;
+  const { length, splice } = body;
   const connection = incoming.socket as Socket;
-  const splice = spliceOf(connection);
-  if (length === undefined || !splice) return undefined;
 
   stopReading(connection, incoming);
   const taken: Buffer[] = [];
