@@ -1,15 +1,36 @@
-// PAI's OpenTelemetry spans and metrics, read with the official SDK, for a scripted run whose tools use a real
+// PAI's OpenTelemetry spans and metrics, read with the official SDK, for scripted runs whose tools use a real
 // sandbox on the real engine: the span tree (pai.run > the AI SDK's spans > pai.tool > pai.capability.acquire,
-// pai.sandbox.*), its attributes, a failing tool's error code, and the metrics the run moved.
+// pai.sandbox.*), its attributes, a failing tool's error code, and the metrics the run moved; a sandbox woken from
+// hibernation and one reattached by the next process, as `pai.capability.acquire` says where they came from; the
+// egress metrics of an allowed and a refused connection.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { SpanStatusCode } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace";
-import { createAgentRuntime, createMemoryThreadStore, createPai, defineAgent, defineTool } from "@pai/core";
+import {
+  createAgentRuntime,
+  createMemoryThreadStore,
+  createPai,
+  createSqliteThreadStore,
+  defineAgent,
+  defineTool,
+} from "@pai/core";
 import { createScriptedModel } from "@pai/core/testing";
-import { dockerSandbox, sandbox } from "@pai/sandbox";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DockerSandboxOptions, dockerSandbox, sandbox } from "@pai/sandbox";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type InstalledOtel, installOtel, parentIdOf } from "../fixtures/otel-sdk.ts";
-import { dockerOptedOut, poolContainers, sandboxImage, uniquePoolId } from "./docker-helpers.ts";
+import {
+  dockerOptedOut,
+  poolContainers,
+  removePoolContainers,
+  sandboxImage,
+  uniquePoolId,
+  waitFor,
+} from "./docker-helpers.ts";
+import { startEgressServers } from "./fixtures/egress-servers.ts";
+import { coderPai, commandModel, outputsOf } from "./fixtures/run-script.ts";
 
 const shell = defineTool({
   id: "shell",
@@ -32,15 +53,49 @@ const readOutside = defineTool({
 });
 
 const poolId = uniquePoolId("telemetry");
+/** Every pool the tests made: none may keep a container. */
+const poolIds = [poolId];
 let otel: InstalledOtel;
 
-beforeAll(() => {
+// A provider per test: each test reads only its own spans and metrics.
+beforeEach(() => {
   otel = installOtel();
 });
-afterAll(async () => {
+afterEach(async () => {
   await otel.uninstall();
-  expect(await poolContainers(poolId)).toEqual([]);
 });
+afterAll(async () => {
+  try {
+    for (const id of poolIds) expect(await poolContainers(id)).toEqual([]);
+  } finally {
+    for (const id of poolIds) await removePoolContainers(id);
+  }
+});
+
+/** A pool id of its own for a test, named after `name`, whose containers the file's cleanup checks. */
+function testPoolId(name: string): string {
+  const id = uniquePoolId(name);
+  poolIds.push(id);
+  return id;
+}
+
+/** A sandbox binding on a pool of its own (see {@link testPoolId}). */
+function sandboxBinding(name: string, options: Omit<DockerSandboxOptions, "image" | "poolId"> = {}) {
+  return dockerSandbox({ image: sandboxImage, poolId: testPoolId(name), ...options });
+}
+
+/** A runtime of the `coder` agent, whose model runs each message as a command in the thread's sandbox. */
+function coderRuntime(options: {
+  sandbox: ReturnType<typeof dockerSandbox>;
+  store?: ReturnType<typeof createSqliteThreadStore>;
+}) {
+  return createAgentRuntime({
+    pai: coderPai,
+    store: options.store ?? createMemoryThreadStore(),
+    model: commandModel(),
+    capabilities: { sandbox: options.sandbox },
+  });
+}
 
 /** The spans from `span` up to the root, nearest first. */
 function ancestors(spans: ReadableSpan[], span: ReadableSpan): ReadableSpan[] {
@@ -170,6 +225,138 @@ describe.skipIf(dockerOptedOut)("telemetry of a run with a sandbox", () => {
       ).toBeGreaterThanOrEqual(1);
     } finally {
       await runtime.close();
+    }
+  });
+
+  it("traces a hibernated thread sandbox woken by the next call as an acquire with source woken under that call", async () => {
+    const binding = sandboxBinding("telemetry-wake", { pool: { min: 0, max: 1, hibernateAfterMs: 300 } });
+    const runtime = coderRuntime({ sandbox: binding });
+    try {
+      const first = await (await runtime.run({ agentId: "coder", message: "echo kept > note.txt" })).done;
+      expect(first.status).toBe("completed");
+      await waitFor(() => binding.metrics()?.hibernated === 1, "the sandbox to hibernate");
+      otel.exporter.reset();
+
+      const second = await (
+        await runtime.run({ agentId: "coder", threadId: first.threadId, message: "cat note.txt" })
+      ).done;
+      expect(outputsOf(second.messages).at(-1)).toMatchObject({ exitCode: 0, stdout: "kept\n" });
+      await otel.collect();
+      const [tool] = otel.named("pai.tool");
+      const acquires = otel.named("pai.capability.acquire");
+      expect(acquires).toHaveLength(1);
+      expect(parentIdOf(acquires[0]!)).toBe(tool!.spanContext().spanId);
+      expect(acquires[0]!.attributes).toMatchObject({
+        "pai.capability.name": "sandbox",
+        "pai.capability.lifetime": "thread",
+        "pai.capability.source": "woken",
+        "pai.capability.resource_id": runtime.leases()[0]?.resourceId,
+      });
+      expect(acquires[0]!.attributes["pai.capability.wait_ms"]).toBeGreaterThan(0);
+      expect(otel.points("pai.capability.wake.duration")).toEqual([
+        {
+          attributes: { "pai.capability.name": "sandbox" },
+          value: expect.objectContaining({
+            count: 1,
+            sum: acquires[0]!.attributes["pai.capability.wait_ms"],
+          }),
+        },
+      ]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("traces the sandbox the next process reattaches as an acquire with source reattached", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pai-telemetry-reattach-"));
+    const path = join(dir, "threads.db");
+    // The same spec and pool in both processes, as after a deploy that changed nothing of the sandbox.
+    const options = {
+      image: sandboxImage,
+      poolId: testPoolId("telemetry-reattach"),
+      pool: { min: 0, max: 1 },
+    };
+    const first = coderRuntime({ sandbox: dockerSandbox(options), store: createSqliteThreadStore({ path }) });
+    const next = coderRuntime({ sandbox: dockerSandbox(options), store: createSqliteThreadStore({ path }) });
+    try {
+      const written = await (await first.run({ agentId: "coder", message: "echo kept > note.txt" })).done;
+      expect(written.status).toBe("completed");
+      const containerId = first.leases()[0]?.resourceId;
+      await first.close({ handOver: true });
+      otel.exporter.reset();
+
+      const read = await (
+        await next.run({ agentId: "coder", threadId: written.threadId, message: "cat note.txt" })
+      ).done;
+      expect(outputsOf(read.messages).at(-1)).toMatchObject({ exitCode: 0, stdout: "kept\n" });
+      await otel.collect();
+      const [tool] = otel.named("pai.tool");
+      const acquires = otel.named("pai.capability.acquire");
+      expect(acquires).toHaveLength(1);
+      expect(parentIdOf(acquires[0]!)).toBe(tool!.spanContext().spanId);
+      expect(acquires[0]!.attributes).toMatchObject({
+        "pai.capability.name": "sandbox",
+        "pai.capability.lifetime": "thread",
+        "pai.capability.source": "reattached",
+        "pai.capability.resource_id": containerId,
+      });
+      const reattached = otel
+        .points("pai.capability.acquire.duration")
+        .filter((point) => point.attributes["pai.capability.source"] === "reattached");
+      expect(reattached).toEqual([
+        {
+          attributes: { "pai.capability.name": "sandbox", "pai.capability.source": "reattached" },
+          value: expect.objectContaining({ count: 1 }),
+        },
+      ]);
+    } finally {
+      await first.close();
+      await next.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("counts the egress bytes of an allowed connection and the refusal of another", async () => {
+    const servers = await startEgressServers();
+    const refusedPort = Number(servers.web.split(":")[1]) + 1;
+    const runtime = coderRuntime({
+      sandbox: sandboxBinding("telemetry-egress", {
+        pool: { min: 0, max: 1 },
+        network: { allow: [servers.web] },
+      }),
+    });
+    try {
+      const result = await (
+        await runtime.run({
+          agentId: "coder",
+          message: `curl -sS http://${servers.web}/hello; curl -sS --fail-with-body http://127.0.0.1:${refusedPort}/`,
+        })
+      ).done;
+      const [output] = outputsOf(result.messages);
+      expect(output?.stdout).toContain("hello from the host\n");
+      expect(output?.stdout).toContain(`pai egress: 127.0.0.1:${refusedPort} refused`);
+      // A connection is counted when it ends, which the host may learn just after the command's end.
+      const pointOf = (name: string, direction?: string) =>
+        otel.points(name).find((point) => point.attributes["pai.egress.direction"] === direction);
+      await waitFor(async () => {
+        await otel.collect();
+        return (
+          pointOf("pai.egress.refusals") !== undefined && pointOf("pai.egress.bytes", "down") !== undefined
+        );
+      }, "both connections to be counted");
+      const sandboxOnly = { "pai.capability.name": "sandbox" };
+      expect(otel.points("pai.egress.refusals")).toEqual([{ attributes: sandboxOnly, value: 1 }]);
+      const bytes = otel.points("pai.egress.bytes");
+      const up = pointOf("pai.egress.bytes", "up");
+      const down = pointOf("pai.egress.bytes", "down");
+      expect(bytes).toHaveLength(2);
+      expect(up?.attributes).toEqual({ ...sandboxOnly, "pai.egress.direction": "up" });
+      // The request's line and headers up, the answer's headers and body down.
+      expect(up?.value).toBeGreaterThan(`GET /hello HTTP/1.1\r\nHost: ${servers.web}\r\n\r\n`.length);
+      expect(down?.value).toBeGreaterThan("hello from the host\n".length);
+    } finally {
+      await runtime.close();
+      await servers.close();
     }
   });
 });
