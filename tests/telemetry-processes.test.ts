@@ -1,11 +1,12 @@
-// A run suspended in one process and resumed in another, on one SQLite store: the resumed run's span links to the
-// span of the run that suspended (the trace context is stored with the pending action), and the pending action is
-// an event of the suspending run's span.
+// A run suspended in one process and resumed in another, on one shared store (a SQLite file, a Postgres schema): the
+// resumed run's span links to the span of the run that suspended (the trace context is stored with the pending
+// action), and the pending action is an event of the suspending run's span.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type SharedStore, sharedStores } from "./fixtures/runtime-process.ts";
 
 const fixture = join(import.meta.dirname, "fixtures", "telemetry-process.ts");
 
@@ -22,23 +23,27 @@ interface ProcessSpans {
   points: Record<string, Array<{ attributes: Record<string, unknown>; value: unknown }>>;
 }
 
-let dir: string;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "pai-telemetry-"));
-});
-afterEach(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** Runs the fixture in a process of its own and reads what it printed. */
-async function inProcess(mode: "suspend" | "resume"): Promise<ProcessSpans> {
-  const { stdout } = await execa(process.execPath, [fixture, join(dir, "threads.db"), mode], {
-    timeout: 30_000,
+describe.each(sharedStores)("telemetry across processes on $name", ({ create }) => {
+  let dir: string;
+  let store: SharedStore;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "pai-telemetry-"));
+    store = create(dir);
   });
-  return JSON.parse(stdout.trim().split("\n").at(-1)!) as ProcessSpans;
-}
+  afterEach(async () => {
+    try {
+      await store.drop();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
-describe("telemetry across processes", () => {
+  /** Runs the fixture in a process of its own on the shared store and reads what it printed. */
+  async function inProcess(mode: "suspend" | "resume"): Promise<ProcessSpans> {
+    const { stdout } = await execa(process.execPath, [fixture, store.spec, mode], { timeout: 30_000 });
+    return JSON.parse(stdout.trim().split("\n").at(-1)!) as ProcessSpans;
+  }
+
   it("links the run resumed in a second process to the run that suspended", async () => {
     const first = await inProcess("suspend");
     expect(first.status).toBe("suspended");
