@@ -94,7 +94,7 @@ export {
 export { type NodeListener, toNodeListener } from "./http/node-listener.ts";
 export type { TerminalSessionLike } from "./http/terminal-socket.ts";
 export type { UpgradeListener } from "./http/upgrade-handler.ts";
-export type { AgentManifest, PaiManifest, ToolManifest } from "./manifest/manifest.ts";
+export type { AgentManifest, PaiManifest, ToolManifest, ToolSourceManifest } from "./manifest/manifest.ts";
 export type {
   ExposePortOptions,
   PortPreview,

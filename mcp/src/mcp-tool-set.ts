@@ -22,6 +22,11 @@ export interface McpToolsOptions {
    */
   name?: string;
   /**
+   * What the server's tools are for, as the agent's manifest lists the set among its tool sources.
+   * @default `The tools of the MCP server "<name>"`
+   */
+  description?: string;
+  /**
    * What the model sees is `<prefix>_<tool>`.
    * @default the key the agent registers the set under (`tools: { github: mcpTools(...) }` → `github_create_issue`)
    */
@@ -46,6 +51,8 @@ export interface McpToolsOptions {
 export interface McpToolSet extends ToolSource, AsyncDisposable {
   /** The server's name in its tools' ids. */
   readonly name: string;
+  /** What the server's tools are for (the manifest's description of the set). */
+  readonly description: string;
   /** Closes every connection (stdio processes end); calls after it fail with `MCP_CLOSED`. */
   close(): Promise<void>;
 }
@@ -133,6 +140,7 @@ export function createMcpToolSet(options: {
   return {
     kind: "pai.tool-source",
     name,
+    description: settings.description ?? `The tools of the MCP server "${name}"`,
     capabilities: connections.capabilities,
     async tools(args) {
       const connection = connections.forListing(args);

@@ -104,6 +104,25 @@ describe("mcpTools over streamable HTTP on 127.0.0.1", () => {
     await down.close();
   });
 
+  it("is listed among the agent's tool sources in the manifest, by its server's name, without connecting", () => {
+    const described = mcpTools({ url: http.url }, { name: "calc", description: "Adds numbers" });
+    const plain = mcpTools({ url: http.url });
+    const sessions = http.sessions();
+    const manifest = createPai({
+      agents: { helper: defineAgent({ tools: { math: described, other: plain } }) },
+    }).manifest();
+    expect(manifest.agents[0]?.toolSources).toEqual([
+      { key: "math", name: "calc", description: "Adds numbers", capabilities: [] },
+      {
+        key: "other",
+        name: plain.name,
+        description: `The tools of the MCP server "${plain.name}"`,
+        capabilities: [],
+      },
+    ]);
+    expect(http.sessions()).toBe(sessions);
+  });
+
   it("refuses a server description that is neither a URL nor a command", () => {
     expect(() => mcpTools({} as never)).toThrow(McpError);
     expect(() => mcpTools({ sandbox: { command: "node" } } as never)).toThrow(/@pai\/mcp\/sandbox/);

@@ -1,6 +1,11 @@
 import type { UIMessage } from "ai";
 import { PaiError } from "../errors/pai-error.ts";
-import { type AgentManifest, type PaiManifest, toolManifest } from "../manifest/manifest.ts";
+import {
+  type AgentManifest,
+  type PaiManifest,
+  toolManifest,
+  toolSourceManifest,
+} from "../manifest/manifest.ts";
 import type { ChildrenOf, InputOf, OutputOf } from "../tools/define-tool.ts";
 import type { AgentDefinition, AnyAgentDefinition } from "./define-agent.ts";
 import {
@@ -24,7 +29,10 @@ export interface Pai<AGENTS extends Record<string, AnyAgentDefinition> = Record<
   readonly agents: AGENTS;
   /** The registered agent, or `UNKNOWN_AGENT`. */
   agent(agentId: string): RegisteredAgent;
-  /** JSON description of every agent and tool: keys, ids, descriptions, JSON Schemas, `enabled` gates. */
+  /**
+   * JSON description of every agent and tool: keys, ids, descriptions, JSON Schemas, `enabled` gates, and each
+   * agent's tool sources (whose tools are only known at run time).
+   */
   manifest(): PaiManifest;
 }
 
@@ -58,6 +66,7 @@ export function createPai<AGENTS extends Record<string, AnyAgentDefinition>>(opt
         id: agent.id,
         name: agent.definition.name ?? agent.id,
         tools: [...agent.registrations.values()].map(toolManifest),
+        toolSources: [...agent.sources].map(([key, source]) => toolSourceManifest(key, source)),
       }));
       return { version: 1, agents };
     },

@@ -22,6 +22,10 @@ export interface ToolSourceArgs {
  */
 export interface ToolSource {
   readonly kind: "pai.tool-source";
+  /** What it is called (an MCP server's name), for the manifest. Optional: the manifest then names it by its key. */
+  readonly name?: string;
+  /** What its tools are for, for the manifest (its tools are only known at run time). Optional. */
+  readonly description?: string;
   /** Every capability its tools may use: a runtime without a binding for one refuses to start. */
   readonly capabilities: CapabilityMap;
   /**
@@ -34,14 +38,27 @@ export interface ToolSource {
 /**
  * Declares a tool source for `defineAgent({ tools: { key: source } })`. Pure: `tools` is called by the runtime.
  * @example
- * const plugins = defineToolSource({ tools: async ({ signal }) => loadPluginTools(signal) });
+ * const plugins = defineToolSource({
+ *   description: "The workspace's plugins",
+ *   tools: async ({ signal }) => loadPluginTools(signal),
+ * });
  * defineAgent({ tools: { search, plugins } });
  */
 export function defineToolSource(options: {
+  /** What it is called, for the manifest. @default the key the agent registers it under */
+  name?: string;
+  /** What its tools are for, for the manifest. */
+  description?: string;
   capabilities?: CapabilityMap;
   tools: ToolSource["tools"];
 }): ToolSource {
-  return { kind: "pai.tool-source", capabilities: options.capabilities ?? {}, tools: options.tools };
+  return {
+    kind: "pai.tool-source",
+    ...(options.name !== undefined ? { name: options.name } : {}),
+    ...(options.description !== undefined ? { description: options.description } : {}),
+    capabilities: options.capabilities ?? {},
+    tools: options.tools,
+  };
 }
 
 /** True for a value `defineToolSource` returned. */

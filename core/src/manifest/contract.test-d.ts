@@ -8,6 +8,7 @@ import {
 } from "../agents/create-pai.ts";
 import { defineAgent } from "../agents/define-agent.ts";
 import { defineTool } from "../tools/define-tool.ts";
+import type { AgentManifest, PaiManifest, ToolManifest, ToolSourceManifest } from "./manifest.ts";
 
 const searchDocs = defineTool({
   id: "searchDocs",
@@ -67,4 +68,32 @@ test("the contract types where each tool's calls can wait: the tool, or a nested
   >();
   expectTypeOf<Tools["gated"]["path"]>().toEqualTypeOf<["gated"]>();
   expectTypeOf<InferToolPath<"review", typeof review>>().toEqualTypeOf<["review"] | ["review", "approve"]>();
+});
+
+test("the manifest's JSON contract: its fields as they were, and each agent's tool sources added", () => {
+  expectTypeOf<PaiManifest>().toEqualTypeOf<{ version: 1; agents: AgentManifest[] }>();
+  expectTypeOf<AgentManifest>().toEqualTypeOf<{
+    id: string;
+    name: string;
+    tools: ToolManifest[];
+    toolSources: ToolSourceManifest[];
+  }>();
+  expectTypeOf<ToolSourceManifest>().toEqualTypeOf<{
+    key: string;
+    name: string;
+    description: string | null;
+    capabilities: string[];
+  }>();
+  expectTypeOf<ToolManifest>().toEqualTypeOf<{
+    key: string;
+    id: string;
+    description: string;
+    inputSchema: unknown;
+    outputSchema: unknown;
+    hasEnabledGate: boolean;
+    clientExecuted: boolean;
+    capabilities: string[];
+    dataChannels: string[];
+    nestedTools: Record<string, string>;
+  }>();
 });

@@ -2,6 +2,7 @@ import { expect, it } from "vitest";
 import { z } from "zod";
 import { createPai } from "../agents/create-pai.ts";
 import { defineAgent } from "../agents/define-agent.ts";
+import { defineToolSource } from "../agents/tool-source.ts";
 import { defineCapability } from "../capabilities/define-capability.ts";
 import { defineTool } from "../tools/define-tool.ts";
 
@@ -62,4 +63,34 @@ it("describes every agent and tool as JSON: key, id, description, schemas, enabl
   expect(search?.outputSchema).toMatchObject({ type: "object", properties: { hits: { type: "array" } } });
   expect(search?.dataChannels).toEqual(["progress"]);
   expect(agent?.tools[2]?.outputSchema).toBeNull();
+});
+
+it("lists each agent's tool sources by key, name, description and capabilities, without asking them for tools", () => {
+  let asked = 0;
+  const plugins = defineToolSource({
+    description: "The workspace's plugins",
+    capabilities: { box },
+    tools: async () => {
+      asked += 1;
+      return { openBox };
+    },
+  });
+  const remote = defineToolSource({ name: "remote-server", tools: async () => ({}) });
+  const pai = createPai({
+    agents: {
+      docs: defineAgent({ tools: { searchDocs, plugins, remote } }),
+      plain: defineAgent({ tools: { searchDocs } }),
+    },
+  });
+  const manifest = pai.manifest();
+  expect(JSON.parse(JSON.stringify(manifest))).toEqual(manifest);
+  const [docs, plain] = manifest.agents;
+  // A source's tools are known at run time only: the agent's `tools` are its registrations, as before.
+  expect(docs?.tools.map((tool) => tool.key)).toEqual(["searchDocs"]);
+  expect(docs?.toolSources).toEqual([
+    { key: "plugins", name: "plugins", description: "The workspace's plugins", capabilities: ["box"] },
+    { key: "remote", name: "remote-server", description: null, capabilities: [] },
+  ]);
+  expect(plain?.toolSources).toEqual([]);
+  expect(asked).toBe(0);
 });

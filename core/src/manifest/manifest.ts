@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { NormalizedRegistration } from "../agents/tool-registration.ts";
+import type { ToolSource } from "../agents/tool-source.ts";
 import type { CapabilityMap } from "../capabilities/define-capability.ts";
 import { toolInputJsonSchema } from "../tools/tool-input-schema.ts";
 
@@ -22,10 +23,27 @@ export interface ToolManifest {
   nestedTools: Record<string, string>;
 }
 
+/**
+ * One tool source of an agent (`defineToolSource`, an MCP server's `mcpTools`) as the manifest describes it: its
+ * tools are only known at run time, so they are not in the agent's `tools`.
+ */
+export interface ToolSourceManifest {
+  /** The key the agent registers it under (an MCP set's tools are named `<key>_<tool>` by default). */
+  key: string;
+  /** Its name (an MCP server's), or its key when it has none. */
+  name: string;
+  /** What its tools are for, or `null` when it does not say. */
+  description: string | null;
+  /** The capabilities its tools may use. */
+  capabilities: string[];
+}
+
 export interface AgentManifest {
   id: string;
   name: string;
   tools: ToolManifest[];
+  /** Its tool sources, whose tools the runtime asks for when a run starts and before every step. */
+  toolSources: ToolSourceManifest[];
 }
 
 /** The JSON contract of a PAI registry. */
@@ -41,6 +59,16 @@ function jsonSchemaOf(schema: z.ZodType | undefined): unknown {
   } catch {
     return {};
   }
+}
+
+/** Describes the tool source registered as `key`. */
+export function toolSourceManifest(key: string, source: ToolSource): ToolSourceManifest {
+  return {
+    key,
+    name: source.name ?? key,
+    description: source.description ?? null,
+    capabilities: Object.values(source.capabilities).map((capability) => capability.name),
+  };
 }
 
 /** Describes one registration. */
