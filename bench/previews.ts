@@ -100,8 +100,8 @@ async function curl(url: string, headers: string[], times: number): Promise<Curl
 }
 
 /**
- * Previews, side by side in one run: a small request through a preview (curl → createPaiHandler on loopback → the
- * container agent's connection → the server in the sandbox) against the same request to the same server run on
+ * Previews, side by side in one run: a small request through a preview (curl → createPaiHandler on loopback → a
+ * kept-alive connection made inside the container's network namespace → the server in the sandbox) against the same request to the same server run on
  * the host, reached directly; a 100 MiB download through a preview against the host server behind a bare relay
  * (socat), as the egress rows are; and the round trip of a keystroke in the terminal (WebSocket → pty → echo).
  */
@@ -184,7 +184,7 @@ export async function benchPreviews(options: { rounds: number; megabytes: number
         unit: "ms added (p50)",
         target: "≤ 2 ms added (p50)",
         met: added <= 2,
-        note: `a new connection each (curl per request): handler on loopback, token check, the agent's CONNECT, the server in the container; ${small.preview.length} requests each`,
+        note: `a new connection each (curl per request): handler on loopback, token check, a kept-alive connection into the container's namespace (pai-port-connect), the server in the container; ${small.preview.length} requests each`,
       },
       {
         name: `preview: ${options.megabytes} MiB download via a preview vs the host server behind a bare relay (socat)`,

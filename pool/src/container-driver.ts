@@ -9,6 +9,16 @@ export interface ContainerInspection {
   exitCode: number | null;
   oomKilled: boolean;
   labels: Readonly<Record<string, string>>;
+  /**
+   * Where the engine's host keeps the container's network namespace while it runs (Docker's `SandboxKey`), for a
+   * process on that host to reach its loopback; absent when it does not run or the engine made none (a container
+   * without network setup has the one its runtime made: see `pid`).
+   */
+  networkNamespace?: string | undefined;
+  /** Its main process's pid on the engine's host (in the engine's pid namespace), while it runs. */
+  pid?: number | undefined;
+  /** The OCI runtime it runs under, as the engine names it (`runc`, `crun`, `runsc`...), when the engine says. */
+  runtime?: string | undefined;
 }
 
 /** How full a container's bounded disk is (`limits.diskBytes`). */

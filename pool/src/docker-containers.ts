@@ -125,6 +125,11 @@ export function createDockerContainers(docker: Docker, options: DockerContainers
             exitCode: exited ? info.State.ExitCode : null,
             oomKilled: info.State.OOMKilled === true,
             labels: info.Config.Labels ?? {},
+            ...(info.State.Running && info.NetworkSettings?.SandboxKey
+              ? { networkNamespace: info.NetworkSettings.SandboxKey }
+              : {}),
+            ...(info.HostConfig?.Runtime ? { runtime: info.HostConfig.Runtime } : {}),
+            ...(info.State.Running && info.State.Pid > 0 ? { pid: info.State.Pid } : {}),
           };
         },
         callOptions.signal,

@@ -4,6 +4,7 @@
 
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
+import { readdirSync, readFileSync } from "node:fs";
 import { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { ContainerAgentError } from "@pai/container-agent";
@@ -78,6 +79,49 @@ function codeOf(error: unknown): string | undefined {
   return SandboxError.isInstance(error) || ContainerAgentError.isInstance(error) ? error.code : String(error);
 }
 
+/** The `pai-port-connect` helpers this process started (one per container it connected to directly), by pid. */
+function portConnectHelpers(): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        const program = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0]!;
+        return program.endsWith("/pai-port-connect") && parent === process.pid;
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
+/** Sends 100 MiB (each MiB numbered) through an echo server's connection and checks every byte came back in order. */
+async function echoHundredMiB(stream: Duplex): Promise<void> {
+  const block = randomBytes(1024 * 1024);
+  const sent = createHash("sha256");
+  const received = createHash("sha256");
+  let receivedBytes = 0;
+  const done = new Promise<void>((resolve, reject) => {
+    stream.on("data", (chunk: Buffer) => {
+      received.update(chunk);
+      receivedBytes += chunk.length;
+    });
+    stream.on("end", resolve);
+    stream.on("error", reject);
+  });
+  for (let i = 0; i < 100; i++) {
+    const piece = Buffer.from(block);
+    piece.writeUInt32BE(i, 0);
+    sent.update(piece);
+    if (!stream.write(piece)) await once(stream, "drain");
+  }
+  stream.end();
+  await done;
+  expect(receivedBytes).toBe(100 * 1024 * 1024);
+  expect(received.digest("hex")).toBe(sent.digest("hex"));
+}
+
 describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-container agent)", () => {
   beforeAll(async () => {
     binding = dockerSandbox({ image: sandboxImage, poolId, pool: { min: 0, max: 1 } });
@@ -94,6 +138,8 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       await resource?.release();
       await binding?.close();
       expect(await poolContainers(poolId)).toEqual([]);
+      // the lease's end ended its port helper (which held the container's namespace)
+      await waitFor(() => portConnectHelpers().length === 0, "the port helper to end");
     } finally {
       await removePoolContainers(poolId);
     }
@@ -144,41 +190,25 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       return { server, first: first!, signal };
     }
 
-    it("dials back through the host socket on a local engine: 100 MiB each way through an echo server", async () => {
+    it("connects from this machine into the container's namespace: a TCP socket to the port itself, 100 MiB each way", async () => {
       const { server, first, signal } = await startServer(8002, "echo");
       try {
         first.destroy();
         const stream = await resource.openPort!(8002, signal);
-        // The fast path's end of the connection is the dial socket's own: no frames, no AgentStream.
+        // No process relays it: the socket's far end is the server's own address on the container's loopback.
         expect(stream).toBeInstanceOf(Socket);
-        const block = randomBytes(1024 * 1024);
-        const sent = createHash("sha256");
-        const received = createHash("sha256");
-        let receivedBytes = 0;
-        const done = new Promise<void>((resolve, reject) => {
-          stream.on("data", (chunk: Buffer) => {
-            received.update(chunk);
-            receivedBytes += chunk.length;
-          });
-          stream.on("end", resolve);
-          stream.on("error", reject);
-        });
-        for (let i = 0; i < 100; i++) {
-          const piece = Buffer.from(block);
-          piece.writeUInt32BE(i, 0);
-          sent.update(piece);
-          if (!stream.write(piece)) await once(stream, "drain");
-        }
-        stream.end();
-        await done;
-        expect(receivedBytes).toBe(100 * 1024 * 1024);
-        expect(received.digest("hex")).toBe(sent.digest("hex"));
+        expect([(stream as Socket).remoteAddress, (stream as Socket).remotePort]).toEqual([
+          "127.0.0.1",
+          8002,
+        ]);
+        expect(portConnectHelpers()).toHaveLength(1);
+        await echoHundredMiB(stream);
       } finally {
         await server.kill("SIGKILL");
       }
     });
 
-    it("half-closes through the dial-back path: the server ends first and still reads what the host sends", async () => {
+    it("half-closes: the server ends first and still reads what the host sends", async () => {
       const { server, first } = await startServer(8003, "bye");
       try {
         const closed = once(first, "close");
@@ -361,5 +391,55 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       const terminal = await box.openTerminal({ cols: 80, rows: 24, command: "no-such-program-xyz" });
       expect((await terminal.exit).exitCode).toBe(127);
     });
+  });
+});
+
+describe.skipIf(dockerOptedOut)("sandbox ports relayed by the agent (directPorts: false)", () => {
+  const relayedPoolId = uniquePoolId("ports-relayed");
+  let relayed: DockerSandboxBinding;
+  let relayedResource: ProvisionedSandbox;
+
+  afterAll(async () => {
+    try {
+      await relayedResource?.release();
+      await relayed?.close();
+    } finally {
+      await removePoolContainers(relayedPoolId);
+    }
+  });
+
+  it("dials back through the host socket: no frames, 100 MiB each way through an echo server", async () => {
+    relayed = dockerSandbox({
+      image: sandboxImage,
+      poolId: relayedPoolId,
+      pool: { min: 0, max: 1 },
+      directPorts: false,
+    });
+    relayedResource = await relayed.provision({
+      leaseKey: "thread:ports-relayed",
+      lifetime: "thread",
+      signal: new AbortController().signal,
+    });
+    const sandbox = relayedResource.facade;
+    await sandbox.writeFiles([{ path: "port-servers.py", content: PORT_SERVERS_PY }]);
+    const server = await sandbox.spawn({ command: "python3", args: ["port-servers.py", "8002", "echo"] });
+    try {
+      const signal = new AbortController().signal;
+      let stream: Duplex | undefined;
+      await waitFor(async () => {
+        stream = await relayedResource.openPort!(8002, signal).catch((error: unknown) => {
+          if (codeOf(error) !== "SANDBOX_PORT_CLOSED") throw error;
+          return undefined;
+        });
+        return stream !== undefined;
+      }, "the server to listen");
+      // The agent's relay ends at this process's dial socket (a unix socket): no AgentStream, no helper.
+      expect(stream).toBeInstanceOf(Socket);
+      expect((stream as Socket).remotePort).toBeUndefined();
+      await echoHundredMiB(stream!);
+      expect(portConnectHelpers().filter((pid) => pid > 0)).toHaveLength(0);
+    } finally {
+      await server.kill("SIGKILL");
+    }
   });
 });

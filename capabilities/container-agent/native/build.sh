@@ -11,6 +11,7 @@
 #                                                                     even one without a libc)
 #   pai-egress-relay.c  -> prebuilt/linux-<arch>/pai-egress-relay   (the host side of the egress fast channel)
 #   pai-splice.c        -> prebuilt/linux-<arch>/pai-splice         (moves a preview's large body in the kernel)
+#   pai-port-connect.c  -> prebuilt/linux-<arch>/pai-port-connect   (connects a preview to a container's port)
 # The first two include splice-relay.h, the splice loop they share, and wire.h, the frames' integers. At run time nothing is
 # compiled: the package looks the binaries up there (src/prebuilt-binary.ts). The pack step and scripts/setup run
 # this script; a published package carries prebuilt/ and not this folder.
@@ -34,7 +35,7 @@ export LC_ALL=C
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PACKAGE=$(dirname "$HERE")
-PROGRAMS=(pai-agent pai-egress-relay pai-splice)
+PROGRAMS=(pai-agent pai-egress-relay pai-splice pai-port-connect)
 ARCHITECTURES=(x64 arm64)
 PREBUILT=$PACKAGE/prebuilt
 SCRATCH=$HERE/build

@@ -95,6 +95,7 @@ export {
   egressSocketHostDirectory,
   engineSharesHostSocketDirectory,
 } from "./host-socket-directory.ts";
+export { type LoopbackConnector, openLoopbackConnector } from "./loopback-connector.ts";
 export { createOutputCollector, type OutputCollector } from "./output-collector.ts";
 export {
   findPrebuiltBinary,

@@ -14,7 +14,7 @@ import {
   prebuiltBinaryPath,
 } from "./prebuilt-binary.ts";
 
-const programs: PrebuiltProgram[] = ["pai-agent", "pai-egress-relay", "pai-splice"];
+const programs: PrebuiltProgram[] = ["pai-agent", "pai-egress-relay", "pai-splice", "pai-port-connect"];
 /** ELF `e_machine` of each architecture. */
 const ELF_MACHINE = { x64: 62, arm64: 183 } as const;
 const PT_INTERP = 3;

@@ -13,10 +13,10 @@ export const PREBUILT_ARCHITECTURES = ["x64", "arm64"] as const;
 export type PrebuiltArchitecture = (typeof PREBUILT_ARCHITECTURES)[number];
 
 /**
- * The package's native programs: `pai-agent` runs in containers (on the engine's architecture),
- * `pai-egress-relay` on this machine (`process.arch`).
+ * The package's native programs: `pai-agent` runs in containers (on the engine's architecture); `pai-egress-relay`,
+ * `pai-splice` and `pai-port-connect` on this machine (`process.arch`).
  */
-export type PrebuiltProgram = "pai-agent" | "pai-egress-relay" | "pai-splice";
+export type PrebuiltProgram = "pai-agent" | "pai-egress-relay" | "pai-splice" | "pai-port-connect";
 
 const prebuiltDirectory = new URL("../prebuilt/", import.meta.url);
 

@@ -26,6 +26,7 @@ import {
 } from "@pai/pool";
 import type { FacadeCalls } from "./bind-facade.ts";
 import type { BindingNetwork } from "./binding-network.ts";
+import { type ContainerLoopback, createContainerLoopback } from "./container-loopback.ts";
 import type { PooledBindingPoolOptions, PooledBindingTuning } from "./multi-engine-pool-settings.ts";
 import { createPooledBinding, type PooledBinding, type PreparedPool } from "./pooled-binding.ts";
 
@@ -59,6 +60,8 @@ export interface ContainerState<CONNECTION extends ContainerConnection> {
   proxy: EgressProxy | undefined;
   /** The runs told of the container's connections. */
   audience: ConnectionAudience;
+  /** Connections to its ports straight from this machine, on an engine that shares it. */
+  loopback: ContainerLoopback | undefined;
 }
 
 /** What a capability's `prepare` gets, once, on the binding's first start. */
@@ -143,6 +146,12 @@ export interface DockerBindingOptions<CONNECTION extends ContainerConnection, FA
     mapError(error: unknown): unknown;
   };
   network: BindingNetwork;
+  /**
+   * Whether `openPort` connects from this machine inside the container's network namespace, where the engine shares
+   * this machine and the namespace can be entered (see `createContainerLoopback`), before the capability's own path.
+   * @default true
+   */
+  directPorts?: boolean | undefined;
   /** Every connection a container made through its egress proxy, when it ends, with the container. */
   onConnection?: ((event: EgressConnectionEvent & { containerId: string }) => void) | undefined;
   /** Whether the containers run PAI's agent from the engine's agent volume (filled once per engine). @default true */
@@ -188,8 +197,9 @@ export function createDockerBinding<CONNECTION extends ContainerConnection, FACA
   async function setup(
     prepared: PreparedContainers<CONNECTION, FACADE>,
     context: Omit<ContainerConnectContext, "onAgent">,
+    directPorts: boolean,
   ): Promise<ContainerState<CONNECTION>> {
-    const { containerId } = context;
+    const { containerId, driver } = context;
     const audience = createConnectionAudience();
     const { policy, egress } = network;
     const proxy = policy
@@ -207,7 +217,10 @@ export function createDockerBinding<CONNECTION extends ContainerConnection, FACA
           ? (client, signal) => serveEgress({ client, proxy, audience, channel, signal })
           : undefined,
       });
-      return { connection, proxy, audience };
+      // A port's connection is made from here, not relayed by the agent, where the engine shares this machine.
+      const loopback =
+        directPorts && prepared.openPort ? createContainerLoopback({ driver, containerId }) : undefined;
+      return { connection, proxy, audience, loopback };
     } catch (error) {
       proxy?.close();
       throw error;
@@ -246,10 +259,15 @@ export function createDockerBinding<CONNECTION extends ContainerConnection, FACA
       spec: prepared.spec,
       ...(prepared.containerEnv ? { containerEnv: prepared.containerEnv } : {}),
       setup: ({ containerId, driver, signal, adopted, createEnv }) =>
-        setup(prepared, { containerId, driver, signal, adopted, createEnv }),
+        setup(
+          prepared,
+          { containerId, driver, signal, adopted, createEnv },
+          local !== undefined && options.directPorts !== false,
+        ),
       teardown: async ({ state }) => {
         // The lease ended: its connections close with it.
         state?.proxy?.close();
+        state?.loopback?.close();
         await state?.connection.close();
       },
       ...(healthy ? { healthCheck: ({ state }) => state !== undefined && healthy(state.connection) } : {}),
@@ -263,8 +281,12 @@ export function createDockerBinding<CONNECTION extends ContainerConnection, FACA
         : {}),
       ...(openPort
         ? {
-            openPort: (lease, port, signal) =>
-              openPort({ connection: lease.state.connection, containerId: lease.containerId }, port, signal),
+            openPort: (lease, port, signal) => {
+              const { connection, loopback } = lease.state;
+              const viaCapability = () =>
+                openPort({ connection, containerId: lease.containerId }, port, signal);
+              return loopback ? loopback.connect(port, signal, viaCapability) : viaCapability();
+            },
           }
         : {}),
       ...(checkpoints

@@ -120,6 +120,15 @@ export interface DockerSandboxOptions {
    * @default "agent"
    */
   executor?: "agent" | "docker-exec";
+  /**
+   * How `openPort` (and so a preview) reaches a server in a container of an engine on this machine: `true` connects
+   * from this machine inside the container's network namespace (the `pai-port-connect` helper, which needs root to
+   * enter it, hands the socket over), so no process relays the bytes; `false` has the container's agent relay each
+   * connection. Where the namespace cannot be entered (another machine's engine, not root, a rootless engine) the
+   * agent relays them either way.
+   * @default true
+   */
+  directPorts?: boolean;
   /** Code contexts (`runCode`) of the sandboxes. */
   codeInterpreter?: SandboxCodeInterpreterOptions;
   /**
@@ -342,6 +351,7 @@ export function dockerSandbox(options: DockerSandboxOptions = {}): DockerSandbox
     network,
     onConnection: options.onConnection,
     agent: commands.useAgent,
+    directPorts: options.directPorts,
     calls: sandboxCalls,
     closedError: () => new SandboxError("CAPABILITY_UNAVAILABLE", "the sandbox binding is closed"),
     prepare,

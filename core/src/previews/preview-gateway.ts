@@ -196,9 +196,23 @@ async function handleNodeRequest(
   res.once("close", report);
   const headers = responseHeaderPairs(incoming);
   const signal = controller.signal;
-  const moved = await spliceResponseBody({ incoming, res, method, headers, signal });
-  if (moved !== undefined) return spliced(moved);
+  const splicing = spliceResponseBody({ incoming, res, method, headers, signal });
+  if (splicing) return spliced(await splicing);
+  relayResponse(incoming, res, headers);
+}
+
+/**
+ * Sends the port's response to the browser: head and body in one write when the whole body has arrived with the head
+ * (a small response), else the body piped as it comes.
+ */
+function relayResponse(incoming: IncomingMessage, res: ServerResponse, headers: [string, string][]): void {
   res.writeHead(incoming.statusCode ?? 502, incoming.statusMessage ?? "", headers.flat());
+  if (incoming.complete) {
+    // all of it is in the parser's buffer: reading it ends `incoming` (its connection is free for the next request)
+    const body = incoming.read() as Buffer | null;
+    res.end(body ?? undefined);
+    return;
+  }
   incoming.pipe(res);
   incoming.once("error", () => res.destroy());
 }
@@ -225,7 +239,7 @@ async function tunnelUpgrade(
   const { connection } = opened;
   const up = countData(socket);
   const down = countData(connection);
-  const path = withoutTokenParam(url);
+  const { path } = base;
   const headers = forwardedHeaders(req.headers, live, url, true);
   connection.write(requestHead(method, path, headers));
   if (head.length > 0) connection.write(head);
@@ -301,7 +315,7 @@ async function exchange(
     incoming = await requestUpstream({
       upstream: gateway.upstreamOf(live),
       method: options.method,
-      path: withoutTokenParam(options.url),
+      path: base.path,
       headers: forwardedHeaders(options.headers, live, options.url, false),
       body: options.body,
       signal: options.signal,

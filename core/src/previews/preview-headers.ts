@@ -57,14 +57,16 @@ export function responseHeaders(incoming: IncomingMessage): Headers {
 export function responseHeaderPairs(incoming: IncomingMessage): Array<[string, string]> {
   const pairs: Array<[string, string]> = [];
   const raw = incoming.rawHeaders;
+  let chunked = false;
   for (let at = 0; at + 1 < raw.length; at += 2) {
     const name = raw[at]!.toLowerCase();
     const value = raw[at + 1]!;
-    if (HOP_BY_HOP.has(name) || (name === "content-length" && incoming.headers["transfer-encoding"]))
-      continue;
+    if (name === "transfer-encoding") chunked = true;
+    if (HOP_BY_HOP.has(name)) continue;
     pairs.push([name, name === "set-cookie" ? hostOnlyCookie(value) : value]);
   }
-  return pairs;
+  // a body in chunks has no length of its own (the raw headers, not `headers`: Node builds that object on demand)
+  return chunked ? pairs.filter(([name]) => name !== "content-length") : pairs;
 }
 
 /** A `Set-Cookie` value without a `Domain` attribute: a preview sets cookies for its own host only. */
@@ -77,7 +79,10 @@ function hostOnlyCookie(value: string): string {
 
 /** The path and query of `url` without the preview's token parameter. */
 export function withoutTokenParam(url: URL): string {
-  if (!url.searchParams.has(PREVIEW_TOKEN_PARAM)) return url.pathname + url.search;
+  // most requests carry no query at all: no URLSearchParams for them
+  if (!url.search.includes(PREVIEW_TOKEN_PARAM) || !url.searchParams.has(PREVIEW_TOKEN_PARAM)) {
+    return url.pathname + url.search;
+  }
   const clean = new URL(url);
   clean.searchParams.delete(PREVIEW_TOKEN_PARAM);
   return clean.pathname + clean.search;

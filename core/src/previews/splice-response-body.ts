@@ -38,25 +38,35 @@ function spliceableBody(
 /**
  * Sends `incoming`'s body to the browser's connection in the kernel instead of through Node, when it can be
  * ({@link spliceableBody}); the response head must not have been written yet, and nothing must have read `incoming`.
- * Resolves to the bytes moved in the kernel (the ones Node had read already are not counted), or `undefined` —
- * without touching anything — when the body is not one to splice (the caller then pipes it).
+ * Resolves to the bytes moved in the kernel (the ones Node had read already are not counted); returns `undefined` at
+ * once — without touching anything — when the body is not one to splice (the caller then sends it).
  *
  * The port's connection stops being read by Node; the body bytes Node's parser already took are written first, then
  * the rest is spliced (`SpliceBytes`). The connection is closed afterwards (its HTTP parser is behind it now), so it
  * serves no further request; the browser's connection goes on (`res` ends normally, its framing is the length). If
  * the splice falls short, the browser's connection is destroyed so the short body cannot be taken for a whole one.
  */
-export async function spliceResponseBody(options: {
+export function spliceResponseBody(options: {
   incoming: IncomingMessage;
   res: ServerResponse;
   method: string;
   headers: readonly [string, string][];
   signal: AbortSignal;
-}): Promise<number | undefined> {
-  const { incoming, res, method, signal } = options;
-  const body = spliceableBody(incoming, res, method);
-  if (!body) return undefined;
-  const { length, splice } = body;
+}): Promise<number> | undefined {
+  const body = spliceableBody(options.incoming, options.res, options.method);
+  return body ? spliceBody(options, body) : undefined;
+}
+
+async function spliceBody(
+  options: {
+    incoming: IncomingMessage;
+    res: ServerResponse;
+    headers: readonly [string, string][];
+    signal: AbortSignal;
+  },
+  { length, splice }: { length: number; splice: SpliceBytes },
+): Promise<number> {
+  const { incoming, res, signal } = options;
   const connection = incoming.socket as Socket;
 
   stopReading(connection, incoming);
