@@ -228,6 +228,15 @@ describe.skipIf(dockerOptedOut)("telemetry of a run with a sandbox", () => {
     }
   });
 
+  /** The one `pai.capability.acquire` span collected, checked to be a child of the one `pai.tool` span. */
+  function onlyAcquireUnderTool() {
+    const [tool] = otel.named("pai.tool");
+    const acquires = otel.named("pai.capability.acquire");
+    expect(acquires).toHaveLength(1);
+    expect(parentIdOf(acquires[0]!)).toBe(tool!.spanContext().spanId);
+    return acquires[0]!;
+  }
+
   it("traces a hibernated thread sandbox woken by the next call as an acquire with source woken under that call", async () => {
     const binding = sandboxBinding("telemetry-wake", { pool: { min: 0, max: 1, hibernateAfterMs: 300 } });
     const runtime = coderRuntime({ sandbox: binding });
@@ -242,23 +251,20 @@ describe.skipIf(dockerOptedOut)("telemetry of a run with a sandbox", () => {
       ).done;
       expect(outputsOf(second.messages).at(-1)).toMatchObject({ exitCode: 0, stdout: "kept\n" });
       await otel.collect();
-      const [tool] = otel.named("pai.tool");
-      const acquires = otel.named("pai.capability.acquire");
-      expect(acquires).toHaveLength(1);
-      expect(parentIdOf(acquires[0]!)).toBe(tool!.spanContext().spanId);
-      expect(acquires[0]!.attributes).toMatchObject({
+      const acquire = onlyAcquireUnderTool();
+      expect(acquire.attributes).toMatchObject({
         "pai.capability.name": "sandbox",
         "pai.capability.lifetime": "thread",
         "pai.capability.source": "woken",
         "pai.capability.resource_id": runtime.leases()[0]?.resourceId,
       });
-      expect(acquires[0]!.attributes["pai.capability.wait_ms"]).toBeGreaterThan(0);
+      expect(acquire.attributes["pai.capability.wait_ms"]).toBeGreaterThan(0);
       expect(otel.points("pai.capability.wake.duration")).toEqual([
         {
           attributes: { "pai.capability.name": "sandbox" },
           value: expect.objectContaining({
             count: 1,
-            sum: acquires[0]!.attributes["pai.capability.wait_ms"],
+            sum: acquire.attributes["pai.capability.wait_ms"],
           }),
         },
       ]);
@@ -290,11 +296,8 @@ describe.skipIf(dockerOptedOut)("telemetry of a run with a sandbox", () => {
       ).done;
       expect(outputsOf(read.messages).at(-1)).toMatchObject({ exitCode: 0, stdout: "kept\n" });
       await otel.collect();
-      const [tool] = otel.named("pai.tool");
-      const acquires = otel.named("pai.capability.acquire");
-      expect(acquires).toHaveLength(1);
-      expect(parentIdOf(acquires[0]!)).toBe(tool!.spanContext().spanId);
-      expect(acquires[0]!.attributes).toMatchObject({
+      const acquire = onlyAcquireUnderTool();
+      expect(acquire.attributes).toMatchObject({
         "pai.capability.name": "sandbox",
         "pai.capability.lifetime": "thread",
         "pai.capability.source": "reattached",
