@@ -7,6 +7,7 @@ import {
   streamText,
 } from "ai";
 import { capabilityNoteForModel } from "../capabilities/capability-note-for-model.ts";
+import { aiTelemetryForCall } from "../telemetry/ai-telemetry.ts";
 import type { PreparedRun } from "./prepare-run.ts";
 import { redactedMessage } from "./redaction.ts";
 import { resolveActiveTools } from "./resolve-enabled.ts";
@@ -37,6 +38,7 @@ export async function streamRun(run: PreparedRun, model: LanguageModel): Promise
     ignoreIncompleteToolCalls: true,
     convertDataPart: capabilityNoteForModel,
   });
+  const aiTelemetry = aiTelemetryForCall(run.deps.telemetry.ai);
   const result = streamText({
     model,
     ...(instructions !== undefined ? { instructions } : {}),
@@ -44,7 +46,7 @@ export async function streamRun(run: PreparedRun, model: LanguageModel): Promise
     tools,
     stopWhen: [isStepCount(definition.maxSteps), () => state.pendingActions.length > 0],
     abortSignal: controller.signal,
-    ...(run.deps.telemetry.ai ? { telemetry: run.deps.telemetry.ai } : {}),
+    ...(aiTelemetry ? { telemetry: aiTelemetry } : {}),
     // Only agents with `enabled` gates, tool sources (or their own prepareStep) pay for a per-step hook.
     ...(gated || sourced || definition.prepareStep
       ? {
