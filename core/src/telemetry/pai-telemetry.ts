@@ -8,6 +8,7 @@ import {
   type Span,
   SpanStatusCode,
   type Tracer,
+  type TracerProvider,
   trace,
 } from "@opentelemetry/api";
 import type { TelemetryOptions } from "ai";
@@ -74,9 +75,22 @@ export function activeTelemetryFlags(at: Context = context.active()): PaiTelemet
   return (at.getValue(flagsKey) as PaiTelemetryFlags | undefined) ?? defaultFlags;
 }
 
-/** PAI's tracer, from the global tracer provider (the API's no-op one until the app registers an SDK). */
+/** The tracer provider the app registered (what the API's global proxy delegates to), or the API's no-op one. */
+function registeredTracerProvider(): TracerProvider {
+  const global = trace.getTracerProvider() as TracerProvider & { getDelegate?: () => TracerProvider };
+  return global.getDelegate?.() ?? global;
+}
+
+let made: { provider: TracerProvider; tracer: Tracer } | undefined;
+
+/**
+ * PAI's tracer, from the global tracer provider (the API's no-op one until the app registers an SDK): made once per
+ * registered provider, as the API's own lookup costs a map search on every span.
+ */
 export function paiTracer(): Tracer {
-  return trace.getTracer("@pai/core", paiVersion);
+  const provider = registeredTracerProvider();
+  if (made?.provider !== provider) made = { provider, tracer: provider.getTracer("@pai/core", paiVersion) };
+  return made.tracer;
 }
 
 /** How a PAI span starts. */
