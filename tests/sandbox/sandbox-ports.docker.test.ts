@@ -96,6 +96,23 @@ function portConnectHelpers(): number[] {
     .map(Number);
 }
 
+/** A first connection to `port` of `sandbox`, made once a server listens there. */
+async function firstConnection(
+  sandbox: ProvisionedSandbox,
+  port: number,
+  signal: AbortSignal,
+): Promise<Duplex> {
+  let stream: Duplex | undefined;
+  await waitFor(async () => {
+    stream = await sandbox.openPort!(port, signal).catch((error: unknown) => {
+      if (codeOf(error) !== "SANDBOX_PORT_CLOSED") throw error;
+      return undefined;
+    });
+    return stream !== undefined;
+  }, "the server to listen");
+  return stream!;
+}
+
 /** Sends 100 MiB (each MiB numbered) through an echo server's connection and checks every byte came back in order. */
 async function echoHundredMiB(stream: Duplex): Promise<void> {
   const block = randomBytes(1024 * 1024);
@@ -154,15 +171,8 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       });
       try {
         const signal = new AbortController().signal;
-        let stream: Duplex | undefined;
-        await waitFor(async () => {
-          stream = await resource.openPort!(8000, signal).catch((error: unknown) => {
-            if (codeOf(error) !== "SANDBOX_PORT_CLOSED") throw error;
-            return undefined;
-          });
-          return stream !== undefined;
-        }, "the server to listen");
-        const answer = await exchange(stream!, "GET /hello.txt HTTP/1.0\r\nHost: localhost:8000\r\n\r\n");
+        const stream = await firstConnection(resource, 8000, signal);
+        const answer = await exchange(stream, "GET /hello.txt HTTP/1.0\r\nHost: localhost:8000\r\n\r\n");
         expect(answer).toMatch(/^HTTP\/1\.0 200 OK\r\n/);
         expect(answer.endsWith("\r\n\r\nhello from the sandbox\n")).toBe(true);
         // Another request, another connection: the server saw both come from its own loopback.
@@ -179,15 +189,7 @@ describe.skipIf(dockerOptedOut)("sandbox ports and terminals (through the in-con
       await box.writeFiles([{ path: "port-servers.py", content: PORT_SERVERS_PY }]);
       const server = await box.spawn({ command: "python3", args: ["port-servers.py", String(port), mode] });
       const signal = new AbortController().signal;
-      let first: Duplex | undefined;
-      await waitFor(async () => {
-        first = await resource.openPort!(port, signal).catch((error: unknown) => {
-          if (codeOf(error) !== "SANDBOX_PORT_CLOSED") throw error;
-          return undefined;
-        });
-        return first !== undefined;
-      }, "the server to listen");
-      return { server, first: first!, signal };
+      return { server, first: await firstConnection(resource, port, signal), signal };
     }
 
     it("connects from this machine into the container's namespace: a TCP socket to the port itself, 100 MiB each way", async () => {
@@ -424,19 +426,11 @@ describe.skipIf(dockerOptedOut)("sandbox ports relayed by the agent (directPorts
     await sandbox.writeFiles([{ path: "port-servers.py", content: PORT_SERVERS_PY }]);
     const server = await sandbox.spawn({ command: "python3", args: ["port-servers.py", "8002", "echo"] });
     try {
-      const signal = new AbortController().signal;
-      let stream: Duplex | undefined;
-      await waitFor(async () => {
-        stream = await relayedResource.openPort!(8002, signal).catch((error: unknown) => {
-          if (codeOf(error) !== "SANDBOX_PORT_CLOSED") throw error;
-          return undefined;
-        });
-        return stream !== undefined;
-      }, "the server to listen");
+      const stream = await firstConnection(relayedResource, 8002, new AbortController().signal);
       // The agent's relay ends at this process's dial socket (a unix socket): no AgentStream, no helper.
       expect(stream).toBeInstanceOf(Socket);
       expect((stream as Socket).remotePort).toBeUndefined();
-      await echoHundredMiB(stream!);
+      await echoHundredMiB(stream);
       expect(portConnectHelpers().filter((pid) => pid > 0)).toHaveLength(0);
     } finally {
       await server.kill("SIGKILL");
