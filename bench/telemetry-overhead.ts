@@ -4,6 +4,7 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
 import { BatchSpanProcessor, InMemorySpanExporter, TracerProvider } from "@opentelemetry/sdk-trace";
 import {
+  type AgentRuntime,
   createAgentRuntime,
   createMemoryThreadStore,
   createPai,
@@ -12,22 +13,48 @@ import {
   type TelemetrySettings,
 } from "@pai/core";
 import { createScriptedModel, type ScriptedStep } from "@pai/core/testing";
+import { dockerSandbox, sandbox } from "@pai/sandbox";
 import { z } from "zod";
+import { benchImage, benchPoolId } from "./bench-containers.ts";
 import { type BenchRow, ratioRow } from "./bench-row.ts";
 import { type Summary, sideBySide } from "./stats.ts";
 
 const STEPS = 5;
 const BLOCKS = 5;
-const script: ScriptedStep[] = [
-  ...Array.from({ length: STEPS }, (_, i) => ({ toolCalls: [{ toolName: "increment", input: { n: i } }] })),
-  { text: "done" },
-];
+/** The model's script for a turn: `STEPS` calls of `toolName` (input `{ n }`), then a word. */
+function turnModel(toolName: string) {
+  const script: ScriptedStep[] = [
+    ...Array.from({ length: STEPS }, (_, n) => ({ toolCalls: [{ toolName, input: { n } }] })),
+    { text: "done" },
+  ];
+  return createScriptedModel({
+    steps: [],
+    fallback: (call) => {
+      const sinceUser = call.prompt.length - call.prompt.findLastIndex((message) => message.role === "user");
+      return script[call.prompt.slice(-sinceUser).filter((message) => message.role === "tool").length]!;
+    },
+  });
+}
 const increment = defineTool({
   id: "increment",
   description: "Add one",
   inputSchema: z.object({ n: z.number() }),
   outputSchema: z.object({ next: z.number() }),
   execute: (ctx) => ({ next: ctx.input.n + 1 }),
+});
+const shell = defineTool({
+  id: "shell",
+  description: "Run a command in this conversation's sandbox",
+  inputSchema: z.object({ n: z.number() }),
+  capabilities: { sandbox },
+  execute: async (ctx) => {
+    const result = await ctx.capabilities.sandbox.runCommand({
+      command: "echo",
+      args: [String(ctx.input.n)],
+    });
+    if (result.exitCode !== 0) throw new Error(`echo exited ${result.exitCode}`);
+    return result.stdout;
+  },
 });
 
 /** A reader collected only when asked: metrics are recorded, never exported. */
@@ -36,26 +63,56 @@ class HeldReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
 }
 
-/** A runtime running the 5-step scripted tool loop, with `telemetry`; `run` plays it once, reading the stream. */
+/** Plays one run of `runtime` on `threadId` (a new thread when absent), reading its stream to the end. */
+async function playRun(runtime: AgentRuntime, agentId: string, threadId?: string): Promise<void> {
+  const run = await runtime.run({ agentId, message: "count", ...(threadId ? { threadId } : {}) });
+  for await (const _chunk of run.stream) {
+    // a client reading the stream
+  }
+  const result = await run.done;
+  if (result.status !== "completed") throw new Error(`run ended ${result.status}`);
+}
+
+/** A runtime playing the 5-step scripted tool loop (a new thread each run), with `telemetry`. */
 function loopRuntime(telemetry: TelemetrySettings) {
   const runtime = createAgentRuntime({
     pai: createPai({ agents: { loop: defineAgent({ tools: { increment }, maxSteps: STEPS + 1 }) } }),
     store: createMemoryThreadStore(),
-    model: createScriptedModel({
-      steps: [],
-      fallback: (call) => script[call.prompt.filter((m) => m.role === "tool").length % script.length]!,
-    }),
+    model: turnModel("increment"),
     telemetry,
   });
+  return { runtime, run: () => playRun(runtime, "loop") };
+}
+
+/**
+ * A runtime whose turn runs 5 commands in its thread's sandbox (a real container of the pool), with `telemetry`:
+ * the turns of one block continue one conversation, a new one (its sandbox from the warm pool) each block. No
+ * checkpoint of the workspace after each turn (its program's start would be most of a turn): the runtime's and the
+ * commands' own work.
+ */
+async function sandboxRuntime(telemetry: TelemetrySettings, name: string) {
+  const runtime = createAgentRuntime({
+    pai: createPai({ agents: { coder: defineAgent({ tools: { shell }, maxSteps: STEPS + 1 }) } }),
+    store: createMemoryThreadStore(),
+    model: turnModel("shell"),
+    checkpoints: false,
+    capabilities: {
+      sandbox: dockerSandbox({
+        image: await benchImage(),
+        poolId: benchPoolId(name),
+        pool: { min: 1, max: 2 },
+      }),
+    },
+    telemetry,
+  });
+  let conversation = 0;
+  let threadId = `${name}-0`;
   return {
     runtime,
-    async run() {
-      const run = await runtime.run({ agentId: "loop", message: "count" });
-      for await (const _chunk of run.stream) {
-        // a client reading the stream
-      }
-      const result = await run.done;
-      if (result.status !== "completed") throw new Error(`run ended ${result.status}`);
+    run: () => playRun(runtime, "coder", threadId),
+    async nextConversation() {
+      await runtime.deleteThread(threadId);
+      threadId = `${name}-${++conversation}`;
     },
   };
 }
@@ -66,14 +123,14 @@ async function medianOfBlocks(
   a: () => Promise<unknown>,
   b: () => Promise<unknown>,
   rounds: number,
-  between?: () => void,
+  between?: () => unknown,
 ): Promise<BenchRow> {
   const blocks: Array<{ a: Summary; b: Summary; ratio: number }> = [];
   const roundsPerBlock = Math.max(20, Math.round(rounds / BLOCKS));
   for (let block = 0; block < BLOCKS; block++) {
     const { a: sa, b: sb } = await sideBySide(a, b, { rounds: roundsPerBlock, warmup: block === 0 ? 20 : 5 });
     blocks.push({ a: sa, b: sb, ratio: sa.p50 / sb.p50 });
-    between?.();
+    await between?.();
   }
   blocks.sort((x, y) => x.ratio - y.ratio);
   const median = blocks[Math.floor(blocks.length / 2)]!;
@@ -84,15 +141,20 @@ async function medianOfBlocks(
 }
 
 /**
- * What tracing costs a 5-step tool loop through PAI (memory store, UI stream read to its end), each pair side by
- * side in one process: with no SDK registered, PAI's default (its spans through the API's no-op provider) against
- * telemetry off; then, with the official SDK registered (spans batched to memory, as an app batches them to a collector, and cleared between blocks; metrics
- * recorded), PAI's spans and metrics on against off, and PAI's plus the AI SDK's (`@ai-sdk/otel`) against off.
+ * What tracing costs a turn through PAI (memory store, UI stream read to its end), each pair side by side in one
+ * process. The 5-step scripted tool loop (a tool that adds one: PAI's own work and nothing else, the worst case):
+ * with no SDK registered, PAI's default (its spans through the API's no-op provider) against telemetry off; then,
+ * with the official SDK registered (spans batched to memory, as an app batches them to a collector, and cleared
+ * between blocks; metrics recorded), PAI's spans and metrics on against off, and PAI's plus the AI SDK's
+ * (`@ai-sdk/otel`) against off. Last, with the SDK, a coding agent's turn: 5 commands in the thread's sandbox,
+ * PAI's spans (tools, commands) on against off.
  */
 export async function benchTelemetryOverhead(options: { rounds: number }): Promise<BenchRow[]> {
   const off = loopRuntime({ isEnabled: false });
   const on = loopRuntime({});
   const withAiSdk = loopRuntime({ integrations: new OpenTelemetry() });
+  const sandboxOff = await sandboxRuntime({ isEnabled: false }, "telemetry-off");
+  const sandboxOn = await sandboxRuntime({}, "telemetry-on");
   const rows: BenchRow[] = [];
   try {
     rows.push(
@@ -126,6 +188,16 @@ export async function benchTelemetryOverhead(options: { rounds: number }): Promi
           options.rounds,
           clear,
         ),
+        await medianOfBlocks(
+          "tracing on (SDK, batch to memory) vs off: PAI's spans, a turn of 5 sandbox commands",
+          sandboxOn.run,
+          sandboxOff.run,
+          options.rounds,
+          async () => {
+            clear();
+            await Promise.all([sandboxOn.nextConversation(), sandboxOff.nextConversation()]);
+          },
+        ),
       );
     } finally {
       await Promise.all([tracerProvider.shutdown(), meterProvider.shutdown()]);
@@ -134,7 +206,7 @@ export async function benchTelemetryOverhead(options: { rounds: number }): Promi
       context.disable();
     }
   } finally {
-    await Promise.all([off.runtime.close(), on.runtime.close(), withAiSdk.runtime.close()]);
+    await Promise.all([off, on, withAiSdk, sandboxOff, sandboxOn].map((entry) => entry.runtime.close()));
   }
   return rows;
 }
