@@ -68,49 +68,6 @@ afterAll(async () => {
 });
 
 describe("the sandbox image, provided by the package", () => {
-  it("pulls a given base from a registry, builds the image on an engine lacking it (each step told) and runs a command", async () => {
-    const base = `${registry}/debian:bookworm-slim`;
-    const { ref: mainBase } = await debootstrapBase();
-    // The registry gets the main engine's debootstrap base under a registry name; the main engine keeps no copy of
-    // that name, and engine 3 has nothing at all.
-    await docker("-H", "unix:///var/run/docker.sock", "tag", mainBase, base);
-    await docker("-H", "unix:///var/run/docker.sock", "push", base);
-    await docker("-H", "unix:///var/run/docker.sock", "rmi", base);
-    expect(await docker("images", "-q", base)).toBe("");
-
-    const progress: ImageProgress[] = [];
-    const binding = dockerSandbox({
-      engines: [engine.engine],
-      baseImage: base,
-      poolId: `test-image-pull-${randomBytes(3).toString("hex")}`,
-      pool: { min: 0, max: 1, acquireTimeoutMs: 60_000 },
-      onImageProgress: (line) => progress.push(line),
-    });
-    try {
-      const resource = await binding.provision(request("thread:pull"));
-      const result = await resource.facade.runCommand({ command: "python3 -c 'print(6 * 7)'; id -u" });
-      expect(result).toMatchObject({ exitCode: 0, stdout: "42\n1000\n" });
-      await resource.release();
-
-      const image = binding.image as string;
-      expect(image).toMatch(/^pai\/sandbox:[0-9a-f]{12}$/);
-      // The base came from the registry, with the same image id the main engine's has.
-      expect(progress.some((line) => line.phase === "pull" && line.image === base)).toBe(true);
-      expect(await docker("image", "inspect", "-f", "{{.Id}}", base)).toBe(
-        await docker("-H", "unix:///var/run/docker.sock", "image", "inspect", "-f", "{{.Id}}", mainBase),
-      );
-      // The image was built here, every step told, all on engine 3.
-      const steps = progress.filter(isStep).map((line) => line.message);
-      expect(steps.length).toBeGreaterThanOrEqual(5);
-      expect(steps.some((step) => step.includes("apt-get install"))).toBe(true);
-      expect(progress.every((line) => line.engineId === engine.id)).toBe(true);
-      expect(progress.at(-1)).toMatchObject({ phase: "done", image });
-      expect(await docker("image", "inspect", "-f", '{{index .Config.Labels "pai.base"}}', image)).toBe(base);
-    } finally {
-      await binding.close();
-    }
-  }, 900_000);
-
   it("names the fix when the base cannot be had or made, and when a given image is missing builds nothing", async () => {
     const imageIds = async () => [...new Set(lines(await docker("images", "-aq")))].sort();
     const before = await imageIds();
@@ -164,7 +121,56 @@ describe("the sandbox image, provided by the package", () => {
     expect(await imageIds()).toEqual(before);
   }, 120_000);
 
-  it("builds once when two processes start at once on an engine lacking the image", async () => {
+  // The two builds (on the registry's base, on the debootstrap base) go on side by side: different images, no shared
+  // lock, both mostly waiting on apt. The test that wants the engine's images unchanged runs before them.
+  it.concurrent("pulls a given base from a registry, builds the image on an engine lacking it (each step told) and runs a command", async ({
+    expect,
+  }) => {
+    const base = `${registry}/debian:bookworm-slim`;
+    const { ref: mainBase } = await debootstrapBase();
+    // The registry gets the main engine's debootstrap base under a registry name; the main engine keeps no copy of
+    // that name, and engine 3 has nothing at all.
+    await docker("-H", "unix:///var/run/docker.sock", "tag", mainBase, base);
+    await docker("-H", "unix:///var/run/docker.sock", "push", base);
+    await docker("-H", "unix:///var/run/docker.sock", "rmi", base);
+    expect(await docker("images", "-q", base)).toBe("");
+
+    const progress: ImageProgress[] = [];
+    const binding = dockerSandbox({
+      engines: [engine.engine],
+      baseImage: base,
+      poolId: `test-image-pull-${randomBytes(3).toString("hex")}`,
+      pool: { min: 0, max: 1, acquireTimeoutMs: 60_000 },
+      onImageProgress: (line) => progress.push(line),
+    });
+    try {
+      const resource = await binding.provision(request("thread:pull"));
+      const result = await resource.facade.runCommand({ command: "python3 -c 'print(6 * 7)'; id -u" });
+      expect(result).toMatchObject({ exitCode: 0, stdout: "42\n1000\n" });
+      await resource.release();
+
+      const image = binding.image as string;
+      expect(image).toMatch(/^pai\/sandbox:[0-9a-f]{12}$/);
+      // The base came from the registry, with the same image id the main engine's has.
+      expect(progress.some((line) => line.phase === "pull" && line.image === base)).toBe(true);
+      expect(await docker("image", "inspect", "-f", "{{.Id}}", base)).toBe(
+        await docker("-H", "unix:///var/run/docker.sock", "image", "inspect", "-f", "{{.Id}}", mainBase),
+      );
+      // The image was built here, every step told, all on engine 3.
+      const steps = progress.filter(isStep).map((line) => line.message);
+      expect(steps.length).toBeGreaterThanOrEqual(5);
+      expect(steps.some((step) => step.includes("apt-get install"))).toBe(true);
+      expect(progress.every((line) => line.engineId === engine.id)).toBe(true);
+      expect(progress.at(-1)).toMatchObject({ phase: "done", image });
+      expect(await docker("image", "inspect", "-f", '{{index .Config.Labels "pai.base"}}', image)).toBe(base);
+    } finally {
+      await binding.close();
+    }
+  }, 900_000);
+
+  it.concurrent("builds once when two processes start at once on an engine lacking the image", async ({
+    expect,
+  }) => {
     const start = (n: number) =>
       execa(
         process.execPath,
