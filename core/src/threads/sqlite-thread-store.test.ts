@@ -1,6 +1,7 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { UIMessage } from "ai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -96,7 +97,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
-function openError(options: { path: string }): unknown {
+function openError(options: { path: string; busyTimeoutMs?: number }): unknown {
   try {
     opened.push(createSqliteThreadStore(options));
   } catch (error) {
@@ -201,6 +202,49 @@ describe("createSqliteThreadStore", () => {
       );
     } finally {
       raw.close();
+    }
+  });
+
+  it("waits for another process that holds the new file's write lock (as one creating it does) instead of failing", async () => {
+    mkdirSync(dirname(path), { recursive: true });
+    // A process in the middle of creating the same file: the file in rollback-journal mode, its write lock taken.
+    // Switching to WAL then answers "database is locked" at once, without SQLite's busy timeout.
+    const holder = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const db = new (require("node:sqlite").DatabaseSync)(process.argv[1]);
+         db.exec("BEGIN IMMEDIATE");
+         process.stdout.write("HOLDING\\n");
+         setTimeout(() => { db.exec("COMMIT"); process.exit(0); }, 300);`,
+        path,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    const exited = new Promise((resolve) => holder.on("exit", resolve));
+    await new Promise((resolve) => holder.stdout!.once("data", resolve));
+
+    await open().close();
+    expect(await exited).toBe(0);
+    const raw = new DatabaseSync(path);
+    try {
+      expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("fails with STORE_UNWRITABLE when the new file stays locked past the busy timeout", () => {
+    mkdirSync(dirname(path), { recursive: true });
+    const locker = new DatabaseSync(path);
+    locker.exec("BEGIN IMMEDIATE");
+    try {
+      const error = openError({ path, busyTimeoutMs: 50 });
+      expect(PaiError.hasCode(error, "STORE_UNWRITABLE")).toBe(true);
+      expect((error as PaiError).message).toContain("database is locked");
+    } finally {
+      locker.exec("ROLLBACK");
+      locker.close();
     }
   });
 

@@ -107,7 +107,7 @@ function openDatabase(location: string, busyTimeoutMs: number): DatabaseSync {
     db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
     // Reads only: a file that is not ours must be refused before anything is written to it.
     checkSqliteStore(db, location);
-    if (location !== MEMORY) db.prepare("PRAGMA journal_mode = WAL").get();
+    if (location !== MEMORY) useWal(db, busyTimeoutMs);
     db.exec("PRAGMA synchronous = NORMAL");
     migrateSqliteSchema(db, location);
   } catch (error) {
@@ -115,4 +115,27 @@ function openDatabase(location: string, busyTimeoutMs: number): DatabaseSync {
     throw toSqliteStoreError(error, location, "open");
   }
   return db;
+}
+
+/** SQLite's result code for a file another connection holds locked (`SQLITE_BUSY`, and its extended codes). */
+const SQLITE_BUSY = 5;
+
+/**
+ * Puts the file in WAL mode (kept in the file: a no-op once any process did it). While other processes open the same
+ * new file, the switch can answer "database is locked" at once, without waiting on the busy timeout as statements
+ * do: it is tried again, with short pauses, until the busy timeout has passed.
+ */
+function useWal(db: DatabaseSync, busyTimeoutMs: number): void {
+  const deadline = Date.now() + busyTimeoutMs;
+  for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
+    try {
+      db.prepare("PRAGMA journal_mode = WAL").get();
+      return;
+    } catch (error) {
+      const code = (error as { errcode?: unknown }).errcode;
+      if (typeof code !== "number" || (code & 0xff) !== SQLITE_BUSY || Date.now() >= deadline) throw error;
+    }
+    // The store opens synchronously (DatabaseSync): the pause blocks this thread, as a busy timeout would.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, pauseMs);
+  }
 }
