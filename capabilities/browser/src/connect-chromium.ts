@@ -37,13 +37,21 @@ export interface ConnectChromiumOptions {
   timeoutMs?: number;
 }
 
-/** Stops what an earlier session left running (its agent and Chromium) and clears Chromium's profile locks. */
-const CLEAR_LEFTOVERS = `for d in /proc/[0-9]*; do
-  p=\${d#/proc/}
-  [ "$p" = "$PPID" ] && continue
-  cmd=$(tr '\\0' ' ' < "$d/cmdline" 2>/dev/null) || continue
-  case "$cmd" in /usr/lib/chromium/*|/usr/bin/chromium*|/opt/pai/pai-agent*) kill -KILL "$p" 2>/dev/null ;; esac
-done
+/**
+ * Stops what an earlier session left running (its agent and Chromium), waits (up to 5 s) until none of it is left
+ * but zombies (a process being killed may still hold the profile), and clears Chromium's profile locks.
+ */
+const CLEAR_LEFTOVERS = `leftovers() {
+  for d in /proc/[0-9]*; do
+    p=\${d#/proc/}
+    [ "$p" = "$PPID" ] && continue
+    cmd=$(tr '\\0' ' ' < "$d/cmdline" 2>/dev/null) || continue
+    case "$cmd" in /usr/lib/chromium/*|/usr/bin/chromium*|/opt/pai/pai-agent*) echo "$p" ;; esac
+  done
+}
+for p in $(leftovers); do kill -KILL "$p" 2>/dev/null; done
+i=0
+while [ -n "$(leftovers)" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 rm -f ${PROFILE_DIRECTORY}/SingletonLock ${PROFILE_DIRECTORY}/SingletonSocket ${PROFILE_DIRECTORY}/SingletonCookie`;
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
