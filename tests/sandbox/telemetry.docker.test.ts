@@ -1,7 +1,8 @@
 // PAI's OpenTelemetry spans and metrics, read with the official SDK, for scripted runs whose tools use a real
 // sandbox on the real engine: the span tree (pai.run > the AI SDK's spans > pai.tool > pai.capability.acquire,
 // pai.sandbox.*), its attributes, a failing tool's error code, and the metrics the run moved; a sandbox woken from
-// hibernation and one reattached by the next process, as `pai.capability.acquire` says where they came from; the
+// hibernation, one reattached by the next process and one that process's other spec replaced, as
+// `pai.capability.acquire` says where they came from; the
 // egress metrics of an allowed and a refused connection.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -312,6 +313,52 @@ describe.skipIf(dockerOptedOut)("telemetry of a run with a sandbox", () => {
           value: expect.objectContaining({ count: 1 }),
         },
       ]);
+    } finally {
+      await first.close();
+      await next.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("traces a recorded sandbox that another spec replaced, its files carried over, as a new container marked replaced", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pai-telemetry-replace-"));
+    const path = join(dir, "threads.db");
+    // A deploy that changed the sandbox: the next process's pool is another, so its container cannot be adopted.
+    const first = coderRuntime({
+      sandbox: sandboxBinding("telemetry-replace-old", { pool: { min: 0, max: 1 } }),
+      store: createSqliteThreadStore({ path }),
+    });
+    const next = coderRuntime({
+      sandbox: sandboxBinding("telemetry-replace-new", { pool: { min: 0, max: 1 } }),
+      store: createSqliteThreadStore({ path }),
+    });
+    try {
+      const written = await (await first.run({ agentId: "coder", message: "echo kept > note.txt" })).done;
+      expect(written.status).toBe("completed");
+      const oldContainer = first.leases()[0]?.resourceId;
+      await first.close({ handOver: true });
+      otel.exporter.reset();
+
+      const read = await (
+        await next.run({ agentId: "coder", threadId: written.threadId, message: "cat note.txt" })
+      ).done;
+      expect(outputsOf(read.messages).at(-1)).toMatchObject({ exitCode: 0, stdout: "kept\n" });
+      const newContainer = next.leases()[0]?.resourceId;
+      expect(newContainer).not.toBe(oldContainer);
+      await otel.collect();
+      const acquire = onlyAcquireUnderTool();
+      expect(acquire.attributes).toMatchObject({
+        "pai.capability.name": "sandbox",
+        "pai.capability.lifetime": "thread",
+        "pai.capability.source": "cold",
+        "pai.capability.replaced": true,
+        "pai.capability.resource_id": newContainer,
+      });
+      expect(
+        otel
+          .points("pai.capability.acquire.duration")
+          .map((point) => point.attributes["pai.capability.source"]),
+      ).toEqual(["cold"]);
     } finally {
       await first.close();
       await next.close();

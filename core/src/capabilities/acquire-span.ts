@@ -16,7 +16,8 @@ export interface Obtained {
 /**
  * Traces a lease's resource being obtained as `pai.capability.acquire` below the active context (the tool call that
  * first used it): its capability and lifetime, where it came from (`warm` | `cold` from the binding's
- * `acquisition`, or `reattached`), the engine, and the binding's wait and create times; the duration goes to
+ * `acquisition`, or `reattached`; a recorded resource replaced by a new one is the new one's `warm` | `cold`, with
+ * `pai.capability.replaced`), the engine, and the binding's wait and create times; the duration goes to
  * `pai.capability.acquire.duration`. A failure is recorded with its code.
  */
 export async function traceAcquire(
@@ -30,7 +31,10 @@ export async function traceAcquire(
   try {
     const { resource, reattached } = await obtain();
     const acquisition = resource.acquisition;
-    const source: AcquireSource = reattached ? "reattached" : (acquisition?.source ?? "cold");
+    // A recorded resource that had to be replaced (another spec took over its files) is a new one: the binding says
+    // where that came from, as for any resource it hands out.
+    const replaced = reattached && acquisition !== undefined;
+    const source: AcquireSource = reattached && !replaced ? "reattached" : (acquisition?.source ?? "cold");
     paiMetrics().acquireDuration.record(performance.now() - startedAt, {
       "pai.capability.name": target.capability,
       "pai.capability.source": source,
@@ -39,6 +43,7 @@ export async function traceAcquire(
       span.setAttributes({
         "pai.capability.source": source,
         "pai.capability.resource_id": resource.resourceId,
+        ...(replaced ? { "pai.capability.replaced": true } : {}),
         ...(acquisition?.engine !== undefined ? { "pai.capability.engine": acquisition.engine } : {}),
         ...(acquisition?.waitMs !== undefined ? { "pai.capability.wait_ms": acquisition.waitMs } : {}),
         ...(acquisition?.createMs !== undefined ? { "pai.capability.create_ms": acquisition.createMs } : {}),
