@@ -1,14 +1,37 @@
 // A run suspended in one process and resumed in another, on one shared store (a SQLite file, a Postgres schema): the
 // resumed run's span links to the span of the run that suspended (the trace context is stored with the pending
-// action), and the pending action is an event of the suspending run's span.
-import { mkdtempSync, rmSync } from "node:fs";
+// action), and the pending action is an event of the suspending run's span. A process killed with a lease: the
+// process that takes the lease over traces it as an acquire of its own.
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createAgentRuntime, createPai, defineAgent, defineTool } from "@pai/core";
+import { createScriptedModel } from "@pai/core/testing";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type SharedStore, sharedStores } from "./fixtures/runtime-process.ts";
+import { z } from "zod";
+import { counter, fileCounterBinding } from "./fixtures/file-counter-binding.ts";
+import { installOtel, parentIdOf } from "./fixtures/otel-sdk.ts";
+import { createRuntimeProcesses, type SharedStore, sharedStores } from "./fixtures/runtime-process.ts";
 
 const fixture = join(import.meta.dirname, "fixtures", "telemetry-process.ts");
+
+/** A runtime of this process on the counter engine of the runtime processes (no run needs to use it). */
+const counterPai = createPai({
+  agents: {
+    counting: defineAgent({
+      tools: {
+        count: defineTool({
+          id: "count",
+          description: "Counts up in this conversation's counter",
+          inputSchema: z.object({}),
+          capabilities: { counter },
+          execute: async (ctx) => ({ value: await ctx.capabilities.counter.next() }),
+        }),
+      },
+    }),
+  },
+});
 
 interface ProcessSpans {
   status: string;
@@ -86,5 +109,56 @@ describe.each(sharedStores)("telemetry across processes on $name", ({ create }) 
     expect(second.points["pai.runs"]).toEqual([
       { attributes: { "pai.run.status": "completed", "pai.agent.id": "ops" }, value: 1 },
     ]);
+  });
+
+  it("traces a killed process's lease, taken over by the next process, as an acquire of its own trace", async () => {
+    const engineDir = join(dir, "engine");
+    mkdirSync(engineDir);
+    const processes = createRuntimeProcesses({ store: () => store, engineDir: () => engineDir });
+    const otel = installOtel();
+    try {
+      const dying = await processes.start("dying");
+      expect(await dying.run("t1")).toMatchObject({ status: "completed", value: 1 });
+      await dying.kill();
+      const opened = await store.open();
+      const [record] = await opened.listLeases({ capability: "counter" });
+      await opened.close();
+      expect(record).toMatchObject({ ownerId: "dying", lifetime: "thread" });
+
+      const runtime = createAgentRuntime({
+        pai: counterPai,
+        store: await store.open(),
+        model: createScriptedModel({ steps: [] }),
+        capabilities: { counter: fileCounterBinding(engineDir) },
+      });
+      try {
+        await runtime.startCapabilities();
+        await runtime.sweep();
+        expect(runtime.leases().map((lease) => lease.resourceId)).toEqual([record!.resourceId]);
+        const [acquire, ...others] = otel.named("pai.capability.acquire");
+        expect(others).toEqual([]);
+        // No run asked for it: a trace of its own.
+        expect(parentIdOf(acquire!)).toBeUndefined();
+        expect(acquire!.attributes).toEqual({
+          "pai.capability.name": "counter",
+          "pai.capability.lifetime": "thread",
+          "pai.capability.taken_over": true,
+          "pai.capability.source": "reattached",
+          "pai.capability.resource_id": record!.resourceId,
+        });
+        await otel.collect();
+        expect(otel.points("pai.capability.acquire.duration")).toEqual([
+          {
+            attributes: { "pai.capability.name": "counter", "pai.capability.source": "reattached" },
+            value: expect.objectContaining({ count: 1 }),
+          },
+        ]);
+      } finally {
+        await runtime.close();
+      }
+    } finally {
+      processes.stopAll();
+      await otel.uninstall();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { SpanStatusCode } from "@opentelemetry/api";
+import { type Context, type Span, SpanStatusCode } from "@opentelemetry/api";
 import { paiMetrics } from "../telemetry/pai-metrics.ts";
 import { failSpan, startPaiSpan } from "../telemetry/pai-telemetry.ts";
 import type { CapabilityLifetime } from "../threads/thread-store.ts";
@@ -29,34 +29,63 @@ export async function traceAcquire(
     attributes: { "pai.capability.name": target.capability, "pai.capability.lifetime": target.lifetime },
   });
   try {
-    const { resource, reattached } = await obtain();
-    const acquisition = resource.acquisition;
-    // A recorded resource that had to be replaced (another spec took over its files) is a new one: the binding says
-    // where that came from, as for any resource it hands out.
-    const replaced = reattached && acquisition !== undefined;
-    const source: AcquireSource = reattached && !replaced ? "reattached" : (acquisition?.source ?? "cold");
-    paiMetrics().acquireDuration.record(performance.now() - startedAt, {
-      "pai.capability.name": target.capability,
-      "pai.capability.source": source,
-    });
-    if (span.isRecording()) {
-      span.setAttributes({
-        "pai.capability.source": source,
-        "pai.capability.resource_id": resource.resourceId,
-        ...(replaced ? { "pai.capability.replaced": true } : {}),
-        ...(acquisition?.engine !== undefined ? { "pai.capability.engine": acquisition.engine } : {}),
-        ...(acquisition?.waitMs !== undefined ? { "pai.capability.wait_ms": acquisition.waitMs } : {}),
-        ...(acquisition?.createMs !== undefined ? { "pai.capability.create_ms": acquisition.createMs } : {}),
-      });
-      span.setStatus({ code: SpanStatusCode.OK });
-    }
-    return resource;
+    const obtained = await obtain();
+    recordAcquired(span, target.capability, obtained, performance.now() - startedAt);
+    return obtained.resource;
   } catch (error) {
     failSpan(span, error);
     throw error;
   } finally {
     span.end();
   }
+}
+
+/**
+ * Records a dead owner's lease this process took over (no run asked for it: maintenance, or a binding's first
+ * reconcile) as `pai.capability.acquire` of a trace of its own, made after the fact from `startedAt` (epoch
+ * milliseconds) with `pai.capability.taken_over`; `parent` carries the runtime's telemetry flags.
+ */
+export function traceTakeover(
+  target: { capability: string; lifetime: CapabilityLifetime },
+  resource: ProvisionedResource,
+  startedAt: number,
+  parent: Context,
+): void {
+  const span = startPaiSpan("pai.capability.acquire", {
+    parent,
+    startTime: startedAt,
+    attributes: {
+      "pai.capability.name": target.capability,
+      "pai.capability.lifetime": target.lifetime,
+      "pai.capability.taken_over": true,
+    },
+  });
+  recordAcquired(span, target.capability, { resource, reattached: true }, Date.now() - startedAt);
+  span.end();
+}
+
+/** Records an obtained resource on `pai.capability.acquire.duration` and, when it records, on `span` (status OK). */
+function recordAcquired(span: Span, capability: string, obtained: Obtained, durationMs: number): void {
+  const { resource, reattached } = obtained;
+  const acquisition = resource.acquisition;
+  // A recorded resource that had to be replaced (another spec took over its files) is a new one: the binding says
+  // where that came from, as for any resource it hands out.
+  const replaced = reattached && acquisition !== undefined;
+  const source: AcquireSource = reattached && !replaced ? "reattached" : (acquisition?.source ?? "cold");
+  paiMetrics().acquireDuration.record(durationMs, {
+    "pai.capability.name": capability,
+    "pai.capability.source": source,
+  });
+  if (!span.isRecording()) return;
+  span.setAttributes({
+    "pai.capability.source": source,
+    "pai.capability.resource_id": resource.resourceId,
+    ...(replaced ? { "pai.capability.replaced": true } : {}),
+    ...(acquisition?.engine !== undefined ? { "pai.capability.engine": acquisition.engine } : {}),
+    ...(acquisition?.waitMs !== undefined ? { "pai.capability.wait_ms": acquisition.waitMs } : {}),
+    ...(acquisition?.createMs !== undefined ? { "pai.capability.create_ms": acquisition.createMs } : {}),
+  });
+  span.setStatus({ code: SpanStatusCode.OK });
 }
 
 /**

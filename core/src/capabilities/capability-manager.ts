@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
 import type { PreviewRegistry } from "../previews/preview-registry.ts";
+import type { PaiTelemetryFlags } from "../telemetry/pai-telemetry.ts";
 import type { CapabilityLifetime, ThreadStore } from "../threads/thread-store.ts";
 import { BindingStarter } from "./binding-starter.ts";
 import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
@@ -34,6 +35,8 @@ export interface CapabilityManagerOptions {
   onError?: (error: unknown) => void;
   /** The previews of this process: the facades' `bind` gets a way to open them; they end with their leases. */
   previews?: PreviewRegistry;
+  /** The runtime's telemetry flags, for what no run asks for (a dead owner's lease taken over). @default spans on */
+  telemetry?: PaiTelemetryFlags;
 }
 
 /**
@@ -69,7 +72,12 @@ export class CapabilityManager {
     this.#store = store;
     this.#owners = owners;
     this.#leases = new LeaseTable({ bindings, declarations, store, ownerId });
-    this.#reconciler = new LeaseReconciler({ store, ownerId, leases: this.#leases });
+    this.#reconciler = new LeaseReconciler({
+      store,
+      ownerId,
+      leases: this.#leases,
+      telemetry: options.telemetry,
+    });
     this.#starter = new BindingStarter({
       bindings,
       owners,

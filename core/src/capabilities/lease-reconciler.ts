@@ -1,4 +1,7 @@
+import { type Context, ROOT_CONTEXT } from "@opentelemetry/api";
+import { type PaiTelemetryFlags, telemetryFlags, withTelemetryFlags } from "../telemetry/pai-telemetry.ts";
 import type { LeaseRecord, ThreadStore } from "../threads/thread-store.ts";
+import { traceTakeover } from "./acquire-span.ts";
 import type { CapabilityBinding, ProvisionedResource } from "./capability-binding.ts";
 import { type HeldLease, type LeaseTable, leaseId, outlivesRuns } from "./lease-table.ts";
 import { OrphanResources } from "./orphan-resources.ts";
@@ -13,6 +16,8 @@ export interface LeaseReconcilerOptions {
   /** This process's owner id. */
   ownerId: string;
   leases: LeaseTable;
+  /** The runtime's telemetry flags, for the spans of takeovers (which no run asks for). @default spans on */
+  telemetry?: PaiTelemetryFlags | undefined;
 }
 
 /**
@@ -25,6 +30,8 @@ export class LeaseReconciler {
   readonly #store: ThreadStore;
   readonly #ownerId: string;
   readonly #leases: LeaseTable;
+  /** The parent of a takeover's span: no run's, with the runtime's telemetry flags. */
+  readonly #traceParent: Context;
   readonly #orphans = new OrphanResources();
   /** Leases a reconcile is taking over from a dead owner, by lease id: a run needing one waits for it. */
   readonly #takeovers = new Map<string, Promise<unknown>>();
@@ -33,6 +40,7 @@ export class LeaseReconciler {
     this.#store = options.store;
     this.#ownerId = options.ownerId;
     this.#leases = options.leases;
+    this.#traceParent = withTelemetryFlags(options.telemetry ?? telemetryFlags(undefined), ROOT_CONTEXT);
   }
 
   /**
@@ -162,6 +170,7 @@ export class LeaseReconciler {
       this.#orphans.add(binding.capability, record.resourceId);
       return undefined;
     }
+    const startedAt = Date.now();
     const reattached = await this.reattach(binding, record, AbortSignal.timeout(REATTACH_TIMEOUT_MS));
     if (!reattached) return undefined;
     const lease: HeldLease = {
@@ -181,6 +190,7 @@ export class LeaseReconciler {
     }
     reattached.hibernation?.idle(); // no run uses it yet
     this.#leases.set(id, lease);
+    traceTakeover(record, reattached, startedAt, this.#traceParent);
     return reattached.resourceId;
   }
 }

@@ -251,8 +251,10 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
   const onBackgroundError =
     options.onBackgroundError ?? ((error: unknown) => console.error("[pai] background maintenance:", error));
   const previews = new PreviewRegistry(options.previews ?? {});
+  const telemetry = runtimeTelemetry(options.telemetry);
   const capabilities = new CapabilityManager({
     previews,
+    telemetry: telemetry.flags,
     bindings,
     declarations,
     store,
@@ -304,7 +306,7 @@ export function createAgentRuntime<PAI extends Pai>(options: AgentRuntimeOptions
     stopPollIntervalMs: options.stopPollIntervalMs ?? 250,
     subagents: (caller) => callerSubagents(parts, caller),
     onBackgroundError,
-    telemetry: runtimeTelemetry(options.telemetry),
+    telemetry,
   });
   const rewinds = createThreadRewinds({
     store,
