@@ -274,96 +274,85 @@ describe.skipIf(dockerOptedOut)("telemetry of a run with a sandbox", () => {
     }
   });
 
-  it("traces the sandbox the next process reattaches as an acquire with source reattached", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pai-telemetry-reattach-"));
+  /**
+   * Two processes' runtimes on one SQLite file, each with its sandbox binding: the first writes a note in a thread's
+   * sandbox and hands its leases over as it closes; the next reads the note in the same thread. Resolves to the first
+   * process's container and the next one's, with only the next process's spans and metrics recorded.
+   */
+  async function handOverThread(
+    firstSandbox: ReturnType<typeof dockerSandbox>,
+    nextSandbox: ReturnType<typeof dockerSandbox>,
+  ): Promise<{ before: string | undefined; after: string | undefined }> {
+    const dir = mkdtempSync(join(tmpdir(), "pai-telemetry-handover-"));
     const path = join(dir, "threads.db");
+    const first = coderRuntime({ sandbox: firstSandbox, store: createSqliteThreadStore({ path }) });
+    const next = coderRuntime({ sandbox: nextSandbox, store: createSqliteThreadStore({ path }) });
+    try {
+      const written = await (await first.run({ agentId: "coder", message: "echo kept > note.txt" })).done;
+      expect(written.status).toBe("completed");
+      const before = first.leases()[0]?.resourceId;
+      await first.close({ handOver: true });
+      otel.exporter.reset();
+
+      const read = await (
+        await next.run({ agentId: "coder", threadId: written.threadId, message: "cat note.txt" })
+      ).done;
+      expect(outputsOf(read.messages).at(-1)).toMatchObject({ exitCode: 0, stdout: "kept\n" });
+      const after = next.leases()[0]?.resourceId;
+      await otel.collect();
+      return { before, after };
+    } finally {
+      await first.close();
+      await next.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it("traces the sandbox the next process reattaches as an acquire with source reattached", async () => {
     // The same spec and pool in both processes, as after a deploy that changed nothing of the sandbox.
     const options = {
       image: sandboxImage,
       poolId: testPoolId("telemetry-reattach"),
       pool: { min: 0, max: 1 },
     };
-    const first = coderRuntime({ sandbox: dockerSandbox(options), store: createSqliteThreadStore({ path }) });
-    const next = coderRuntime({ sandbox: dockerSandbox(options), store: createSqliteThreadStore({ path }) });
-    try {
-      const written = await (await first.run({ agentId: "coder", message: "echo kept > note.txt" })).done;
-      expect(written.status).toBe("completed");
-      const containerId = first.leases()[0]?.resourceId;
-      await first.close({ handOver: true });
-      otel.exporter.reset();
-
-      const read = await (
-        await next.run({ agentId: "coder", threadId: written.threadId, message: "cat note.txt" })
-      ).done;
-      expect(outputsOf(read.messages).at(-1)).toMatchObject({ exitCode: 0, stdout: "kept\n" });
-      await otel.collect();
-      const acquire = onlyAcquireUnderTool();
-      expect(acquire.attributes).toMatchObject({
-        "pai.capability.name": "sandbox",
-        "pai.capability.lifetime": "thread",
-        "pai.capability.source": "reattached",
-        "pai.capability.resource_id": containerId,
-      });
-      const reattached = otel
-        .points("pai.capability.acquire.duration")
-        .filter((point) => point.attributes["pai.capability.source"] === "reattached");
-      expect(reattached).toEqual([
-        {
-          attributes: { "pai.capability.name": "sandbox", "pai.capability.source": "reattached" },
-          value: expect.objectContaining({ count: 1 }),
-        },
-      ]);
-    } finally {
-      await first.close();
-      await next.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const { before, after } = await handOverThread(dockerSandbox(options), dockerSandbox(options));
+    expect(after).toBe(before);
+    expect(onlyAcquireUnderTool().attributes).toMatchObject({
+      "pai.capability.name": "sandbox",
+      "pai.capability.lifetime": "thread",
+      "pai.capability.source": "reattached",
+      "pai.capability.resource_id": before,
+    });
+    const reattached = otel
+      .points("pai.capability.acquire.duration")
+      .filter((point) => point.attributes["pai.capability.source"] === "reattached");
+    expect(reattached).toEqual([
+      {
+        attributes: { "pai.capability.name": "sandbox", "pai.capability.source": "reattached" },
+        value: expect.objectContaining({ count: 1 }),
+      },
+    ]);
   });
 
   it("traces a recorded sandbox that another spec replaced, its files carried over, as a new container marked replaced", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pai-telemetry-replace-"));
-    const path = join(dir, "threads.db");
     // A deploy that changed the sandbox: the next process's pool is another, so its container cannot be adopted.
-    const first = coderRuntime({
-      sandbox: sandboxBinding("telemetry-replace-old", { pool: { min: 0, max: 1 } }),
-      store: createSqliteThreadStore({ path }),
+    const { before, after } = await handOverThread(
+      sandboxBinding("telemetry-replace-old", { pool: { min: 0, max: 1 } }),
+      sandboxBinding("telemetry-replace-new", { pool: { min: 0, max: 1 } }),
+    );
+    expect(after).not.toBe(before);
+    expect(onlyAcquireUnderTool().attributes).toMatchObject({
+      "pai.capability.name": "sandbox",
+      "pai.capability.lifetime": "thread",
+      "pai.capability.source": "cold",
+      "pai.capability.replaced": true,
+      "pai.capability.resource_id": after,
     });
-    const next = coderRuntime({
-      sandbox: sandboxBinding("telemetry-replace-new", { pool: { min: 0, max: 1 } }),
-      store: createSqliteThreadStore({ path }),
-    });
-    try {
-      const written = await (await first.run({ agentId: "coder", message: "echo kept > note.txt" })).done;
-      expect(written.status).toBe("completed");
-      const oldContainer = first.leases()[0]?.resourceId;
-      await first.close({ handOver: true });
-      otel.exporter.reset();
-
-      const read = await (
-        await next.run({ agentId: "coder", threadId: written.threadId, message: "cat note.txt" })
-      ).done;
-      expect(outputsOf(read.messages).at(-1)).toMatchObject({ exitCode: 0, stdout: "kept\n" });
-      const newContainer = next.leases()[0]?.resourceId;
-      expect(newContainer).not.toBe(oldContainer);
-      await otel.collect();
-      const acquire = onlyAcquireUnderTool();
-      expect(acquire.attributes).toMatchObject({
-        "pai.capability.name": "sandbox",
-        "pai.capability.lifetime": "thread",
-        "pai.capability.source": "cold",
-        "pai.capability.replaced": true,
-        "pai.capability.resource_id": newContainer,
-      });
-      expect(
-        otel
-          .points("pai.capability.acquire.duration")
-          .map((point) => point.attributes["pai.capability.source"]),
-      ).toEqual(["cold"]);
-    } finally {
-      await first.close();
-      await next.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    expect(
+      otel
+        .points("pai.capability.acquire.duration")
+        .map((point) => point.attributes["pai.capability.source"]),
+    ).toEqual(["cold"]);
   });
 
   it("counts the egress bytes of an allowed connection and the refusal of another", async () => {
