@@ -7,7 +7,7 @@ export interface BenchRow {
   subject?: Summary;
   /** The side-by-side baseline. */
   baseline?: Summary;
-  /** subject p50 / baseline p50, when both exist. */
+  /** subject p50 / baseline p50 (or what the row says it is), when both exist. */
   ratio?: number;
   /** A single figure (throughput, memory, ...) and its unit. */
   value?: number;
@@ -23,9 +23,11 @@ export function ratioRow(row: {
   baseline: Summary;
   target?: string;
   maxRatio?: number;
+  /** The ratio to judge, when it is not subject p50 / baseline p50 (a median of paired rounds' ratios). */
+  ratio?: number;
   note?: string;
 }): BenchRow {
-  const ratio = row.subject.p50 / row.baseline.p50;
+  const ratio = row.ratio ?? row.subject.p50 / row.baseline.p50;
   const maxRatio = row.maxRatio ?? parseTarget(row.target);
   return {
     name: row.name,

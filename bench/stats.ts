@@ -14,6 +14,13 @@ export function summarize(samples: number[]): Summary {
   return { n: sorted.length, p50: at(0.5), p95: at(0.95), p99: at(0.99), mean };
 }
 
+/** The middle value of `values` (the mean of the two middle ones for an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
 /** Milliseconds taken by `fn`. */
 export async function time(fn: () => Promise<unknown>): Promise<number> {
   const start = performance.now();
@@ -23,12 +30,13 @@ export async function time(fn: () => Promise<unknown>): Promise<number> {
 
 /**
  * Runs `a` and `b` alternately `rounds` times (after `warmup` rounds each), so both see the same machine state.
+ * `rounds` are each round's two times (its runs of `a` and `b` next to each other, the first of them in turn).
  */
 export async function sideBySide(
   a: () => Promise<unknown>,
   b: () => Promise<unknown>,
   options: { rounds: number; warmup: number },
-): Promise<{ a: Summary; b: Summary }> {
+): Promise<{ a: Summary; b: Summary; rounds: Array<{ a: number; b: number }> }> {
   for (let i = 0; i < options.warmup; i++) {
     await a();
     await b();
@@ -44,7 +52,11 @@ export async function sideBySide(
       as.push(await time(a));
     }
   }
-  return { a: summarize(as), b: summarize(bs) };
+  return {
+    a: summarize(as),
+    b: summarize(bs),
+    rounds: as.map((value, round) => ({ a: value, b: bs[round]! })),
+  };
 }
 
 export function fmt(ms: number): string {
