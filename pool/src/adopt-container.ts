@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { ContainerInspection } from "./container-driver.ts";
 import type { ContainerLease } from "./container-lease.ts";
 import { poolClosedError } from "./container-pool-errors.ts";
@@ -6,6 +7,13 @@ import { poolLabels } from "./labels.ts";
 import type { PoolContainer } from "./pool-container.ts";
 import type { PoolCore } from "./pool-core.ts";
 import { PoolError } from "./pool-error.ts";
+
+/**
+ * How often an adopted container's setup is tried: a container just taken over may still be settling (what the
+ * previous process ran in it still dying), so a failed setup is tried once more after a pause.
+ */
+const SETUP_TRIES = 2;
+const SETUP_RETRY_PAUSE_MS = 500;
 
 /** Options of `adopt`. */
 export interface AdoptOptions {
@@ -110,7 +118,10 @@ function hold<STATE>(
   return container;
 }
 
-/** Runs `setup` for a running adopted container; when it fails, the pool lets go of the container again. */
+/**
+ * Runs `setup` for a running adopted container (a failed try reported as an `error` event and tried again once);
+ * when it fails, the pool lets go of the container again.
+ */
 async function setUp<STATE>(
   core: PoolCore<STATE>,
   container: PoolContainer<STATE>,
@@ -120,9 +131,23 @@ async function setUp<STATE>(
   const { setup } = core.options;
   if (!setup || container.hibernated) return;
   const containerId = container.id;
+  const setupSignal = signal ? AbortSignal.any([signal, core.closeSignal]) : core.closeSignal;
   try {
-    const setupSignal = signal ? AbortSignal.any([signal, core.closeSignal]) : core.closeSignal;
-    container.state = await setup({ containerId, driver: core.driver, signal: setupSignal, adopted: true });
+    for (let tried = 1; ; tried++) {
+      try {
+        container.state = await setup({
+          containerId,
+          driver: core.driver,
+          signal: setupSignal,
+          adopted: true,
+        });
+        break;
+      } catch (error) {
+        if (tried >= SETUP_TRIES || setupSignal.aborted) throw error;
+        core.events.emit("error", { operation: "adopt", error, containerId });
+        await sleep(SETUP_RETRY_PAUSE_MS, undefined, { signal: setupSignal });
+      }
+    }
   } catch (error) {
     core.containers.delete(containerId);
     core.knownIds.delete(containerId);

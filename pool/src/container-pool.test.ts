@@ -288,6 +288,49 @@ describe("createContainerPool", () => {
     expect(driver.containers.has(lease.containerId)).toBe(false);
   });
 
+  it("tries an adopted container's failed setup once more, and lets go of it when the second try fails too", async () => {
+    const driver = createFakeDriver();
+    const before = makePool(driver, { min: 0, poolId: "settling" });
+    const settling = await before.acquire({ leaseKey: "thread:1" });
+    const failing = await before.acquire({ leaseKey: "thread:2" });
+    // A restart; the first setup of each adopted container fails (what the old process ran is still dying),
+    // and the second container's setup never succeeds.
+    const tries = new Map<string, number>();
+    const after = makePool<string>(driver, {
+      min: 0,
+      poolId: "settling",
+      setup: ({ containerId, adopted }) => {
+        const tried = (tries.get(containerId) ?? 0) + 1;
+        tries.set(containerId, tried);
+        if (adopted && (tried === 1 || containerId === failing.containerId))
+          throw new Error(`setup ${tried} failed`);
+        return `ready after ${tried}`;
+      },
+    });
+    const errors: Array<{ operation: string; containerId?: string; message: string }> = [];
+    after.events.on("error", (event) =>
+      errors.push({
+        operation: event.operation,
+        ...(event.containerId ? { containerId: event.containerId } : {}),
+        message: (event.error as Error).message,
+      }),
+    );
+
+    const adopted = await after.adopt(settling.containerId, { leaseKey: "thread:1" });
+    expect(adopted.state).toBe("ready after 2");
+    expect(errors).toEqual([
+      { operation: "adopt", containerId: settling.containerId, message: "setup 1 failed" },
+    ]);
+
+    const refused = await after.adopt(failing.containerId, { leaseKey: "thread:2" }).catch((error) => error);
+    expect(refused).toMatchObject({ code: "CONTAINER_FAILED" });
+    expect((refused as PoolError).cause).toMatchObject({ message: "setup 2 failed" });
+    expect(tries.get(failing.containerId)).toBe(2);
+    // Let go of, not removed: a later adopt (another process's, or this one's) may take it.
+    expect(driver.containers.get(failing.containerId)?.status).toBe("running");
+    expect(after.metrics()).toMatchObject({ borrowed: 1, size: 1 });
+  });
+
   it("refuses to adopt foreign or missing containers, and adopts a stopped one as hibernated", async () => {
     const driver = createFakeDriver();
     const pool = makePool(driver, { min: 0, poolId: "mine" });

@@ -27,9 +27,9 @@ export interface ContainerPoolEventMap {
    * (`ContainerLease.restart`); `durationMs` includes waiting for room.
    */
   restart: { containerId: string; leaseKey: string; durationMs: number; reason: string };
-  /** A failure the pool handled itself (a failed create it will retry, a failed removal). */
+  /** A failure the pool handled itself (a failed create or adopted container's setup it will retry, a failed removal). */
   error: {
-    operation: "create" | "destroy" | "reap" | "validate" | "hibernate";
+    operation: "create" | "destroy" | "reap" | "validate" | "hibernate" | "adopt";
     error: unknown;
     containerId?: string;
   };

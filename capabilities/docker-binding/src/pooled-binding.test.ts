@@ -267,4 +267,37 @@ describe("createPooledBinding when a container stops on its own", () => {
     await sandbox.release();
     expect([...driver.containers.keys()]).toEqual([]);
   });
+
+  it("reattaches a container whose set-up fails once; one that keeps failing rejects with why, carryOver or not", async () => {
+    const driver = createFakeDriver();
+    const first = restartingBinding(driver);
+    const settling = await first.pooled.provision({ leaseKey: "thread:1", signal });
+    const broken = await first.pooled.provision({ leaseKey: "thread:2", signal });
+    await first.pooled.close(); // a restart: the leased containers stay
+    const recordOf = (resourceId: string, key: string) => ({
+      resourceId,
+      lifetime: "thread" as const,
+      key,
+      meta: settling.meta,
+    });
+
+    for (const carryOver of [undefined, ["/workspace"]]) {
+      const { pooled, control } = restartingBinding(driver, carryOver ? { carryOver } : {});
+      control.failSetups = 1; // what the old process ran is still dying: the second try passes
+      const again = await pooled.reattach(recordOf(settling.resourceId, "1"), signal);
+      expect(again?.resourceId).toBe(settling.resourceId);
+
+      control.failSetups = 2; // both tries fail
+      await expect(pooled.reattach(recordOf(broken.resourceId, "2"), signal)).rejects.toMatchObject({
+        code: "CONTAINER_FAILED",
+        cause: expect.objectContaining({ message: "the agent did not come up" }),
+      });
+      // Left where it was for the reaper (or a later adopt); no successor was made for it.
+      expect(driver.containers.get(broken.resourceId)?.status).toBe("running");
+      expect(pooled.metrics()).toMatchObject({ borrowed: 1 });
+      // Gone: nothing to tell, nothing to reattach.
+      expect(await pooled.reattach(recordOf("gone", "3"), signal)).toBeUndefined();
+      await pooled.close(); // the next restart: the reattached container stays
+    }
+  });
 });

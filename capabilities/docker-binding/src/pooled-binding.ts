@@ -112,7 +112,10 @@ export interface PooledBinding<FACADE> extends CapabilityBinding<FACADE> {
    * Adopts the container recorded on `lease` (after a restart) on the engine its `meta.engine` names (the first
    * engine without one), running or hibernated (stopped: woken on its first use). One made from another spec or
    * pool id is replaced, with `carryOver`, by a fresh container that inherits those folders. `undefined` when it is
-   * gone, cannot be adopted or replaced, or its engine does not answer.
+   * gone, its engine does not answer, or it is another pool id's and there is nothing to carry over.
+   * @throws PoolError `CONTAINER_FAILED` (or what the replacement threw) when it is there but could be neither
+   * adopted (its setup failed twice, or this pool id's other spec made it) nor replaced: the runtime reports it
+   * and gives the lease a new container.
    */
   reattach(
     lease: Pick<LeaseRecord, "resourceId" | "lifetime" | "key" | "meta"> & Partial<LeaseRecord>,
@@ -296,20 +299,28 @@ export function createPooledBinding<STATE, FACADE extends object>(
         signal,
         ...(typeof record.meta.engine === "string" ? { engineId: record.meta.engine } : {}),
       };
+      let adoptFailure: PoolError | undefined;
       if (typeof record.meta.poolId !== "string" || record.meta.poolId === opened.poolId) {
         try {
           return resourceOf(opened, await opened.pool.adopt(record.resourceId, from));
         } catch (error) {
           // gone, or its engine does not answer: nothing to carry over either
           if (!PoolError.hasCode(error, "CONTAINER_FAILED")) return undefined;
+          adoptFailure = error;
         }
       }
-      if (!options.carryOver?.length) return undefined;
+      if (!options.carryOver?.length) {
+        if (adoptFailure) throw adoptFailure;
+        return undefined;
+      }
       try {
         const carry = options.carryOver;
         return resourceOf(opened, await opened.pool.replace(record.resourceId, { ...from, carry }));
-      } catch {
-        return undefined;
+      } catch (error) {
+        if (PoolError.hasCode(error, "NOT_FOUND") || PoolError.hasCode(error, "DOCKER_UNAVAILABLE"))
+          return undefined;
+        // a container of this pool that failed to adopt is refused a successor: why the adopt failed is the news
+        throw adoptFailure ?? error;
       }
     },
     async reapUnowned(context) {

@@ -155,7 +155,10 @@ export interface CapabilityBinding<FACADE = unknown> {
    */
   start?(context?: BindingStartContext): Promise<void>;
   provision(request: ProvisionRequest): Promise<ProvisionedResource<FACADE>>;
-  /** Reconnects to a resource recorded on a lease before a restart; `undefined` when it is gone. */
+  /**
+   * Reconnects to a resource recorded on a lease before a restart; `undefined` when it is gone. A rejection (it is
+   * there, but could not be reconnected) goes to the runtime's `onBackgroundError`; the lease then gets a new one.
+   */
   reattach?(lease: LeaseRecord, signal: AbortSignal): Promise<ProvisionedResource<FACADE> | undefined>;
   /**
    * Removes the resources on this binding's engine whose owner is known dead and that no kept lease names (a

@@ -46,6 +46,8 @@ function fakeBinding(
     /** Runs before each reap: may wait (a slow engine) or throw (a failed removal). */
     beforeReap?: () => Promise<void> | void;
     reattachDelayMs?: number;
+    /** What `reattach` rejects with (a resource that is there but cannot be reconnected). */
+    reattachError?: unknown;
   } = {},
 ) {
   const engine: FakeEngine = options.engine ?? new Map();
@@ -97,6 +99,7 @@ function fakeBinding(
     async reattach(lease) {
       await new Promise((resolve) => setTimeout(resolve, options.reattachDelayMs ?? 0));
       if (!engine.has(lease.resourceId) || held.has(lease.resourceId)) return undefined;
+      if (options.reattachError) throw options.reattachError;
       held.add(lease.resourceId);
       reattached.push(lease.resourceId);
       return resourceOf(lease.resourceId);
@@ -282,6 +285,7 @@ function replica(
     binding?: Parameters<typeof fakeBinding>[0];
     handoverTimeoutMs?: number;
     onRuntimeError?: (error: unknown) => void;
+    onBackgroundError?: (error: unknown) => void;
   } = {},
 ) {
   const fake = fakeBinding({ engine, prefix, ...options.binding });
@@ -300,6 +304,7 @@ function replica(
     heartbeatIntervalMs: 20,
     ownerTtlMs: 1000,
     ...(options.handoverTimeoutMs !== undefined ? { handoverTimeoutMs: options.handoverTimeoutMs } : {}),
+    ...(options.onBackgroundError ? { onBackgroundError: options.onBackgroundError } : {}),
   });
   return { ...fake, runtime, model };
 }
@@ -713,6 +718,37 @@ describe("several processes on one store and one engine", () => {
     expect(b.provisioned).toEqual([]);
     expect(b.runtime.leases()).toMatchObject([{ key: "t1", resourceId: "dead-thread" }]);
     await b.runtime.close();
+    expect(engine.size).toBe(0);
+  });
+
+  it("tells onBackgroundError why a dead owner's resource could not be reattached, and gives the thread a new one", async () => {
+    const store = sharedStore();
+    const engine: FakeEngine = new Map([["dead-thread", { owner: "dead", value: 41 }]]);
+    const errors: unknown[] = [];
+    const b = replica(store, engine, "b", {
+      binding: { reattachError: new Error("Chromium did not come up") },
+      onBackgroundError: (error) => errors.push(error),
+    });
+    await b.runtime.startCapabilities();
+    await deadOwner(store, "dead");
+    await store.putLease(leaseOf({ key: "t1", resourceId: "dead-thread", ownerId: "dead" }));
+    await store.ensureThread({ id: "t1", agentId: "a", ownerKey: "user:ann", createdAt: 1, updatedAt: 1 });
+
+    const run = await b.runtime.run({ agentId: "a", identity: ann, threadId: "t1", message: "again" });
+    expect(lastCount((await run.done).messages)).toBe(1);
+    expect(b.provisioned).toEqual(["br1@thread:t1"]);
+    expect(errors).toEqual([
+      expect.objectContaining({
+        name: "PaiError",
+        code: "CAPABILITY_UNAVAILABLE",
+        message: expect.stringContaining(
+          'the counter recorded on lease "thread:t1" (dead-thread) could not be reattached, so the lease gets a new one: Chromium did not come up',
+        ),
+        cause: expect.objectContaining({ message: "Chromium did not come up" }),
+      }),
+    ]);
+    await b.runtime.close();
+    expect(b.reaped).toContain("dead-thread");
     expect(engine.size).toBe(0);
   });
 

@@ -30,7 +30,8 @@ export interface CapabilityManagerOptions {
   handoverPollMs?: number;
   /**
    * Told when a binding's first reconcile (at its start) fails: the binding is used anyway, and the periodic
-   * reconcile tries again.
+   * reconcile tries again; and why a recorded resource that is there could not be reattached (its lease gets a new
+   * one).
    */
   onError?: (error: unknown) => void;
   /** The previews of this process: the facades' `bind` gets a way to open them; they end with their leases. */
@@ -77,6 +78,7 @@ export class CapabilityManager {
       ownerId,
       leases: this.#leases,
       telemetry: options.telemetry,
+      onError: options.onError,
     });
     this.#starter = new BindingStarter({
       bindings,

@@ -1,4 +1,5 @@
 import { type Context, ROOT_CONTEXT } from "@opentelemetry/api";
+import { PaiError } from "../errors/pai-error.ts";
 import { type PaiTelemetryFlags, telemetryFlags, withTelemetryFlags } from "../telemetry/pai-telemetry.ts";
 import type { LeaseRecord, ThreadStore } from "../threads/thread-store.ts";
 import { traceTakeover } from "./acquire-span.ts";
@@ -18,6 +19,8 @@ export interface LeaseReconcilerOptions {
   leases: LeaseTable;
   /** The runtime's telemetry flags, for the spans of takeovers (which no run asks for). @default spans on */
   telemetry?: PaiTelemetryFlags | undefined;
+  /** Told why a recorded resource that is there could not be reattached (the lease then gets a new one). */
+  onError?: ((error: unknown) => void) | undefined;
 }
 
 /**
@@ -30,6 +33,7 @@ export class LeaseReconciler {
   readonly #store: ThreadStore;
   readonly #ownerId: string;
   readonly #leases: LeaseTable;
+  readonly #onError: (error: unknown) => void;
   /** The parent of a takeover's span: no run's, with the runtime's telemetry flags. */
   readonly #traceParent: Context;
   readonly #orphans = new OrphanResources();
@@ -40,6 +44,7 @@ export class LeaseReconciler {
     this.#store = options.store;
     this.#ownerId = options.ownerId;
     this.#leases = options.leases;
+    this.#onError = options.onError ?? (() => {});
     this.#traceParent = withTelemetryFlags(options.telemetry ?? telemetryFlags(undefined), ROOT_CONTEXT);
   }
 
@@ -95,8 +100,9 @@ export class LeaseReconciler {
   }
 
   /**
-   * Reattaches the resource of a lease this process now owns. A stale lease, or one whose resource is gone,
-   * is deleted (its resource, if any, is removed at the binding's next reconcile) and `undefined` returned.
+   * Reattaches the resource of a lease this process now owns. A stale lease, or one whose resource is gone or
+   * failed to reattach (why: told to `onError`), is deleted (its resource, if any, is removed at the binding's
+   * next reconcile) and `undefined` returned.
    */
   async reattach(
     binding: CapabilityBinding,
@@ -107,7 +113,10 @@ export class LeaseReconciler {
     const reattached = fresh
       ? await binding
           .reattach?.(record, AbortSignal.any([signal, AbortSignal.timeout(REATTACH_TIMEOUT_MS)]))
-          .catch(() => undefined)
+          .catch((error: unknown) => {
+            this.#onError(reattachError(record, error));
+            return undefined;
+          })
       : undefined;
     if (!reattached) {
       await this.#store.deleteLease(record.capability, record.lifetime, record.key);
@@ -193,6 +202,17 @@ export class LeaseReconciler {
     traceTakeover(record, reattached, startedAt, this.#traceParent);
     return reattached.resourceId;
   }
+}
+
+/** Why the resource recorded on `record` is not reattached: `CAPABILITY_UNAVAILABLE`, `cause` the binding's error. */
+function reattachError(record: LeaseRecord, cause: unknown): PaiError {
+  const { capability, lifetime, key, resourceId } = record;
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  return new PaiError(
+    "CAPABILITY_UNAVAILABLE",
+    `the ${capability} recorded on lease "${lifetime}:${key}" (${resourceId}) could not be reattached, so the lease gets a new one: ${reason}`,
+    { cause, details: { capability, lifetime, resourceId } },
+  );
 }
 
 /** Resolves once `promise` settles (either way), or rejects with `signal`'s reason if it aborts first. */

@@ -122,7 +122,10 @@ export interface OwnershipOptions {
   stopPollIntervalMs?: number;
   /** How long a run waits for another live process to hand over a lease it needs. @default 30000 */
   handoverTimeoutMs?: number;
-  /** Errors of the background work (heartbeats, recovery, reaping). @default logs them with `console.error` */
+  /**
+   * Errors of the background work (heartbeats, recovery, reaping, a recorded resource that could not be reattached).
+   * @default logs them with `console.error`
+   */
   onBackgroundError?: (error: unknown) => void;
 }
 
