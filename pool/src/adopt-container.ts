@@ -120,7 +120,8 @@ function hold<STATE>(
 
 /**
  * Runs `setup` for a running adopted container (a failed try reported as an `error` event and tried again once);
- * when it fails, the pool lets go of the container again.
+ * when it fails, the pool lets go of the container again and throws `CONTAINER_FAILED` with `details.stage:
+ * "setup"` (or the `PoolError` the set-up threw).
  */
 async function setUp<STATE>(
   core: PoolCore<STATE>,
@@ -154,9 +155,17 @@ async function setUp<STATE>(
     if (container.permit) core.capacity.release();
     throw PoolError.isInstance(error)
       ? error
-      : new PoolError("CONTAINER_FAILED", `Setting up adopted container ${containerId} failed`, {
-          cause: error,
-          details: { containerId, poolId: core.settings.poolId, labels: inspection.labels },
-        });
+      : new PoolError(
+          "CONTAINER_FAILED",
+          `Setting up adopted container ${containerId} failed: ${messageOf(error)}`,
+          {
+            cause: error,
+            details: { containerId, poolId: core.settings.poolId, labels: inspection.labels, stage: "setup" },
+          },
+        );
   }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -15,6 +15,11 @@ export interface ReplaceOptions {
   leaseKey: string;
   /** Folders (absolute paths) whose contents the successor inherits (e.g. `["/workspace"]`). */
   carry: readonly string[];
+  /**
+   * The container is one this pool could adopt, and adopting it failed (its set-up did not pass): replace it all
+   * the same. Without it, such a container is refused (adopt it). @default false
+   */
+  adoptFailed?: boolean;
   signal?: AbortSignal;
 }
 
@@ -67,7 +72,10 @@ export function createEngineSuccession<STATE>(
     const { engineId, leaseKey, carry, signal } = options;
     const record = await context.reachableEngineOf(containerId, engineId);
     const { labels } = await record.driver.inspect(containerId, signal ? { signal } : {});
-    const adoptable = labels[poolLabels.pool] === poolId && labels[poolLabels.spec] === context.specHash;
+    const adoptable =
+      !options.adoptFailed &&
+      labels[poolLabels.pool] === poolId &&
+      labels[poolLabels.spec] === context.specHash;
     if (labels[poolLabels.managed] !== "true" || adoptable) {
       throw new PoolError(
         "CONTAINER_FAILED",

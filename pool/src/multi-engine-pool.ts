@@ -88,12 +88,13 @@ export interface MultiEnginePool<STATE = undefined> {
   adopt(containerId: string, options?: AdoptOptions & { engineId?: string }): Promise<EngineLease<STATE>>;
   /**
    * Takes over, by a successor, a managed container this pool cannot adopt because another spec or pool id made
-   * it (an upgrade changed the spec): acquires a fresh container for `leaseKey`, copies what the `carry` folders
-   * hold from the old container on engine `engineId` into it (see `carryPaths`), then removes the old one.
+   * it (an upgrade changed the spec), or whose adopt failed (`adoptFailed`): acquires a fresh container for
+   * `leaseKey`, copies what the `carry` folders hold from the old container on engine `engineId` into it (see
+   * `carryPaths`), then removes the old one.
    * @throws PoolError `NOT_FOUND` for an engine the pool does not have or a container that is gone,
    * `DOCKER_UNAVAILABLE` when an engine is unreachable, `CONTAINER_FAILED` for a container that is not managed
-   * or that this pool could adopt, and what `acquire` and the copy throw (the fresh container is then released
-   * and the old one kept).
+   * or that this pool could adopt (unless `adoptFailed`), and what `acquire` and the copy throw (the fresh
+   * container is then released and the old one kept).
    */
   replace(containerId: string, options: ReplaceOptions): Promise<EngineLease<STATE>>;
   /**

@@ -268,11 +268,12 @@ describe("createPooledBinding when a container stops on its own", () => {
     expect([...driver.containers.keys()]).toEqual([]);
   });
 
-  it("reattaches a container whose set-up fails once; one that keeps failing rejects with why, carryOver or not", async () => {
+  it("reattaches a container whose set-up fails once; one that keeps failing is replaced with carryOver, else rejects with why", async () => {
     const driver = createFakeDriver();
     const first = restartingBinding(driver);
     const settling = await first.pooled.provision({ leaseKey: "thread:1", signal });
     const broken = await first.pooled.provision({ leaseKey: "thread:2", signal });
+    await driver.putArchive(broken.resourceId, "/workspace/.", Buffer.from("the thread's files"));
     await first.pooled.close(); // a restart: the leased containers stay
     const recordOf = (resourceId: string, key: string) => ({
       resourceId,
@@ -281,23 +282,31 @@ describe("createPooledBinding when a container stops on its own", () => {
       meta: settling.meta,
     });
 
-    for (const carryOver of [undefined, ["/workspace"]]) {
-      const { pooled, control } = restartingBinding(driver, carryOver ? { carryOver } : {});
-      control.failSetups = 1; // what the old process ran is still dying: the second try passes
-      const again = await pooled.reattach(recordOf(settling.resourceId, "1"), signal);
-      expect(again?.resourceId).toBe(settling.resourceId);
+    const second = restartingBinding(driver);
+    second.control.failSetups = 1; // what the old process ran is still dying: the second try passes
+    expect((await second.pooled.reattach(recordOf(settling.resourceId, "1"), signal))?.resourceId).toBe(
+      settling.resourceId,
+    );
+    second.control.failSetups = 2; // both tries fail
+    await expect(second.pooled.reattach(recordOf(broken.resourceId, "2"), signal)).rejects.toMatchObject({
+      code: "CONTAINER_FAILED",
+      message: expect.stringContaining("the agent did not come up"),
+      details: expect.objectContaining({ stage: "setup" }),
+    });
+    // Left where it was for the reaper (or a later adopt).
+    expect(driver.containers.get(broken.resourceId)?.status).toBe("running");
+    // Gone: nothing to tell, nothing to reattach.
+    expect(await second.pooled.reattach(recordOf("gone", "3"), signal)).toBeUndefined();
+    await second.pooled.close(); // the next restart
 
-      control.failSetups = 2; // both tries fail
-      await expect(pooled.reattach(recordOf(broken.resourceId, "2"), signal)).rejects.toMatchObject({
-        code: "CONTAINER_FAILED",
-        cause: expect.objectContaining({ message: "the agent did not come up" }),
-      });
-      // Left where it was for the reaper (or a later adopt); no successor was made for it.
-      expect(driver.containers.get(broken.resourceId)?.status).toBe("running");
-      expect(pooled.metrics()).toMatchObject({ borrowed: 1 });
-      // Gone: nothing to tell, nothing to reattach.
-      expect(await pooled.reattach(recordOf("gone", "3"), signal)).toBeUndefined();
-      await pooled.close(); // the next restart: the reattached container stays
-    }
+    const third = restartingBinding(driver, { carryOver: ["/workspace"] });
+    third.control.failSetups = 2;
+    const successor = await third.pooled.reattach(recordOf(broken.resourceId, "2"), signal);
+    expect(successor?.resourceId).not.toBe(broken.resourceId);
+    expect(driver.containers.has(broken.resourceId)).toBe(false);
+    expect(driver.containers.get(successor!.resourceId)?.archives.get("/workspace")?.toString()).toBe(
+      "the thread's files",
+    );
+    await expect(successor!.facade.inspect()).resolves.toMatchObject({ running: true });
   });
 });

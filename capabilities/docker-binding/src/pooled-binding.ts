@@ -111,11 +111,12 @@ export interface PooledBinding<FACADE> extends CapabilityBinding<FACADE> {
   /**
    * Adopts the container recorded on `lease` (after a restart) on the engine its `meta.engine` names (the first
    * engine without one), running or hibernated (stopped: woken on its first use). One made from another spec or
-   * pool id is replaced, with `carryOver`, by a fresh container that inherits those folders. `undefined` when it is
-   * gone, its engine does not answer, or it is another pool id's and there is nothing to carry over.
+   * pool id, or one whose set-up fails (twice), is replaced, with `carryOver`, by a fresh container that inherits
+   * those folders. `undefined` when it is gone, its engine does not answer, or it is another pool id's and there is
+   * nothing to carry over.
    * @throws PoolError `CONTAINER_FAILED` (or what the replacement threw) when it is there but could be neither
-   * adopted (its setup failed twice, or this pool id's other spec made it) nor replaced: the runtime reports it
-   * and gives the lease a new container.
+   * adopted (its set-up failed, or this pool id's other spec made it) nor replaced: the runtime reports it and
+   * gives the lease a new container.
    */
   reattach(
     lease: Pick<LeaseRecord, "resourceId" | "lifetime" | "key" | "meta"> & Partial<LeaseRecord>,
@@ -315,11 +316,16 @@ export function createPooledBinding<STATE, FACADE extends object>(
       }
       try {
         const carry = options.carryOver;
-        return resourceOf(opened, await opened.pool.replace(record.resourceId, { ...from, carry }));
+        // its set-up failed: a successor inherits its folders (a container another spec made is replaced anyway)
+        const adoptFailed = adoptFailure?.details?.stage === "setup";
+        return resourceOf(
+          opened,
+          await opened.pool.replace(record.resourceId, { ...from, carry, adoptFailed }),
+        );
       } catch (error) {
         if (PoolError.hasCode(error, "NOT_FOUND") || PoolError.hasCode(error, "DOCKER_UNAVAILABLE"))
           return undefined;
-        // a container of this pool that failed to adopt is refused a successor: why the adopt failed is the news
+        // no successor either: why the container could not be adopted is the first news
         throw adoptFailure ?? error;
       }
     },
