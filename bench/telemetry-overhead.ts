@@ -125,9 +125,9 @@ async function pairedRatioRow(
   name: string,
   a: () => Promise<unknown>,
   b: () => Promise<unknown>,
-  rounds: number,
-  between?: () => unknown,
+  options: { rounds: number; between?: () => unknown; target?: string },
 ): Promise<BenchRow> {
+  const { rounds, between, target } = options;
   const all: Array<{ a: number; b: number }> = [];
   const blockRatios: number[] = [];
   const roundsPerBlock = Math.max(20, Math.round(rounds / BLOCKS));
@@ -142,7 +142,7 @@ async function pairedRatioRow(
     subject: summarize(all.map((round) => round.a)),
     baseline: summarize(all.map((round) => round.b)),
     ratio: median(all.map((round) => round.a / round.b)),
-    target: "≤ 1.05",
+    ...(target ? { target } : {}),
     note: `median of ${all.length} side-by-side rounds' ratios (${BLOCKS} blocks of ${roundsPerBlock}); blocks' medians ${blockRatios.map((ratio) => ratio.toFixed(3)).join(", ")}`,
   });
 }
@@ -152,9 +152,10 @@ async function pairedRatioRow(
  * process. The 5-step scripted tool loop (a tool that adds one: PAI's own work and nothing else, the worst case):
  * with no SDK registered, PAI's default (its spans through the API's no-op provider) against telemetry off; then,
  * with the official SDK registered (spans batched to memory, as an app batches them to a collector, and cleared
- * between blocks; metrics recorded), PAI's spans and metrics on against off, and PAI's plus the AI SDK's
- * (`@ai-sdk/otel`) against off. Last, with the SDK, a coding agent's turn: 5 commands in the thread's sandbox,
- * PAI's spans (tools, commands) on against off.
+ * between blocks; metrics recorded), first the scale: one empty span per run that PAI does not make (what the SDK
+ * takes for a span amid a run's work: several times what it takes in a tight loop), then PAI's spans and metrics on
+ * against off, and PAI's plus the AI SDK's (`@ai-sdk/otel`) against off. Last, with the SDK, a coding agent's turn:
+ * 5 commands in the thread's sandbox, PAI's spans (tools, commands) on against off.
  */
 export async function benchTelemetryOverhead(options: { rounds: number }): Promise<BenchRow[]> {
   const off = loopRuntime({ isEnabled: false });
@@ -164,13 +165,12 @@ export async function benchTelemetryOverhead(options: { rounds: number }): Promi
   const sandboxOn = await sandboxRuntime({}, "telemetry-on");
   const rows: BenchRow[] = [];
   try {
+    const target = "≤ 1.05";
     rows.push(
-      await pairedRatioRow(
-        "telemetry, no SDK registered: PAI default vs off",
-        on.run,
-        off.run,
-        options.rounds,
-      ),
+      await pairedRatioRow("telemetry, no SDK registered: PAI default vs off", on.run, off.run, {
+        rounds: options.rounds,
+        target,
+      }),
     );
     const exporter = new InMemorySpanExporter();
     const tracerProvider = new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter })] });
@@ -179,30 +179,41 @@ export async function benchTelemetryOverhead(options: { rounds: number }): Promi
     trace.setGlobalTracerProvider(tracerProvider);
     metrics.setGlobalMeterProvider(meterProvider);
     try {
-      const clear = () => exporter.reset();
+      const loop = { rounds: options.rounds, between: () => exporter.reset() };
+      // The scale of the rows below: what the SDK itself takes for one span amid a run's work.
+      const tracer = trace.getTracer("pai-bench");
+      const offWithEmptySpan = async () => {
+        tracer.startSpan("pai-bench.empty").end();
+        await off.run();
+      };
       rows.push(
         await pairedRatioRow(
-          "tracing on (SDK, batch to memory) vs off: PAI's spans",
-          on.run,
+          "tracing on (SDK, batch to memory): one empty span of the bench's own per run, PAI's off, vs off",
+          offWithEmptySpan,
           off.run,
-          options.rounds,
-          clear,
+          loop,
         ),
+        await pairedRatioRow("tracing on (SDK, batch to memory) vs off: PAI's spans", on.run, off.run, {
+          ...loop,
+          target,
+        }),
         await pairedRatioRow(
           "tracing on (SDK, batch to memory) vs off: PAI's and the AI SDK's spans",
           withAiSdk.run,
           off.run,
-          options.rounds,
-          clear,
+          { ...loop, target },
         ),
         await pairedRatioRow(
           "tracing on (SDK, batch to memory) vs off: PAI's spans, a turn of 5 sandbox commands",
           sandboxOn.run,
           sandboxOff.run,
-          options.rounds,
-          async () => {
-            clear();
-            await Promise.all([sandboxOn.nextConversation(), sandboxOff.nextConversation()]);
+          {
+            rounds: options.rounds,
+            target,
+            between: async () => {
+              exporter.reset();
+              await Promise.all([sandboxOn.nextConversation(), sandboxOff.nextConversation()]);
+            },
           },
         ),
       );
