@@ -7,20 +7,30 @@ import type { MultiEnginePoolEventMap } from "./multi-engine-pool-events.ts";
 import { PoolError } from "./pool-error.ts";
 import type { PoolEventEmitter } from "./pool-events.ts";
 
+/** How a successor inherits folders. */
+export interface CarryOptions {
+  /** Folders (absolute paths) whose contents the successor inherits (e.g. `["/workspace"]`). */
+  carry: readonly string[];
+  /**
+   * Stop the successor while the folders are copied in, and start it again with its set-up (`adopted: true`, as a
+   * wake does): for folders a program of the container holds open from its start (a browser's profile), which would
+   * otherwise keep and write back its own files. @default false
+   */
+  carryStopped?: boolean;
+  signal?: AbortSignal;
+}
+
 /** Options of `MultiEnginePool.replace`. */
-export interface ReplaceOptions {
+export interface ReplaceOptions extends CarryOptions {
   /** The old container's engine. @default the first engine */
   engineId?: string;
   /** The new lease's key. */
   leaseKey: string;
-  /** Folders (absolute paths) whose contents the successor inherits (e.g. `["/workspace"]`). */
-  carry: readonly string[];
   /**
    * The container is one this pool could adopt, and adopting it failed (its set-up did not pass): replace it all
    * the same. Without it, such a container is refused (adopt it). @default false
    */
   adoptFailed?: boolean;
-  signal?: AbortSignal;
 }
 
 /** What {@link createEngineSuccession} needs of the multi-engine pool. */
@@ -36,10 +46,7 @@ export interface EngineSuccessionContext<STATE> {
 /** `MultiEnginePool.replace` and `succeed`: see there. */
 export interface EngineSuccession<STATE> {
   replace(containerId: string, options: ReplaceOptions): Promise<EngineLease<STATE>>;
-  succeed(
-    lease: EngineLease<STATE>,
-    options: { carry: readonly string[]; signal?: AbortSignal },
-  ): Promise<EngineLease<STATE>>;
+  succeed(lease: EngineLease<STATE>, options: CarryOptions): Promise<EngineLease<STATE>>;
 }
 
 /**
@@ -55,12 +62,13 @@ export function createEngineSuccession<STATE>(
   async function inheritingLease(
     from: ContainerOnEngine,
     leaseKey: string,
-    carry: readonly string[],
-    signal: AbortSignal | undefined,
+    { carry, carryStopped, signal }: CarryOptions,
   ): Promise<EngineLease<STATE>> {
     const lease = await context.acquire({ leaseKey, ...(signal ? { signal } : {}) });
     try {
+      if (carryStopped) await lease.hibernate();
       await carryPaths(from, { driver: lease.driver, containerId: lease.containerId }, carry, signal);
+      if (carryStopped) await lease.wake(signal ? { signal } : {});
     } catch (error) {
       await lease.release().catch(() => undefined);
       throw error;
@@ -69,7 +77,7 @@ export function createEngineSuccession<STATE>(
   }
 
   async function replace(containerId: string, options: ReplaceOptions): Promise<EngineLease<STATE>> {
-    const { engineId, leaseKey, carry, signal } = options;
+    const { engineId, leaseKey, signal } = options;
     const record = await context.reachableEngineOf(containerId, engineId);
     const { labels } = await record.driver.inspect(containerId, signal ? { signal } : {});
     const adoptable =
@@ -83,18 +91,15 @@ export function createEngineSuccession<STATE>(
         { details: { containerId, poolId, labels } },
       );
     }
-    const lease = await inheritingLease({ driver: record.driver, containerId }, leaseKey, carry, signal);
+    const lease = await inheritingLease({ driver: record.driver, containerId }, leaseKey, options);
     await record.driver.remove(containerId).catch((error: unknown) => {
       events.emit("error", { operation: "destroy", error, containerId, engineId: record.id });
     });
     return lease;
   }
 
-  async function succeed(
-    old: EngineLease<STATE>,
-    options: { carry: readonly string[]; signal?: AbortSignal },
-  ): Promise<EngineLease<STATE>> {
-    const lease = await inheritingLease(old, old.leaseKey, options.carry, options.signal);
+  async function succeed(old: EngineLease<STATE>, options: CarryOptions): Promise<EngineLease<STATE>> {
+    const lease = await inheritingLease(old, old.leaseKey, options);
     await old.release().catch((error: unknown) => {
       events.emit("error", {
         operation: "destroy",

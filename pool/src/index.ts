@@ -55,6 +55,7 @@ export type { ImageBuildOptions, ImageDriver, ImageImportOptions, ImageSummary }
 export type { ImageProgress } from "./image-progress.ts";
 export { poolLabels } from "./labels.ts";
 export type {
+  CarryOptions,
   EngineCheckOptions,
   EngineLease,
   EngineMetrics,

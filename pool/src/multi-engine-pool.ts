@@ -21,7 +21,7 @@ import {
 } from "./engine-lease.ts";
 import { createEnginePreparation, type EnginePreparationContext } from "./engine-preparation.ts";
 import { createEngineRecords, type EngineRecord, type PoolEngine } from "./engine-record.ts";
-import { createEngineSuccession, type ReplaceOptions } from "./engine-succession.ts";
+import { type CarryOptions, createEngineSuccession, type ReplaceOptions } from "./engine-succession.ts";
 import { guardEngineDriver } from "./guard-engine-driver.ts";
 import { createLatencyWindow } from "./latency-window.ts";
 import { type MultiEnginePoolMetrics, multiEngineMetrics } from "./multi-engine-metrics.ts";
@@ -36,7 +36,7 @@ import { warmEngines } from "./warm-engines.ts";
 export type { EngineCheckOptions } from "./engine-health.ts";
 export type { EngineLease } from "./engine-lease.ts";
 export type { EngineStatus, PoolEngine } from "./engine-record.ts";
-export type { ReplaceOptions } from "./engine-succession.ts";
+export type { CarryOptions, ReplaceOptions } from "./engine-succession.ts";
 export type { EngineMetrics, MultiEnginePoolMetrics } from "./multi-engine-metrics.ts";
 export type { MultiEnginePoolEventMap } from "./multi-engine-pool-events.ts";
 
@@ -103,10 +103,7 @@ export interface MultiEnginePool<STATE = undefined> {
    * or stopped, see `carryPaths`); the old lease is then released.
    * @throws what `acquire` and the copy throw (the fresh container is then released and the old lease kept)
    */
-  succeed(
-    lease: EngineLease<STATE>,
-    options: { carry: readonly string[]; signal?: AbortSignal },
-  ): Promise<EngineLease<STATE>>;
+  succeed(lease: EngineLease<STATE>, options: CarryOptions): Promise<EngineLease<STATE>>;
   /**
    * `ContainerPool.reapStrays` on every reachable engine; an engine that fails is reported as an `error` event.
    * `unreached` names the engines not reaped (unreachable, or failed): what dead owners left there is still there.

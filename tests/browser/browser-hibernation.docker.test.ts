@@ -89,4 +89,55 @@ describe.skipIf(dockerOptedOut)("browser hibernation on the real engine", () => 
       }
     }
   }, 120_000);
+
+  it("gives a recorded browser's profile to its successor when another spec made it (an upgrade)", async () => {
+    const server = createServer((_request, response) => {
+      response.writeHead(200, { "content-type": "text/html" }).end("<title>store</title><p>here</p>");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const network = { allow: [new URL(origin).host] };
+    const suffix = randomBytes(3).toString("hex");
+    // Another pool id is what an upgrade's new image or limits make of the default one.
+    const poolIds = [`test-browser-upgrade-old-${suffix}`, `test-browser-upgrade-new-${suffix}`];
+    const before = dockerBrowser({ image, poolId: poolIds[0], pool: { min: 0, max: 1 }, network });
+    const after = dockerBrowser({ image, poolId: poolIds[1], pool: { min: 0, max: 1 }, network });
+    const signal = new AbortController().signal;
+    try {
+      const resource = await before.provision({ leaseKey: "user:u1", lifetime: "user", signal });
+      const page = resource.bind({ signal });
+      await page.goto(`${origin}/`);
+      await page.evaluate(
+        `localStorage.setItem("kept", "yes"); document.cookie = "session=abc; max-age=3600; path=/"; true`,
+      );
+      await before.close(); // the old process goes; its leased browser stays for the next one
+
+      const successor = await after.reattach(
+        {
+          capability: "browser",
+          lifetime: "user",
+          key: "u1",
+          resourceId: resource.resourceId,
+          meta: resource.meta,
+          createdAt: Date.now(),
+          lastUsedAt: Date.now(),
+        },
+        AbortSignal.timeout(120_000),
+      );
+      expect(successor?.resourceId).toBeDefined();
+      expect(successor?.resourceId).not.toBe(resource.resourceId);
+      expect(await poolContainers(poolIds[0]!)).toEqual([]);
+      const next = successor!.bind({ signal });
+      await next.goto(`${origin}/`);
+      expect(await next.evaluate(`localStorage.getItem("kept")`)).toBe("yes");
+      expect(await next.evaluate("document.cookie")).toContain("session=abc");
+      await successor!.release();
+      expect(await poolContainers(poolIds[1]!)).toEqual([]);
+    } finally {
+      await Promise.all([before.close(), after.close()]);
+      server.close();
+      for (const poolId of poolIds)
+        for (const id of await poolContainers(poolId)) await driver.remove(id).catch(() => undefined);
+    }
+  }, 180_000);
 });

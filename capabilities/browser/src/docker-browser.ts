@@ -21,7 +21,7 @@ import { browserCalls } from "./browser-calls.ts";
 import { BrowserError } from "./browser-error.ts";
 import type { BrowserFacade } from "./browser-facade.ts";
 import { browserImage, browserImageError } from "./browser-image.ts";
-import { chromiumCommand } from "./chromium-command.ts";
+import { chromiumCommand, PROFILE_DIRECTORY } from "./chromium-command.ts";
 import { type ChromiumConnection, connectChromium } from "./connect-chromium.ts";
 import { createBrowserFacade } from "./create-browser-facade.ts";
 
@@ -143,7 +143,8 @@ const DEFAULT_MAX_CONNECTIONS = 64;
  * The Docker binding of the `browser` capability: one fresh container per lease (a browser per user by default)
  * from a warm pool whose idle containers already run a Chromium Playwright is attached to; the container is
  * removed when the lease ends and never reused for another key. A restarted process adopts the containers its
- * recorded leases name (restarting Chromium on the same profile) and reaps the rest.
+ * recorded leases name (restarting Chromium on the same profile) and reaps the rest; a recorded browser that
+ * another spec made (an upgrade), or whose set-up fails, is replaced by a fresh one that inherits its profile.
  *
  * Chromium runs as user 1000 with no capabilities (the container's main process and the agent run as root with
  * only the few the agent needs to start it so, which no page can use or signal), `no-new-privileges`, a read-only root with a
@@ -237,6 +238,10 @@ export function dockerBrowser(options: DockerBrowserOptions = {}): DockerBrowser
     pool: options.pool,
     tuning: options.poolTuning,
     poolId: options.poolId,
+    // The profile (cookies, logins, storage) goes to a successor: after an upgrade changed the spec, or when the
+    // container cannot be set up or started again. Chromium holds it open, so it is copied in while stopped.
+    carryOver: [PROFILE_DIRECTORY],
+    carryOverStopped: true,
     image: {
       recipe: browserImage,
       image: options.image,

@@ -136,6 +136,8 @@ export interface DockerBindingOptions<CONNECTION extends ContainerConnection, FA
   poolId?: string | undefined;
   /** See `PooledBindingOptions.carryOver`. */
   carryOver?: readonly string[] | undefined;
+  /** See `PooledBindingOptions.carryOverStopped`. */
+  carryOverStopped?: boolean | undefined;
   /** The image: a given one, or PAI's built from `recipe` on each engine that lacks it (see `createBindingImage`). */
   image: {
     recipe: ImageRecipe;
@@ -317,6 +319,7 @@ export function createDockerBinding<CONNECTION extends ContainerConnection, FACA
     tuning: options.tuning,
     poolId: options.poolId,
     carryOver: options.carryOver,
+    carryOverStopped: options.carryOverStopped,
     calls: options.calls,
     closedError: options.closedError,
     prepare,

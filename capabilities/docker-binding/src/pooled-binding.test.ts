@@ -160,7 +160,10 @@ describe("createPooledBinding on several engines", () => {
 
 describe("createPooledBinding when a container stops on its own", () => {
   /** A binding on one fake engine whose set-ups can be made to fail and whose health the test decides. */
-  function restartingBinding(driver: FakeDriver, options: { carryOver?: readonly string[] } = {}) {
+  function restartingBinding(
+    driver: FakeDriver,
+    options: { carryOver?: readonly string[]; carryOverStopped?: boolean } = {},
+  ) {
     /** `failSetups`: how many of the next set-ups fail. */
     const control = { failSetups: 0, healthy: true, made: [] as number[] };
     const pooled = createPooledBinding<number, FakeFacade>({
@@ -169,6 +172,7 @@ describe("createPooledBinding when a container stops on its own", () => {
       poolId: "pai-sandbox-restarts",
       pool: { min: 0, max: 4, acquireTimeoutMs: 2_000, restartLimit: { restarts: 2, withinMs: 400 } },
       ...(options.carryOver ? { carryOver: options.carryOver } : {}),
+      ...(options.carryOverStopped ? { carryOverStopped: true } : {}),
       closedError: () => new Error("closed"),
       calls: { inspect: {} },
       prepare: async () => {
@@ -299,9 +303,19 @@ describe("createPooledBinding when a container stops on its own", () => {
     expect(await second.pooled.reattach(recordOf("gone", "3"), signal)).toBeUndefined();
     await second.pooled.close(); // the next restart
 
-    const third = restartingBinding(driver, { carryOver: ["/workspace"] });
+    // A successor whose programs hold the folders open from its start is stopped while they are copied in.
+    const third = restartingBinding(driver, { carryOver: ["/workspace"], carryOverStopped: true });
     third.control.failSetups = 2;
+    const putInto: string[] = [];
+    const putArchive = driver.putArchive.bind(driver);
+    driver.putArchive = async (id, path, archive, options) => {
+      putInto.push(`${path}:${driver.containers.get(id)?.status}`);
+      return putArchive(id, path, archive, options);
+    };
     const successor = await third.pooled.reattach(recordOf(broken.resourceId, "2"), signal);
+    expect(putInto).toEqual(["/workspace:exited"]);
+    // Started again (and set up, as a wake does) once the folders are in.
+    expect(driver.containers.get(successor!.resourceId)?.status).toBe("running");
     expect(successor?.resourceId).not.toBe(broken.resourceId);
     expect(driver.containers.has(broken.resourceId)).toBe(false);
     expect(driver.containers.get(successor!.resourceId)?.archives.get("/workspace")?.toString()).toBe(

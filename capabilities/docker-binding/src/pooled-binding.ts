@@ -78,6 +78,11 @@ export interface PooledBindingOptions<STATE, FACADE> {
    * removes the old one. Without it such a lease gets no container back (the runtime provisions a new, empty one).
    */
   carryOver?: readonly string[] | undefined;
+  /**
+   * A successor is stopped while `carryOver` is copied in, and started again with its set-up: for folders a program
+   * of the container holds open from its start (a browser's profile). @default false
+   */
+  carryOverStopped?: boolean | undefined;
   /** The facade's members (see `bindFacade`). */
   calls: FacadeCalls<FACADE>;
   /**
@@ -267,6 +272,7 @@ export function createPooledBinding<STATE, FACADE extends object>(
       calls: options.calls,
       facadeOf: opened.facadeOf,
       carryOver: options.carryOver,
+      carryOverStopped: options.carryOverStopped,
       restartLimit: options.pool?.restartLimit,
       openPort: opened.openPort,
       checkpoints: opened.checkpoints,
@@ -315,12 +321,12 @@ export function createPooledBinding<STATE, FACADE extends object>(
         return undefined;
       }
       try {
-        const carry = options.carryOver;
+        const carry = { carry: options.carryOver, carryStopped: options.carryOverStopped === true };
         // its set-up failed: a successor inherits its folders (a container another spec made is replaced anyway)
         const adoptFailed = adoptFailure?.details?.stage === "setup";
         return resourceOf(
           opened,
-          await opened.pool.replace(record.resourceId, { ...from, carry, adoptFailed }),
+          await opened.pool.replace(record.resourceId, { ...from, ...carry, adoptFailed }),
         );
       } catch (error) {
         if (PoolError.hasCode(error, "NOT_FOUND") || PoolError.hasCode(error, "DOCKER_UNAVAILABLE"))

@@ -71,6 +71,8 @@ export interface PooledResourceOptions<STATE, FACADE> {
   facadeOf: FacadeOf<STATE, FACADE>;
   /** Folders a successor inherits; without them a container that cannot be started again is not replaced. */
   carryOver?: readonly string[] | undefined;
+  /** The successor is stopped while `carryOver` is copied in (see `CarryOptions.carryStopped`). */
+  carryOverStopped?: boolean | undefined;
   restartLimit?: { restarts?: number; withinMs?: number } | undefined;
   /** Connections to the container's ports; without it the resource has no `openPort`. */
   openPort?: PortOpener<STATE> | undefined;
@@ -174,7 +176,8 @@ export function createPooledResource<STATE, FACADE extends object>(
         unrecoverable.some((code) => PoolError.hasCode(error, code))
       )
         throw error;
-      lease = await options.pool.succeed(lease, { carry: carryOver, signal });
+      const carryStopped = options.carryOverStopped === true;
+      lease = await options.pool.succeed(lease, { carry: carryOver, carryStopped, signal });
       const why = error instanceof Error ? error.message : String(error);
       return {
         status: "restarted",
