@@ -3,6 +3,7 @@ import type { ContainerInspection } from "./container-driver.ts";
 import type { ContainerLease } from "./container-lease.ts";
 import { poolClosedError } from "./container-pool-errors.ts";
 import type { ContainerRemoval } from "./container-removal.ts";
+import { messageOf } from "./error-message.ts";
 import { poolLabels } from "./labels.ts";
 import type { PoolContainer } from "./pool-container.ts";
 import type { PoolCore } from "./pool-core.ts";
@@ -164,8 +165,4 @@ async function setUp<STATE>(
           },
         );
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

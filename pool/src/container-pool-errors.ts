@@ -1,4 +1,5 @@
 import type { ContainerPoolSettings } from "./container-pool-options.ts";
+import { messageOf } from "./error-message.ts";
 import { PoolError } from "./pool-error.ts";
 
 /** `POOL_CLOSED`: the single-engine pool `poolId` is closed. */
@@ -37,7 +38,7 @@ export function poolExhaustedError(settings: ContainerPoolSettings, state: Exhau
   if (state.failing) {
     const { error } = state.failing;
     const unavailable = PoolError.hasCode(error, "DOCKER_UNAVAILABLE");
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = messageOf(error);
     return new PoolError(
       unavailable ? "DOCKER_UNAVAILABLE" : "POOL_EXHAUSTED",
       `No container within ${acquireTimeoutMs} ms: creating containers keeps failing (${reason})`,

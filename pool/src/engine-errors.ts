@@ -1,11 +1,7 @@
 // The errors a multi-engine pool raises about itself and its engines, shared by its modules.
 import type { EngineRecord } from "./engine-record.ts";
+import { messageOf } from "./error-message.ts";
 import { PoolError } from "./pool-error.ts";
-
-/** An error's message, or the value as text. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** An operation on a pool after `close()`. */
 export function poolClosedError(poolId: string): PoolError {

@@ -1,7 +1,7 @@
 import type { ContainerDriver } from "./container-driver.ts";
 import type { ContainerLease } from "./container-lease.ts";
-import { messageOf } from "./engine-errors.ts";
 import type { EngineRecord } from "./engine-record.ts";
+import { messageOf } from "./error-message.ts";
 import type { MultiEnginePoolEventMap } from "./multi-engine-pool-events.ts";
 import { PoolError } from "./pool-error.ts";
 import type { PoolEventEmitter } from "./pool-events.ts";

@@ -2,9 +2,9 @@ import type { EngineInfo } from "./container-driver.ts";
 import type { ContainerPoolMetrics } from "./container-pool.ts";
 import type { ResolvedContainerSpec } from "./container-spec.ts";
 import type { FreeCapacity } from "./engine-capacity.ts";
-import { messageOf } from "./engine-errors.ts";
 import { engineCapacity } from "./engine-placement.ts";
 import type { EngineRecord, EngineStatus } from "./engine-record.ts";
+import { messageOf } from "./error-message.ts";
 import type { LatencyWindow } from "./latency-window.ts";
 
 /** One engine in `metrics()`. */

@@ -1,0 +1,4 @@
+/** An error's message, or the value as text. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
